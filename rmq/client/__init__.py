@@ -1,0 +1,1 @@
+"""rmq's client: producer, consumer, admin API."""

@@ -1,0 +1,1 @@
+"""The RocketMQ 4.x remoting protocol: frames, headers, codes, asyncio server and client."""

@@ -1,0 +1,1 @@
+"""The long-running processes: name server, broker, standalone."""

@@ -1,0 +1,1 @@
+"""The broker: the store behind the remoting server."""

@@ -1,0 +1,1 @@
+"""The name server: route table, KV config, broker expiry."""

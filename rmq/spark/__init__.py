@@ -1,0 +1,1 @@
+"""PySpark export job and the `rocketmq` Spark data source."""

@@ -1,0 +1,1 @@
+"""The message store: commitlog, consume queues, index, checkpoint. Files only."""
