@@ -1,0 +1,576 @@
+"""The stored message record: the one place in rmq that knows its byte layout.
+
+A record is what the commitlog holds and what PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID
+bodies concatenate (RocketMQ 4.x "V1" layout, all integers big-endian)::
+
+    TOTALSIZE i32 | MAGICCODE u32 | BODYCRC i32 | QUEUEID i32 | FLAG i32 | QUEUEOFFSET i64
+    | PHYSICALOFFSET i64 | SYSFLAG i32 | BORNTIMESTAMP i64 | BORNHOST 8/20 | STORETIMESTAMP i64
+    | STOREHOSTADDRESS 8/20 | RECONSUMETIMES i32 | PREPARED TRANSACTION OFFSET i64
+    | BODY (i32 length + bytes) | TOPIC (i8 length + UTF-8) | PROPERTIES (i16 length + UTF-8)
+
+A host is 8 bytes (IPv4 + int32 port) or 20 (IPv6 + port); SYSFLAG bits 4 and 5 say which.
+The four host-width combinations give four layouts (``LAYOUTS``, indexed by
+``(sys_flag >> 4) & 3``), each with one precompiled ``struct.Struct`` for its fixed part.
+
+Writing: ``encode_record_into`` packs one record into a preallocated writable buffer (an mmap
+of a commitlog file, or a bytearray) with two ``pack_into`` calls and slice copies of body,
+topic and properties, nothing else: hosts come pre-packed (``rmq.common.msgid.pack_host``,
+once per connection), topic and properties come as UTF-8 bytes, and the SYSFLAG host bits are
+set from the host lengths so a record can never disagree with itself.  A store that encodes
+ahead of its append lock patches QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP afterwards
+with ``patch_record``.
+
+Reading: ``decode_record`` checks the magic, the bounds and that TOTALSIZE equals the size
+its length fields add up to, and raises ``RecordError`` (naming the offset) otherwise.
+Bodies are copied out so a record outlives the mapped file it came from.  Hot paths that do
+not need a whole record use ``peek_size_magic``, ``read_dispatch_info`` (what consume queue
+and index dispatch need) and ``store_timestamp_at``.
+
+Also here: the SEND_BATCH_MESSAGE body codec and ``to_record_dict``, the JSON "message record"
+shared by ``rmq consume``, ``rmq inspect`` and the Spark export.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
+
+from rmq.common.compression import decompress_body
+from rmq.common.javahash import tags_code
+from rmq.common.msgconst import (
+    KEY_SEPARATOR,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
+from rmq.common.msgid import IPV4_HOST_LENGTH, IPV6_HOST_LENGTH, host_str, offset_msg_id
+from rmq.common.properties import decode_properties_bytes
+from rmq.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+
+Buffer = bytes | bytearray | memoryview
+"""A bytes-like body or property string.  Record buffers are typed ``Any`` so mmaps fit too."""
+
+MESSAGE_MAGIC = 0xDAA320A7
+MESSAGE_MAGIC_V2 = 0xDAA320AB  # RocketMQ 5.x two-byte topic length; recognised, not decoded
+BLANK_MAGIC = 0xCBD43194
+END_FILE_MIN_BLANK_LENGTH = 8
+MAX_TOPIC_BYTES = 127
+MAX_PROPERTIES_BYTES = 32767
+
+# Offsets shared by every layout.
+TOTAL_SIZE_POS = 0
+MAGIC_POS = 4
+BODY_CRC_POS = 8
+QUEUE_ID_POS = 12
+FLAG_POS = 16
+QUEUE_OFFSET_POS = 20
+PHYSICAL_OFFSET_POS = 28
+SYS_FLAG_POS = 36
+BORN_TIMESTAMP_POS = 40
+BORN_HOST_POS = 48
+
+_HOST_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
+_TRAILER_LENGTH = 1 + 2  # topic length byte + properties length short
+
+
+class RecordLayout(NamedTuple):
+    """Where the host-width dependent fields sit for one born/store host combination."""
+
+    born_host_length: int
+    store_host_length: int
+    store_timestamp_pos: int
+    store_host_pos: int
+    reconsume_times_pos: int
+    prepared_transaction_offset_pos: int
+    body_length_pos: int
+    body_pos: int  # also the size of the fixed part including the body length
+
+
+def _layout(born_v6: bool, store_v6: bool) -> RecordLayout:
+    born = IPV6_HOST_LENGTH if born_v6 else IPV4_HOST_LENGTH
+    store = IPV6_HOST_LENGTH if store_v6 else IPV4_HOST_LENGTH
+    store_timestamp = BORN_HOST_POS + born
+    store_host = store_timestamp + 8
+    reconsume = store_host + store
+    prepared = reconsume + 4
+    body_length = prepared + 8
+    return RecordLayout(
+        born, store, store_timestamp, store_host, reconsume, prepared, body_length, body_length + 4
+    )
+
+
+LAYOUTS: tuple[RecordLayout, ...] = (
+    _layout(False, False),
+    _layout(True, False),
+    _layout(False, True),
+    _layout(True, True),
+)
+"""Indexed by ``(sys_flag >> 4) & 3``: bit 0 = born host IPv6, bit 1 = store host IPv6."""
+
+_HEADS = tuple(
+    struct.Struct(f">iIiiiqqiq{layout.born_host_length}sq{layout.store_host_length}siqi")
+    for layout in LAYOUTS
+)
+_SIZE_MAGIC = struct.Struct(">iI")
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+_LONG = struct.Struct(">q")
+_TWO_LONGS = struct.Struct(">qq")
+_MIN_RECORD_SIZE = LAYOUTS[0].body_pos + _TRAILER_LENGTH  # IPv4 hosts, everything empty
+
+
+class RecordError(ValueError):
+    """Bytes that are not a valid message record at the given offset."""
+
+
+def layout_of(sys_flag: int) -> RecordLayout:
+    """The field positions of a record with this sysFlag."""
+    return LAYOUTS[(sys_flag >> 4) & 3]
+
+
+def record_size(
+    body_len: int, topic_len: int, props_len: int, born_v6: bool, store_v6: bool
+) -> int:
+    """TOTALSIZE of a record with these lengths (topic and properties in UTF-8 bytes)."""
+    fixed = LAYOUTS[born_v6 | store_v6 << 1].body_pos + _TRAILER_LENGTH
+    return fixed + body_len + topic_len + props_len
+
+
+# Writing.
+
+
+def encode_record_into(
+    buf: Any,
+    pos: int,
+    *,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+    prepared_transaction_offset: int,
+    body: Buffer,
+    topic_bytes: bytes,
+    properties_bytes: bytes,
+) -> int:
+    """Write one record at ``buf[pos:]`` and return its size.
+
+    ``buf`` is any writable buffer (mmap, bytearray, writable memoryview).  Hosts are the
+    packed 8/20-byte form of ``rmq.common.msgid.pack_host``; the SYSFLAG host bits are set
+    from their lengths.  BODYCRC is computed here.  Raises ``RecordError`` when the topic or
+    properties are too long or the record does not fit in ``buf``; nothing past ``pos`` is
+    written then.
+    """
+    topic_len = len(topic_bytes)
+    props_len = len(properties_bytes)
+    if topic_len > MAX_TOPIC_BYTES:
+        raise RecordError(f"topic is {topic_len} bytes; a record allows at most {MAX_TOPIC_BYTES}")
+    if props_len > MAX_PROPERTIES_BYTES:
+        raise RecordError(
+            f"properties are {props_len} bytes; a record allows at most {MAX_PROPERTIES_BYTES}"
+        )
+    born_len = len(born_host)
+    store_len = len(store_host)
+    if born_len not in (IPV4_HOST_LENGTH, IPV6_HOST_LENGTH) or store_len not in (
+        IPV4_HOST_LENGTH,
+        IPV6_HOST_LENGTH,
+    ):
+        raise RecordError(f"hosts are 8 or 20 bytes, got {born_len} and {store_len}")
+    host_bits = (born_len == IPV6_HOST_LENGTH) | (store_len == IPV6_HOST_LENGTH) << 1
+    head = _HEADS[host_bits]
+    body_len = len(body)
+    body_pos = pos + head.size
+    topic_pos = body_pos + body_len + 1
+    props_pos = topic_pos + topic_len + 2
+    end = props_pos + props_len
+    if end > len(buf):
+        raise RecordError(f"a {end - pos}-byte record at offset {pos} does not fit the buffer")
+    head.pack_into(
+        buf,
+        pos,
+        end - pos,
+        MESSAGE_MAGIC,
+        zlib.crc32(body) & 0x7FFFFFFF,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        (sys_flag & ~_HOST_BITS) | host_bits << 4,
+        born_timestamp,
+        born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times,
+        prepared_transaction_offset,
+        body_len,
+    )
+    buf[body_pos : topic_pos - 1] = body
+    buf[topic_pos - 1] = topic_len
+    buf[topic_pos : props_pos - 2] = topic_bytes
+    _SHORT.pack_into(buf, props_pos - 2, props_len)
+    buf[props_pos:end] = properties_bytes
+    return end - pos
+
+
+def patch_record(
+    buf: Any, pos: int, *, queue_offset: int, physical_offset: int, store_timestamp: int
+) -> None:
+    """Overwrite QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP of the record at ``pos``."""
+    _TWO_LONGS.pack_into(buf, pos + QUEUE_OFFSET_POS, queue_offset, physical_offset)
+    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
+    _LONG.pack_into(buf, pos + layout_of(sys_flag).store_timestamp_pos, store_timestamp)
+
+
+def encode_blank_into(buf: Any, pos: int, max_blank: int) -> None:
+    """Write the end-of-file BLANK record: TOTALSIZE = ``max_blank``, BLANK magic (8 bytes)."""
+    if max_blank < END_FILE_MIN_BLANK_LENGTH:
+        raise RecordError(f"a blank record needs 8 bytes, only {max_blank} remain at {pos}")
+    _SIZE_MAGIC.pack_into(buf, pos, max_blank, BLANK_MAGIC)
+
+
+# Reading.
+
+
+def peek_size_magic(buf: Any, pos: int) -> tuple[int, int]:
+    """TOTALSIZE and MAGICCODE (unsigned) at ``pos``, without any validation of the record."""
+    if pos + 8 > len(buf):
+        raise RecordError(f"truncated record at offset {pos}: fewer than 8 bytes left")
+    size, magic = _SIZE_MAGIC.unpack_from(buf, pos)
+    return size, magic
+
+
+def _magic_error(pos: int, magic: int) -> RecordError:
+    if magic == BLANK_MAGIC:
+        return RecordError(f"blank (end-of-file) record at offset {pos}, not a message")
+    if magic == MESSAGE_MAGIC_V2:
+        return RecordError(
+            f"record at offset {pos} uses the RocketMQ 5.x message format (magic 0xDAA320AB)"
+        )
+    return RecordError(f"bad magic 0x{magic:08X} at offset {pos}")
+
+
+def _frame(buf: Any, pos: int, limit: int) -> tuple[tuple[Any, ...], int, int, int, int, int]:
+    """Validate the record at ``pos`` (ending by ``limit``) and locate its variable parts.
+
+    Returns the unpacked fixed part and the positions of body, topic (position, length),
+    properties and the record's end.
+    """
+    if pos < 0 or pos + _MIN_RECORD_SIZE > limit:
+        raise _short_record_error(buf, pos, limit)
+    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
+    head_struct = _HEADS[(sys_flag >> 4) & 3]
+    body_pos = pos + head_struct.size
+    if body_pos > limit:
+        raise _short_record_error(buf, pos, limit)
+    head = head_struct.unpack_from(buf, pos)
+    size = head[0]
+    if head[1] != MESSAGE_MAGIC:
+        raise _magic_error(pos, head[1])
+    end = pos + size
+    if size < body_pos - pos + _TRAILER_LENGTH or end > limit:
+        raise RecordError(
+            f"truncated record at offset {pos}: TOTALSIZE {size}, {limit - pos} bytes available"
+        )
+    body_len = head[14]
+    topic_pos = body_pos + body_len + 1
+    if body_len < 0 or topic_pos + 2 > end:
+        raise RecordError(f"record at offset {pos}: body length {body_len} overruns TOTALSIZE")
+    topic_len = buf[topic_pos - 1]
+    props_pos = topic_pos + topic_len + 2
+    if topic_len > MAX_TOPIC_BYTES or props_pos > end:
+        raise RecordError(f"record at offset {pos}: topic length {topic_len} is invalid")
+    props_len = _SHORT.unpack_from(buf, props_pos - 2)[0]
+    if props_len < 0 or props_pos + props_len != end:
+        raise RecordError(
+            f"record at offset {pos}: TOTALSIZE {size} does not match its fields "
+            f"(body {body_len}, topic {topic_len}, properties {props_len} bytes)"
+        )
+    return head, body_pos, topic_pos, topic_len, props_pos, end
+
+
+def _short_record_error(buf: Any, pos: int, limit: int) -> RecordError:
+    """The error for a record cut short: report its magic when that much is there."""
+    if pos >= 0 and pos + 8 <= limit:
+        magic = _SIZE_MAGIC.unpack_from(buf, pos)[1]
+        if magic != MESSAGE_MAGIC:
+            return _magic_error(pos, magic)
+    return RecordError(f"truncated record at offset {pos}: only {max(limit - pos, 0)} bytes left")
+
+
+def _text(buf: Any, start: int, end: int) -> str:
+    return str(buf[start:end], "utf-8", "replace")
+
+
+class MessageRecord(NamedTuple):
+    """One decoded record (a NamedTuple: immutable and cheap to build).
+
+    Hosts render as ``ip:port`` / ``[ipv6]:port``.
+
+    ``body`` is the body as stored (compressed when the sysFlag says so), or None when it
+    was not read; ``offset_msg_id`` is recomputed from the store host and physical offset.
+    """
+
+    total_size: int
+    magic: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: str
+    store_timestamp: int
+    store_host: str
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes | None
+    topic: str
+    properties: dict[str, str]
+    offset_msg_id: str
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        """KEYS split on spaces, empty tokens dropped (the keys the index holds)."""
+        keys = self.properties.get(PROPERTY_KEYS)
+        return [key for key in keys.split(KEY_SEPARATOR) if key] if keys else []
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+    @property
+    def msg_id(self) -> str:
+        """What clients call the message id: UNIQ_KEY when present, else the offset id."""
+        return self.uniq_key or self.offset_msg_id
+
+    def body_crc_matches(self) -> bool:
+        """Whether BODYCRC matches the stored body (True when the body was not read)."""
+        return self.body is None or zlib.crc32(self.body) & 0x7FFFFFFF == self.body_crc
+
+    def decompressed_body(self) -> bytes | None:
+        """The body a consumer sees (raises ``CompressionError`` for an unreadable codec)."""
+        return None if self.body is None else decompress_body(self.body, self.sys_flag)
+
+
+def decode_record(buf: Any, pos: int = 0, *, with_body: bool = True) -> MessageRecord:
+    """Decode the record at ``buf[pos:]``; raises ``RecordError`` if it is not a valid one."""
+    return _decode(buf, pos, len(buf), with_body)
+
+
+def _decode(buf: Any, pos: int, limit: int, with_body: bool) -> MessageRecord:
+    head, body_pos, topic_pos, topic_len, props_pos, end = _frame(buf, pos, limit)
+    body = None
+    if with_body:
+        body = buf[body_pos : topic_pos - 1]
+        if type(body) is not bytes:
+            body = bytes(body)
+    store_host = head[11]
+    return MessageRecord(
+        head[0],
+        head[1],
+        head[2],
+        head[3],
+        head[4],
+        head[5],
+        head[6],
+        head[7],
+        head[8],
+        host_str(head[9]),
+        head[10],
+        host_str(store_host),
+        head[12],
+        head[13],
+        body,
+        _text(buf, topic_pos, topic_pos + topic_len),
+        decode_properties_bytes(buf[props_pos:end]),
+        offset_msg_id(store_host, head[6]),
+    )
+
+
+def iter_records(
+    buf: Any, start: int = 0, end: int | None = None, *, with_body: bool = True
+) -> Iterator[tuple[int, MessageRecord]]:
+    """Yield ``(position, record)`` for records laid end to end in ``buf[start:end]``.
+
+    Stops quietly at the end or at the first record that does not decode, as the Java
+    client does with pull and query bodies.
+    """
+    limit = len(buf) if end is None else min(end, len(buf))
+    pos = start
+    while pos < limit:
+        try:
+            record = _decode(buf, pos, limit, with_body)
+        except RecordError:
+            return
+        yield pos, record
+        pos += record.total_size
+
+
+class DispatchInfo(NamedTuple):
+    """What consume queue and index dispatch need from a record, without hosts or body."""
+
+    total_size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int
+    sys_flag: int
+    store_timestamp: int
+    prepared_transaction_offset: int
+    tags_code: int
+    keys: str | None
+    uniq_key: str | None
+    properties: dict[str, str]
+
+
+def read_dispatch_info(buf: Any, pos: int, *, check_crc: bool = False) -> DispatchInfo:
+    """Validate the record at ``pos`` and read its dispatch fields (and optionally its CRC).
+
+    ``tags_code`` is the hash of TAGS; for delayed messages in SCHEDULE_TOPIC_XXXX the
+    store replaces it with the delivery time (see ``rmq.common.delay``).
+    """
+    head, body_pos, topic_pos, topic_len, props_pos, end = _frame(buf, pos, len(buf))
+    if check_crc:
+        with memoryview(buf) as view:
+            crc = zlib.crc32(view[body_pos : topic_pos - 1]) & 0x7FFFFFFF
+        if crc != head[2]:
+            raise RecordError(f"record at offset {pos}: body CRC {crc} != stored {head[2]}")
+    properties = decode_properties_bytes(buf[props_pos:end])
+    return DispatchInfo(
+        head[0],
+        _text(buf, topic_pos, topic_pos + topic_len),
+        head[3],
+        head[5],
+        head[6],
+        head[7],
+        head[10],
+        head[13],
+        tags_code(properties.get(PROPERTY_TAGS)),
+        properties.get(PROPERTY_KEYS),
+        properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        properties,
+    )
+
+
+def store_timestamp_at(buf: Any, pos: int) -> int:
+    """STORETIMESTAMP of the record at ``pos`` (used by search-by-time), unvalidated."""
+    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
+    timestamp: int = _LONG.unpack_from(buf, pos + layout_of(sys_flag).store_timestamp_pos)[0]
+    return timestamp
+
+
+# SEND_BATCH_MESSAGE bodies.
+
+_BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE, BODYCRC, FLAG, body length
+_BATCH_OVERHEAD = _BATCH_HEAD.size + 2
+
+
+class BatchMessage(NamedTuple):
+    """One inner message of a batch; ``body`` and ``properties`` are views of the request body."""
+
+    flag: int
+    body: memoryview
+    properties: memoryview
+
+
+def iter_batch_messages(data: Buffer) -> Iterator[BatchMessage]:
+    """Walk a SEND_BATCH_MESSAGE body as the broker does.
+
+    Only the FLAG, body length and properties length are read; the inner TOTALSIZE,
+    MAGICCODE and BODYCRC are ignored.  A truncated body raises ``RecordError``.
+    """
+    view = memoryview(data)
+    limit = len(view)
+    pos = 0
+    while pos < limit:
+        if pos + _BATCH_HEAD.size > limit:
+            raise RecordError(f"truncated batch message at offset {pos}")
+        flag, body_len = _BATCH_HEAD.unpack_from(view, pos)[3:]
+        body_pos = pos + _BATCH_HEAD.size
+        props_len_pos = body_pos + body_len
+        if body_len < 0 or props_len_pos + 2 > limit:
+            raise RecordError(f"batch message at offset {pos}: body length {body_len} overruns")
+        props_len = _SHORT.unpack_from(view, props_len_pos)[0]
+        end = props_len_pos + 2 + props_len
+        if props_len < 0 or end > limit:
+            raise RecordError(
+                f"batch message at offset {pos}: properties length {props_len} overruns"
+            )
+        yield BatchMessage(flag, view[body_pos:props_len_pos], view[props_len_pos + 2 : end])
+        pos = end
+
+
+def encode_batch(messages: Iterable[tuple[int, Buffer, bytes]]) -> bytes:
+    """Build a SEND_BATCH_MESSAGE body from ``(flag, body, properties_bytes)`` triples.
+
+    Like the Java client, MAGICCODE and BODYCRC are written as 0.
+    """
+    parts: list[Buffer] = []
+    for flag, body, properties in messages:
+        if len(properties) > MAX_PROPERTIES_BYTES:
+            raise RecordError(
+                f"properties are {len(properties)} bytes; at most {MAX_PROPERTIES_BYTES} allowed"
+            )
+        size = _BATCH_OVERHEAD + len(body) + len(properties)
+        parts += (
+            _BATCH_HEAD.pack(size, 0, 0, flag, len(body)),
+            body,
+            _SHORT.pack(len(properties)),
+            properties,
+        )
+    return b"".join(parts)
+
+
+# The JSON message record.
+
+
+def to_record_dict(record: MessageRecord, broker_name: str | None = None) -> dict[str, Any]:
+    """The "message record" object of the rmq CLI, inspect exports and Spark rows.
+
+    The body is always the decompressed one: UTF-8 text when it decodes, else base64 with
+    ``"bodyEncoding": "base64"``; None when the record was decoded without its body.
+    """
+    body = record.decompressed_body()
+    body_fields: dict[str, Any]
+    if body is None:
+        body_fields = {"body": None}
+    else:
+        try:
+            body_fields = {"body": body.decode("utf-8")}
+        except UnicodeDecodeError:
+            body_fields = {"body": base64.b64encode(body).decode("ascii"), "bodyEncoding": "base64"}
+    return {
+        "topic": record.topic,
+        "brokerName": broker_name,
+        "queueId": record.queue_id,
+        "queueOffset": record.queue_offset,
+        "commitLogOffset": record.physical_offset,
+        "msgId": record.msg_id,
+        "offsetMsgId": record.offset_msg_id,
+        "tags": record.tags,
+        "keys": record.keys,
+        "properties": dict(record.properties),
+        **body_fields,
+        "bodyCrc": record.body_crc,
+        "flag": record.flag,
+        "sysFlag": record.sys_flag,
+        "bornTimestamp": record.born_timestamp,
+        "storeTimestamp": record.store_timestamp,
+        "bornHost": record.born_host,
+        "storeHost": record.store_host,
+        "reconsumeTimes": record.reconsume_times,
+        "preparedTransactionOffset": record.prepared_transaction_offset,
+    }

@@ -1,0 +1,62 @@
+"""Java String.hashCode, tags codes and index key hashes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rmq.common.javahash import index_key_hash, java_hash, tags_code
+
+
+def reference_hash(text: str) -> int:
+    """Java's definition, step by step over big-endian UTF-16 code units with int wrap-around."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "big")) % 2**32
+    return h - 2**32 if h >= 2**31 else h
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("TagA", 2598919),
+        ("TagB", 2598920),
+        ("*", 42),
+        ("", 0),
+        ("hello", 99162322),
+        ("TopicTest#OrderID001", -1231272886),
+        ("polygenelubricants", -(2**31)),
+        # U+1F600 is the surrogate pair D83D DE00: 0xD83D * 31 + 0xDE00.
+        ("\U0001f600", 0xD83D * 31 + 0xDE00),
+        # "é" is one UTF-16 unit 0xE9.
+        ("é", 0xE9),
+    ],
+)
+def test_known_java_hash_values(text: str, expected: int) -> None:
+    assert java_hash(text) == expected
+
+
+@given(st.text(max_size=300))
+def test_java_hash_matches_utf16_definition(text: str) -> None:
+    assert java_hash(text) == reference_hash(text)
+
+
+def test_long_strings_hash_like_java() -> None:
+    text = "key-ü-" * 3000
+    assert java_hash(text) == reference_hash(text)
+
+
+def test_tags_code_is_zero_without_tags() -> None:
+    assert tags_code(None) == 0
+    assert tags_code("") == 0
+    assert tags_code("TagA") == 2598919
+    assert tags_code("TagA || TagB") == reference_hash("TagA || TagB")
+
+
+def test_index_key_hash_is_absolute_value_with_min_value_zero() -> None:
+    assert index_key_hash("TopicTest#OrderID001") == 1231272886
+    assert index_key_hash("TopicTest#OrderID001") % 5_000_000 == 1272886
+    assert index_key_hash("TagA") == 2598919
+    assert index_key_hash("polygenelubricants") == 0
