@@ -1,0 +1,208 @@
+"""The `rmq` entry point: root command, global options, command registry and error wrapper.
+
+`rmq` is one typer app whose commands live in their own modules under `rmq/cli/`.  The root
+knows them only by name through `COMMANDS`, which maps a command name to "module:attribute";
+a module is imported the first time its command is looked up, so `rmq profile list` never
+imports the broker and `rmq --help` imports only the light command modules.
+
+Adding a command module
+-----------------------
+1. Write `rmq/cli/<name>.py` with a module-level `app = command_app(help="...")` and its
+   commands.  A module with exactly one command and no callback becomes that command
+   (`rmq namesrv -c namesrv.conf`); one with several becomes a group (`rmq topic list`).
+   Import only typer, click and light `rmq.cli` helpers at module level; servers, clients,
+   the store, asyncio, pyspark, rich, orjson and yaml are imported inside the command
+   functions (a test renders every command's `--help` and fails if they were loaded).
+   Reuse `rmq.cli.settings.NamesrvOption` / `resolve_namesrv` and
+   `rmq.cli.output.OutputOption` / `render`, and raise `rmq.cli.errors.RmqError`.
+   A command that ends normally exits 0, or with the int it returns (a server's exit
+   code); `ctx.find_object(CliState).debug` tells whether `--debug` is on.
+2. Register it with one line in `COMMANDS`, in the order it should appear in `rmq --help`:
+
+       "namesrv": "rmq.cli.namesrv:app",
+
+3. Run `python -m rmq.cli.docgen` to regenerate completions/ and man/ (a test fails while
+   they are stale).
+
+Global options, taken before the command: `--debug` (or RMQ_DEBUG=1), `--profile NAME`,
+`--version`, `-h/--help`.  Help is rendered by click without rich: rich's help renderer
+costs about 0.1 s of imports and `rmq --help` must stay under 0.2 s.  `command_app` gives
+every app the same settings (plain help, no typer-specific completion options, help when
+called without a command).
+
+`run` executes one command line and returns the exit code: it answers shell completion
+requests (`_RMQ_COMPLETE`, see `rmq.cli.completion`) before anything else, runs the root
+command with `standalone_mode=False` and hands whatever escapes to `rmq.cli.errors.report`.
+`main`, the console script, exits with that code.  `root_command()` is the click group
+itself, for tools that walk or dispatch into the tree (docgen, the inspect REPL).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Annotated, Any, NoReturn
+
+import click
+import typer
+
+from rmq import __version__
+from rmq.cli.errors import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    PROG_NAME,
+    configure_logging,
+    debug_from_env,
+    report,
+)
+
+COMPLETE_VAR = "_RMQ_COMPLETE"
+
+COMMANDS: dict[str, str] = {
+    "namesrv": "rmq.cli.namesrv:app",
+    "profile": "rmq.cli.profile:app",
+    "completion": "rmq.cli.completion:app",
+}
+
+
+def command_app(**settings: Any) -> typer.Typer:
+    """A typer app configured like every other `rmq` app; `settings` go to `typer.Typer`."""
+    return typer.Typer(
+        rich_markup_mode=None,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        no_args_is_help=True,
+        **settings,
+    )
+
+
+@dataclass
+class CliState:
+    """State of one command line, shared between `run` and the root callback."""
+
+    debug: bool = False
+
+
+app = command_app(
+    name=PROG_NAME,
+    help="Apache RocketMQ 4.x as one command: name server, broker, clients, admin and "
+    "store tools.\n\nRun 'rmq COMMAND --help' for the options of a command.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"{PROG_NAME} {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Print tracebacks and DEBUG logs on stderr (RMQ_DEBUG=1)."),
+    ] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            metavar="NAME",
+            help="Profile to use from the profile file. Default: $RMQ_PROFILE, else 'current'.",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Apply the global options; `--profile` is read from this context by rmq.cli.settings."""
+    state = ctx.ensure_object(CliState)
+    state.debug = state.debug or debug or debug_from_env()
+    configure_logging(state.debug)
+
+
+class _LazyCommands(MutableMapping[str, click.Command]):
+    """The root group's commands: registered modules are imported on first lookup."""
+
+    def __init__(self, registry: Mapping[str, str]) -> None:
+        self._registry = dict(registry)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            self._loaded[name] = load_command(name, self._registry[name])
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._registry.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._registry or name in self._loaded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._registry, *self._loaded]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*self._registry, *self._loaded]))
+
+
+def load_command(name: str, target: str) -> click.Command:
+    """Import "module:attribute" (a typer app or a click command) as the command `name`."""
+    module_name, _, attribute = target.partition(":")
+    obj = getattr(import_module(module_name), attribute)
+    command = typer.main.get_command(obj) if isinstance(obj, typer.Typer) else obj
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{target} is neither a typer app nor a click command")
+    command.name = name
+    return command
+
+
+@functools.cache
+def root_command() -> click.Group:
+    """The `rmq` click group with every registered command (loaded on demand)."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, click.Group), "the root app has a callback, so it is a group"
+    group.commands = _LazyCommands(COMMANDS)
+    return group
+
+
+def run(args: Sequence[str] | None = None) -> int:
+    """Run one `rmq` command line (default: sys.argv) and return its exit code."""
+    command = root_command()
+    instruction = os.environ.get(COMPLETE_VAR)
+    if instruction:
+        from rmq.cli.completion import complete
+
+        return complete(command, instruction)
+    state = CliState(debug=debug_from_env())
+    argv = list(sys.argv[1:] if args is None else args)
+    try:
+        result = command.main(argv, PROG_NAME, standalone_mode=False, obj=state)
+    except (Exception, KeyboardInterrupt) as exc:
+        return report(exc, debug=state.debug)
+    return result if type(result) is int else EXIT_OK
+
+
+def main() -> NoReturn:
+    """Console script `rmq` and `python -m rmq`."""
+    code = run()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = code or EXIT_FAILURE
+    sys.exit(code)

@@ -1,0 +1,82 @@
+"""`rmq completion SHELL` and the completion requests its scripts send back to rmq."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rmq.cli.docgen import SOURCE_ROOT
+from rmq.cli.main import COMMANDS
+from tests.unit.cli.conftest import RunRmq
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_script_for_each_shell_matches_the_shipped_file(rmq: RunRmq, shell: str) -> None:
+    result = rmq("completion", shell)
+    assert result.returncode == 0
+    assert "_RMQ_COMPLETE" in result.stdout
+    assert f"{shell}_complete" in result.stdout
+    assert result.stdout == (SOURCE_ROOT / "completions" / f"rmq.{shell}").read_text()
+
+
+def test_unknown_shell_is_a_usage_error(rmq: RunRmq) -> None:
+    result = rmq("completion", "tcsh")
+    assert result.returncode == 2
+    assert result.stderr.startswith("rmq: error: Invalid value for 'SHELL': 'tcsh'")
+
+
+def complete(rmq: RunRmq, shell: str, words: str) -> list[str]:
+    cword = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+    env = {"_RMQ_COMPLETE": f"{shell}_complete", "COMP_WORDS": words, "COMP_CWORD": cword}
+    result = rmq(env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split("\n")
+
+
+def test_commands_options_and_choices_complete(rmq: RunRmq) -> None:
+    assert complete(rmq, "bash", "rmq ") == [f"plain,{name}" for name in COMMANDS] + [""]
+    assert complete(rmq, "bash", "rmq --ver") == ["plain,--version", ""]
+    outputs = complete(rmq, "bash", "rmq profile list -o ")
+    assert outputs == ["plain,table", "plain,wide", "plain,json", "plain,ndjson", "plain,yaml", ""]
+    kind, value, description = complete(rmq, "zsh", "rmq prof")[:3]
+    assert (kind, value) == ("plain", "profile")
+    assert description.startswith("Manage profiles")
+
+
+def test_unknown_completion_instruction_fails(rmq: RunRmq) -> None:
+    result = rmq(env={"_RMQ_COMPLETE": "tcsh_complete"})
+    assert (result.returncode, result.stdout) == (1, "")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_bash_script_completes_in_bash(
+    rmq: RunRmq, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    launcher = tmp_path / "bin" / "rmq"
+    launcher.parent.mkdir()
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m rmq "$@"\n')
+    launcher.chmod(0o755)
+    rmq("profile", "set", "prod", "-n", "h:1")
+    script = rmq("completion", "bash").stdout
+    session = (
+        f"{script}\n"
+        "COMP_WORDS=(rmq profile u); COMP_CWORD=2; _rmq_completion rmq\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"; COMPREPLY=()\n'
+        "COMP_WORDS=(rmq profile use ''); COMP_CWORD=3; _rmq_completion rmq\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+        "complete -p rmq\n"
+    )
+    env = {**cli_env, "PATH": f"{launcher.parent}:{cli_env['PATH']}"}
+    result = subprocess.run(
+        ["bash", "--norc", "-c", session], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "use",
+        "prod",
+        "complete -o nosort -F _rmq_completion rmq",
+    ]

@@ -1,0 +1,134 @@
+"""The root command: global options, registry, lazy loading and the import budget of --help."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import click
+
+from rmq import __version__
+from rmq.cli.main import COMMANDS, root_command
+from tests.unit.cli.conftest import RunRmq
+
+# Modules that must never be imported just to print help or answer a completion request.
+HEAVY_MODULES = (
+    "rmq.server",
+    "rmq.store",
+    "rmq.remoting",
+    "rmq.client",
+    "rmq.spark",
+    "asyncio",
+    "pyspark",
+    "rich",
+    "yaml",
+    "orjson",
+)
+
+
+def _python(script: str, env: dict[str, str]) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_help_version_and_completion_import_no_heavy_module(cli_env: dict[str, str]) -> None:
+    script = """
+        import contextlib, io, json, os, sys
+        from rmq.cli.main import COMMANDS, run
+        with contextlib.redirect_stdout(io.StringIO()):
+            codes = [run(["--help"]), run(["--version"])]
+            codes += [run([name, "--help"]) for name in COMMANDS]
+            os.environ.update(_RMQ_COMPLETE="bash_complete", COMP_WORDS="rmq pro", COMP_CWORD="1")
+            codes.append(run([]))
+        print(json.dumps({"codes": codes, "modules": sorted(sys.modules)}))
+    """
+    report = json.loads(_python(script, cli_env))
+    assert report["codes"] == [0] * (3 + len(COMMANDS))
+    heavy = [
+        name
+        for name in report["modules"]
+        if any(name == h or name.startswith(h + ".") for h in HEAVY_MODULES)
+    ]
+    assert heavy == []
+
+
+def test_command_modules_are_imported_only_when_used(cli_env: dict[str, str]) -> None:
+    script = """
+        import contextlib, io, sys
+        from rmq.cli.main import run
+        with contextlib.redirect_stdout(io.StringIO()):
+            run(["completion", "bash"])
+        print("rmq.cli.profile" in sys.modules, "rmq.cli.completion" in sys.modules)
+    """
+    assert _python(script, cli_env).split() == ["False", "True"]
+
+
+def test_version(rmq: RunRmq) -> None:
+    result = rmq("--version")
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"rmq {__version__}\n", "")
+
+
+def test_help_lists_registered_commands_only(rmq: RunRmq) -> None:
+    for flag in ("--help", "-h"):
+        result = rmq(flag)
+        assert result.returncode == 0
+        section = result.stdout.split("Commands:\n", 1)[1]
+        assert [line.split()[0] for line in section.splitlines()] == list(COMMANDS)
+        for option in ("--debug", "--profile NAME", "--version", "-h, --help"):
+            assert option in result.stdout
+
+
+def test_every_command_has_working_help(rmq: RunRmq) -> None:
+    for name in COMMANDS:
+        result = rmq(name, "--help")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"Usage: rmq {name} ")
+
+
+def test_no_command_prints_help_on_stderr_and_exits_2(rmq: RunRmq) -> None:
+    result = rmq()
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("Usage: rmq [OPTIONS] COMMAND")
+
+
+def test_unknown_command_is_one_line_usage_error(rmq: RunRmq) -> None:
+    result = rmq("nosuch")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "rmq: error: No such command 'nosuch'; see 'rmq --help'\n"
+
+
+def test_typo_gets_one_suggestion(rmq: RunRmq) -> None:
+    result = rmq("profil")
+    assert result.returncode == 2
+    assert result.stderr == "rmq: error: No such command 'profil'; did you mean 'profile'?\n"
+
+
+def test_every_app_renders_plain_help_without_typer_completion_options() -> None:
+    """Command modules must build their apps with command_app(): plain, fast help."""
+
+    def walk(command: click.Command, ctx: click.Context) -> list[click.Command]:
+        found = [command]
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None
+                found += walk(sub, click.Context(sub, info_name=name, parent=ctx))
+        return found
+
+    root = root_command()
+    commands = walk(root, click.Context(root, info_name="rmq"))
+    assert len(commands) > len(COMMANDS)
+    for command in commands:
+        assert getattr(command, "rich_markup_mode", None) is None, command.name
+        names = {param.name for param in command.params}
+        assert not names & {"install_completion", "show_completion"}, command.name
