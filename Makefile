@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: run test lint unit stress clean
+.PHONY: run test lint unit stress bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ test: lint unit
 
 stress: $(VENV)/.test-installed
 	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress
+
+bench: $(VENV)/.core-installed
+	$(BIN)/python bench/run_all.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
