@@ -1,0 +1,608 @@
+"""The message index (``index/``): find commitlog offsets by ``topic#key`` and time.
+
+One index file is a hash table with chaining, laid out in place (Apache 4.9, byte for byte):
+
+* a 40-byte header: beginTimestamp, endTimestamp, beginPhyOffset, endPhyOffset (int64 each),
+  hashSlotCount, indexCount (int32 each), all big-endian;
+* ``hashSlotNum`` 4-byte slots: slot ``i`` holds the number of the newest entry whose key
+  hashes to ``i`` (0 = empty);
+* ``indexNum`` 20-byte entries: key hash (int32), commitlog offset (int64), store time minus
+  the header's beginTimestamp in seconds (int32), number of the previous entry of the same
+  slot (int32, 0 = end of chain).
+
+Entries are numbered from 1 (``indexCount`` is the next number; a file that never held a key
+has 0 or 1 there), so appending an entry is: write it at ``indexCount``, point it at the old
+slot value, point the slot at it, bump the counters.  A lookup reads the slot and walks the
+chain from newest to oldest, keeping entries whose stored hash and time match; the hash is
+``abs(String.hashCode("topic#key"))``, so callers re-check a message's keys.  Two quirks are
+part of the format and kept: the first entry's time difference is taken against the header's
+beginTimestamp *before* that field is set to the entry's own store time (0 in the first file,
+relative to the previous file's end in a rolled file), and a slot or chain pointer larger than
+``indexCount`` counts as empty.
+
+A file does not record its slot and entry counts.  The writer creates files with the
+configured ones (``maxHashSlotNum``, ``maxIndexNum``); opening a file infers them from its
+size, ``40 + 4*slots + 20*entries``, trying the configured values first, then Apache's
+defaults and their four-entries-per-slot ratio, and keeping the first geometry under which
+the header's begin and end commitlog offsets are those of the first and newest entries.
+
+:class:`IndexService` owns the ``index/`` directory of a running store: it adds the keys of
+each dispatched message to the newest file, starts a new file (named by its local creation
+time ``yyyyMMddHHmmssSSS``, header seeded with the previous file's end offset and time) when
+the newest one is full, answers queries newest file first, cuts entries past the valid end of
+the commitlog during recovery, and deletes files that only point below the commitlog minimum.
+Recovery truncates entries in place, newest first (each removed entry was the head of its
+chain, so its slot goes back to the entry's predecessor); Apache instead deletes whole index
+files newer than the checkpoint and loses their keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import mmap
+import os
+import struct
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from rmq.common.javahash import index_key_hash
+from rmq.store.errors import StoreError
+from rmq.store.layout import index_file_name, index_file_time, list_index_files
+from rmq.store.mappedfile import MappedFile
+
+log = logging.getLogger(__name__)
+
+INDEX_HEADER_SIZE: Final = 40
+HASH_SLOT_SIZE: Final = 4
+INDEX_ENTRY_SIZE: Final = 20
+DEFAULT_HASH_SLOT_NUM: Final = 5_000_000
+DEFAULT_INDEX_NUM: Final = DEFAULT_HASH_SLOT_NUM * 4
+INT32_MAX: Final = 0x7FFFFFFF
+
+HEADER: Final = struct.Struct(">qqqqii")
+SLOT: Final = struct.Struct(">i")
+ENTRY: Final = struct.Struct(">iqii")
+
+
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
+
+
+def index_key(topic: str, key: str) -> str:
+    """The string that is hashed and indexed for a message key: ``topic#key``."""
+    return f"{topic}#{key}"
+
+
+def index_geometries(
+    file_size: int, hash_slot_num: int = 0, index_num: int = 0
+) -> list[tuple[int, int]]:
+    """The (slots, entries) pairs an index file of ``file_size`` bytes may have, best first.
+
+    Candidates: the given values; the given slot or entry count with the other derived;
+    four entries per slot (Apache's defaults keep that ratio); Apache's default slot or
+    entry count with the other derived.  Only pairs that add up to the size are returned.
+    """
+    body = file_size - INDEX_HEADER_SIZE
+    candidates = [(hash_slot_num, index_num)]
+    for slots in (hash_slot_num, DEFAULT_HASH_SLOT_NUM):
+        candidates.append((slots, (body - slots * HASH_SLOT_SIZE) // INDEX_ENTRY_SIZE))
+    for entries in (index_num, DEFAULT_INDEX_NUM):
+        candidates.append(((body - entries * INDEX_ENTRY_SIZE) // HASH_SLOT_SIZE, entries))
+    per_slot = HASH_SLOT_SIZE + 4 * INDEX_ENTRY_SIZE
+    candidates.insert(3, (body // per_slot, 4 * (body // per_slot)))
+    fitting: list[tuple[int, int]] = []
+    for slots, entries in candidates:
+        if (
+            slots > 0
+            and entries > 1
+            and index_file_size(slots, entries) == file_size
+            and (slots, entries) not in fitting
+        ):
+            fitting.append((slots, entries))
+    return fitting
+
+
+class IndexEntry(NamedTuple):
+    """One decoded index entry (for inspection and validation, not the lookup path)."""
+
+    key_hash: int
+    physical_offset: int
+    time_diff: int
+    prev_number: int
+
+
+class IndexFile:
+    """One index file over a mapping: read-write (a store's) or read-only (offline).
+
+    Header fields are kept as attributes and written through to the mapping on every change,
+    as the format's readers expect the header to be current.
+    """
+
+    __slots__ = (
+        "_buf",
+        "_dirty",
+        "_entries_base",
+        "_mapped",
+        "begin_phy_offset",
+        "begin_timestamp",
+        "end_phy_offset",
+        "end_timestamp",
+        "hash_slot_count",
+        "hash_slot_num",
+        "index_count",
+        "index_num",
+        "path",
+    )
+
+    def __init__(
+        self,
+        path: Path,
+        buf: mmap.mmap,
+        hash_slot_num: int,
+        index_num: int,
+        mapped: MappedFile | None = None,
+    ) -> None:
+        self.path = path
+        self._buf = buf
+        self._mapped = mapped
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        header: tuple[int, int, int, int, int, int] = HEADER.unpack_from(buf, 0)
+        self.begin_timestamp = header[0]
+        self.end_timestamp = header[1]
+        self.begin_phy_offset = header[2]
+        self.end_phy_offset = header[3]
+        self.hash_slot_count = header[4]
+        self.index_count = max(header[5], 1)
+        self._dirty = False
+
+    @classmethod
+    def create(
+        cls,
+        path: Path,
+        hash_slot_num: int,
+        index_num: int,
+        end_phy_offset: int = 0,
+        end_timestamp: int = 0,
+    ) -> IndexFile:
+        """Create a zero-filled, preallocated file, its header seeded from the previous file.
+
+        Raises :class:`StoreError` when the file cannot be created (e.g. disk full).
+        """
+        mapped = MappedFile.create(str(path), index_file_size(hash_slot_num, index_num))
+        index_file = cls(path, mapped.buffer, hash_slot_num, index_num, mapped)
+        if end_phy_offset > 0:
+            index_file.begin_phy_offset = index_file.end_phy_offset = end_phy_offset
+        if end_timestamp > 0:
+            index_file.begin_timestamp = index_file.end_timestamp = end_timestamp
+        HEADER.pack_into(
+            mapped.buffer,
+            0,
+            index_file.begin_timestamp,
+            index_file.end_timestamp,
+            index_file.begin_phy_offset,
+            index_file.end_phy_offset,
+            0,
+            0,
+        )
+        index_file._dirty = True
+        return index_file
+
+    @classmethod
+    def open(cls, path: Path, hash_slot_num: int, index_num: int) -> IndexFile:
+        """Map an existing file read-write (geometry as in :meth:`open_read_only`)."""
+        mapped = MappedFile.open(str(path))
+        try:
+            return cls._with_geometry(path, mapped.buffer, hash_slot_num, index_num, mapped)
+        except StoreError:
+            mapped.close()
+            raise
+
+    @classmethod
+    def open_read_only(cls, path: Path, hash_slot_num: int = 0, index_num: int = 0) -> IndexFile:
+        """Map an existing file read-only (never writes, takes no lock).
+
+        The geometry is the first of :func:`index_geometries` under which the header agrees
+        with the entries (entry 1 and the newest entry hold the header's begin and end
+        commitlog offsets), else the first that fits the size.  StoreError if none fits.
+        """
+        try:
+            with open(path, "rb") as file:
+                size = os.fstat(file.fileno()).st_size
+                if size <= INDEX_HEADER_SIZE:
+                    raise StoreError(f"{path}: {size} bytes is too short for an index file")
+                buf = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            raise StoreError(f"cannot open index file {path}: {exc.strerror}") from exc
+        try:
+            return cls._with_geometry(path, buf, hash_slot_num, index_num, None)
+        except StoreError:
+            buf.close()
+            raise
+
+    @classmethod
+    def _with_geometry(
+        cls,
+        path: Path,
+        buf: mmap.mmap,
+        hash_slot_num: int,
+        index_num: int,
+        mapped: MappedFile | None,
+    ) -> IndexFile:
+        candidates = index_geometries(len(buf), hash_slot_num, index_num)
+        if not candidates:
+            raise StoreError(
+                f"{path}: {len(buf)} bytes is not the size of an index file "
+                f"(40 + 4*slots + 20*entries)"
+            )
+        for slots, entries in candidates:
+            index_file = cls(path, buf, slots, entries, mapped)
+            if index_file.header_problem() is None:
+                return index_file
+        return cls(path, buf, candidates[0][0], candidates[0][1], mapped)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def is_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, key: str, physical_offset: int, store_timestamp: int) -> bool:
+        """Index ``key`` (``topic#key``) for the record at ``physical_offset``; False if full."""
+        count = self.index_count
+        if count >= self.index_num:
+            return False
+        buf = self._buf
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (head,) = SLOT.unpack_from(buf, slot_pos)
+        if head <= 0 or head > count:
+            head = 0
+        begin = self.begin_timestamp
+        # Floor division differs from Java's truncation only below zero, which clamps to 0.
+        time_diff = 0 if begin <= 0 else min(max((store_timestamp - begin) // 1000, 0), INT32_MAX)
+        ENTRY.pack_into(
+            buf,
+            self._entries_base + count * INDEX_ENTRY_SIZE,
+            key_hash,
+            physical_offset,
+            time_diff,
+            head,
+        )
+        SLOT.pack_into(buf, slot_pos, count)
+        if count <= 1:
+            self.begin_phy_offset = physical_offset
+            self.begin_timestamp = store_timestamp
+        if head == 0:
+            self.hash_slot_count += 1
+        self.index_count = count + 1
+        self.end_phy_offset = physical_offset
+        self.end_timestamp = store_timestamp
+        self._write_header()
+        return True
+
+    def truncate(self, max_physical_offset: int) -> int:
+        """Remove the newest entries pointing at or past ``max_physical_offset``; returns how many.
+
+        Each removed entry is the newest of its chain, so its slot is pointed back at the
+        entry's predecessor; the removed bytes are zeroed.  The header's end values move to
+        the newest remaining entry (its time to the second, as entries store it).
+        """
+        buf = self._buf
+        base = self._entries_base
+        removed = 0
+        count = self.index_count
+        while count > 1:
+            number = count - 1
+            pos = base + number * INDEX_ENTRY_SIZE
+            key_hash, physical_offset, _, prev = ENTRY.unpack_from(buf, pos)
+            if physical_offset < max_physical_offset:
+                break
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+            if 0 < prev < number:
+                SLOT.pack_into(buf, slot_pos, prev)
+            else:
+                SLOT.pack_into(buf, slot_pos, 0)
+                self.hash_slot_count = max(self.hash_slot_count - 1, 0)
+            buf[pos : pos + INDEX_ENTRY_SIZE] = bytes(INDEX_ENTRY_SIZE)
+            count = number
+            removed += 1
+        if removed:
+            self.index_count = count
+            if count > 1:
+                _, physical_offset, time_diff, _ = ENTRY.unpack_from(
+                    buf, base + (count - 1) * INDEX_ENTRY_SIZE
+                )
+                self.end_phy_offset = physical_offset
+                self.end_timestamp = max(self.begin_timestamp + time_diff * 1000, 0)
+            else:
+                self.end_phy_offset = self.begin_phy_offset
+                self.end_timestamp = self.begin_timestamp
+            self._write_header()
+        return removed
+
+    def flush(self) -> None:
+        """Write the header and ``msync`` the file if it changed since the last flush."""
+        if self._mapped is None or not self._dirty:
+            return
+        self._write_header()
+        self._buf.flush()
+        self._dirty = False
+
+    def _write_header(self) -> None:
+        self._dirty = True
+        HEADER.pack_into(
+            self._buf,
+            0,
+            self.begin_timestamp,
+            self.end_timestamp,
+            self.begin_phy_offset,
+            self.end_phy_offset,
+            self.hash_slot_count,
+            self.index_count,
+        )
+
+    # -- reading -------------------------------------------------------------------------
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """Whether ``[begin, end]`` overlaps the file's [beginTimestamp, endTimestamp]."""
+        return begin <= self.end_timestamp and end >= self.begin_timestamp
+
+    def select_phy_offsets(
+        self, key: str, max_num: int, begin: int, end: int, found: list[int]
+    ) -> None:
+        """Append to ``found`` (up to ``max_num`` in total) the offsets indexed under ``key``
+        with a store time in ``[begin, end]``, newest first."""
+        count = self.index_count
+        if count <= 1:
+            return
+        buf = self._buf
+        key_hash = index_key_hash(key)
+        (number,) = SLOT.unpack_from(
+            buf, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        )
+        if number <= 0 or number > count:
+            return
+        base = self._entries_base
+        file_begin = self.begin_timestamp
+        while len(found) < max_num:
+            hash_read, physical_offset, time_diff, prev = ENTRY.unpack_from(
+                buf, base + number * INDEX_ENTRY_SIZE
+            )
+            if time_diff < 0:
+                break
+            entry_time = file_begin + time_diff * 1000
+            if hash_read == key_hash and begin <= entry_time <= end:
+                found.append(physical_offset)
+            if prev <= 0 or prev > count or prev == number or entry_time < begin:
+                break
+            number = prev
+
+    def header_problem(self) -> str | None:
+        """Why the header disagrees with the entries, or None when it agrees."""
+        count = self.index_count
+        if count > self.index_num:
+            return f"indexCount {count} exceeds the file's {self.index_num} entries"
+        if count <= 1:
+            return None
+        base = self._entries_base
+        _, first, _, _ = ENTRY.unpack_from(self._buf, base + INDEX_ENTRY_SIZE)
+        _, last, _, _ = ENTRY.unpack_from(self._buf, base + (count - 1) * INDEX_ENTRY_SIZE)
+        if (first, last) != (self.begin_phy_offset, self.end_phy_offset):
+            return (
+                f"entries 1 and {count - 1} point at commitlog offsets {first} and {last}, "
+                f"the header says {self.begin_phy_offset} and {self.end_phy_offset}"
+            )
+        return None
+
+    def entries(self) -> Iterator[tuple[int, IndexEntry]]:
+        """``(number, entry)`` for entries 1 .. indexCount-1, in the order they were written."""
+        base = self._entries_base
+        stop = min(self.index_count, self.index_num)
+        with memoryview(self._buf) as view:
+            region = view[base + INDEX_ENTRY_SIZE : base + stop * INDEX_ENTRY_SIZE]
+            try:
+                yield from enumerate(map(IndexEntry._make, ENTRY.iter_unpack(region)), 1)
+            finally:
+                region.release()
+
+    def entry_position(self, number: int) -> int:
+        """Byte offset in the file of entry ``number``."""
+        return self._entries_base + number * INDEX_ENTRY_SIZE
+
+    def close(self) -> None:
+        """Unmap the file (it stays mapped while a slice of it is still referenced)."""
+        if self._mapped is not None:
+            self._mapped.close()
+        else:
+            with contextlib.suppress(BufferError):
+                self._buf.close()
+
+    def destroy(self) -> None:
+        """Unmap and delete the file (read-write files only)."""
+        if self._mapped is None:
+            raise StoreError(f"{self.path} is open read-only")
+        self._mapped.destroy()
+
+
+def query_index_files(
+    files: Sequence[IndexFile], key: str, max_num: int, begin: int, end: int
+) -> list[int]:
+    """Commitlog offsets indexed under ``key`` (``topic#key``) stored within ``[begin, end]``.
+
+    Files are searched newest first, skipping those whose time range misses the window and
+    stopping at the first one that begins before ``begin``; within a file entries come newest
+    first.  At most ``max_num`` offsets are returned.
+    """
+    found: list[int] = []
+    for index_file in reversed(files):
+        if index_file.is_time_matched(begin, end):
+            index_file.select_phy_offsets(key, max_num, begin, end, found)
+        if index_file.begin_timestamp < begin or len(found) >= max_num:
+            break
+    return found
+
+
+class IndexService:
+    """The index files of one store's ``index/`` directory.
+
+    Thread-safe: the dispatcher adds keys, pull/query threads look keys up, the flush thread
+    flushes, and the cleanup timer deletes old files, all under one lock.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], hash_slot_num: int, index_num: int):
+        if hash_slot_num <= 0 or index_num <= 1:
+            raise ValueError(
+                f"index needs at least one hash slot and two entries, got "
+                f"{hash_slot_num} slots and {index_num} entries"
+            )
+        self.directory = Path(directory)
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self._files: list[IndexFile] = []
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Map every index file of the directory (created when missing), oldest first."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        files = []
+        try:
+            for path in list_index_files(self.directory):
+                files.append(IndexFile.open(path, self.hash_slot_num, self.index_num))
+        except StoreError:
+            for index_file in files:
+                index_file.close()
+            raise
+        with self._lock:
+            self._files = files
+
+    @property
+    def files(self) -> Sequence[IndexFile]:
+        """A snapshot of the index files, oldest first."""
+        return tuple(self._files)
+
+    @property
+    def last_update_timestamp(self) -> int:
+        """End store time of the newest file (QUERY_MESSAGE's ``indexLastUpdateTimestamp``)."""
+        files = self._files
+        return files[-1].end_timestamp if files else 0
+
+    @property
+    def last_update_phy_offset(self) -> int:
+        """End commitlog offset of the newest file (``indexLastUpdatePhyoffset``)."""
+        files = self._files
+        return files[-1].end_phy_offset if files else 0
+
+    def indexed_up_to(self) -> int:
+        """Commitlog offset of the newest indexed message, -1 when nothing is indexed."""
+        for index_file in reversed(self._files):
+            if index_file.index_count > 1:
+                return index_file.end_phy_offset
+        return -1
+
+    def put_keys(
+        self,
+        topic: str,
+        keys: Iterable[str],
+        uniq_key: str | None,
+        physical_offset: int,
+        store_timestamp: int,
+    ) -> None:
+        """Index a dispatched message under its unique key and each non-empty key.
+
+        ``keys`` are the tokens of the KEYS property (``keys_property.split(" ")`` may be passed
+        as is; empty tokens are skipped).  Whether a message is indexed at all (ROLLBACK
+        records are not) is the caller's decision.  A message at or below the newest indexed
+        offset is skipped, so re-dispatching during recovery does not duplicate entries.
+        Raises :class:`StoreError` when a new index file is needed but cannot be created.
+        """
+        with self._lock:
+            if physical_offset <= self.indexed_up_to():
+                return
+            if uniq_key:
+                self._put(index_key(topic, uniq_key), physical_offset, store_timestamp)
+            for key in keys:
+                if key:
+                    self._put(index_key(topic, key), physical_offset, store_timestamp)
+
+    def _put(self, key: str, physical_offset: int, store_timestamp: int) -> None:
+        files = self._files
+        if not files or files[-1].is_full():
+            self._roll()
+        self._files[-1].put_key(key, physical_offset, store_timestamp)
+
+    def _roll(self) -> None:
+        previous = self._files[-1] if self._files else None
+        created_ms = time.time_ns() // 1_000_000
+        if previous is not None and index_file_name(created_ms) <= previous.path.name:
+            # Same millisecond, or the clock went back: names must keep sorting by age.
+            created_ms = index_file_time(previous.path.name) + 1
+        path = self.directory / index_file_name(created_ms)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._files.append(
+            IndexFile.create(
+                path,
+                self.hash_slot_num,
+                self.index_num,
+                previous.end_phy_offset if previous else 0,
+                previous.end_timestamp if previous else 0,
+            )
+        )
+        log.info("created index file %s", path)
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        """Commitlog offsets of messages indexed under ``key`` in ``topic`` stored within
+        ``[begin, end]`` (ms), newest first, at most ``max_num``; callers re-check the keys."""
+        with self._lock:
+            return query_index_files(self._files, index_key(topic, key), max_num, begin, end)
+
+    def truncate_dirty(self, max_physical_offset: int) -> None:
+        """Recovery: remove every entry pointing at or past ``max_physical_offset`` (the
+        valid end of the commitlog); files left without entries are deleted."""
+        with self._lock:
+            while self._files:
+                newest = self._files[-1]
+                removed = newest.truncate(max_physical_offset)
+                if newest.index_count > 1:
+                    break
+                if removed == 0 and len(self._files) == 1:
+                    break
+                self._files.pop()
+                newest.destroy()
+                log.info("recovery deleted index file %s", newest.path)
+
+    def flush(self) -> int:
+        """``msync`` the index files changed since the last flush; returns the store time of
+        the newest indexed message, now on disk (the checkpoint's ``indexMsgTimestamp``; a
+        file rolled but still empty carries its predecessor's), 0 when nothing is indexed."""
+        with self._lock:
+            for index_file in self._files:
+                index_file.flush()
+            return self._files[-1].end_timestamp if self._files else 0
+
+    def delete_expired(self, min_commitlog_offset: int) -> int:
+        """Delete the oldest files whose newest entry points below ``min_commitlog_offset``
+        (never the newest file); returns how many were deleted."""
+        with self._lock:
+            expired = 0
+            while expired < len(self._files) - 1:
+                if self._files[expired].end_phy_offset >= min_commitlog_offset:
+                    break
+                expired += 1
+            doomed, self._files = self._files[:expired], self._files[expired:]
+        for index_file in doomed:
+            index_file.destroy()
+            log.info("deleted expired index file %s", index_file.path)
+        return len(doomed)
+
+    def close(self) -> None:
+        """Flush and unmap every file."""
+        self.flush()
+        with self._lock:
+            for index_file in self._files:
+                index_file.close()
+            self._files = []
