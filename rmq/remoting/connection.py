@@ -1,0 +1,351 @@
+"""Connections and request dispatch, shared by the remoting server and client.
+
+Both ends of a RocketMQ connection do the same things: split the byte stream into frames,
+complete the caller's future when a response arrives (matched by opaque), and serve
+requests the peer sends (a broker asks a consumer for its running info, a client answers
+CHECK_TRANSACTION_STATE).  `Connection` is that one asyncio protocol; `RemotingEndpoint`
+holds what a server or a client adds around its connections: the processor table, the
+running handler tasks and the connection options.
+
+Serving a request: the handler registered for its code (or the default handler) runs as its
+own task, so a slow handler (a long-polling pull) never holds up the connection, and
+responses leave in whatever order handlers finish.  Rules, after Apache's
+`NettyRemotingAbstract` with one deliberate difference:
+
+* no handler for the code -> REQUEST_CODE_NOT_SUPPORTED with remark
+  " request type <code> not supported", oneway or not (Apache's name server stays silent;
+  rmq always answers, so a client gets an error instead of a timeout);
+* the handler raises -> SYSTEM_ERROR with a short description of the exception (a
+  `HeaderError`'s own text), suppressed for oneway requests;
+* the handler returns None, or the request was oneway -> nothing is written.
+
+A response goes out with the request's opaque and in the request's serialize type (the C++
+client reads only JSON, and sends only JSON).
+
+A frame that cannot be decoded, or is longer than the maximum frame size, is logged at
+WARNING with the peer and the reason, and only that connection is closed.  A connection
+without traffic in either direction for `idle_timeout` seconds is closed (Netty's all-idle
+rule).  Writes honour the transport's flow control: a writer waits while the peer is not
+reading.  Every request and response sent or received is logged at DEBUG on "rmq.remoting".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import traceback
+import typing
+from collections.abc import Awaitable, Callable
+
+from rmq.remoting.codes import ResponseCode
+from rmq.remoting.command import Buffer, RemotingCommand, create_response, not_supported_response
+from rmq.remoting.errors import (
+    HeaderError,
+    RemotingConnectError,
+    RemotingProtocolError,
+    RemotingTimeoutError,
+)
+from rmq.remoting.frame import (
+    FrameSplitter,
+    decode_frame,
+    encode_header_parts,
+)
+
+log = logging.getLogger("rmq.remoting")
+
+Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
+
+# Frames whose body is at most this long are joined and written in one call; longer bodies
+# are written buffer by buffer after the header, without a copy.
+_JOIN_LIMIT = 16 * 1024
+
+_connection_ids = itertools.count(1)
+
+
+def _address_text(address: tuple[str, int]) -> str:
+    host, port = address
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _describe_exception(exc: BaseException) -> str:
+    """Exception type, message and where it was raised: the remark of a SYSTEM_ERROR."""
+    text = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        text += f", at {frames[-1].filename}:{frames[-1].lineno}"
+    return text
+
+
+class RemotingEndpoint:
+    """What a server or client keeps around its connections: the processor table that serves
+    incoming requests, the handler tasks still running and the connection options."""
+
+    def __init__(self, *, max_frame_size: int, idle_timeout: float | None) -> None:
+        self.max_frame_size = max_frame_size
+        self.idle_timeout = idle_timeout
+        self._processors: dict[int, Handler] = {}
+        self._default_processor: Handler | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Serve requests with `code` by `handler` (replaces an earlier registration)."""
+        self._processors[code] = handler
+
+    def register_default(self, handler: Handler) -> None:
+        """Serve every request code that has no handler of its own by `handler`."""
+        self._default_processor = handler
+
+    def _connection_closed(self, connection: Connection) -> None:
+        """Called once for every connection when it closes."""
+
+    def _dispatch(self, connection: Connection, request: RemotingCommand) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve(connection, request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, connection: Connection, request: RemotingCommand) -> None:
+        handler = self._processors.get(request.code, self._default_processor)
+        if handler is None:
+            log.warning("%s sent %s, which no processor serves", connection, request.code_name)
+            response: RemotingCommand | None = not_supported_response(request)
+        else:
+            try:
+                response = await handler(connection, request)
+            except HeaderError as exc:
+                log.warning("%s sent %s with a bad header: %s", connection, request.code_name, exc)
+                response = create_response(ResponseCode.SYSTEM_ERROR, str(exc))
+            except Exception as exc:
+                log.warning(
+                    "processing %s from %s failed: %s",
+                    request.code_name,
+                    connection,
+                    _describe_exception(exc),
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
+                response = create_response(ResponseCode.SYSTEM_ERROR, _describe_exception(exc))
+            if request.is_oneway:
+                return
+        if response is not None:
+            await connection.send_response(request, response)
+
+    async def _shut_down(self, connections: list[Connection], grace: float) -> None:
+        """Cancel the running handlers, then close `connections`: each gets `grace` seconds
+        to send what is already written before it is aborted."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for connection in connections:
+            connection.close()
+        waiting = asyncio.gather(*(connection.wait_closed() for connection in connections))
+        try:
+            await asyncio.wait_for(waiting, grace)
+        except TimeoutError:
+            for connection in connections:
+                connection.abort()
+            await asyncio.gather(*(connection.wait_closed() for connection in connections))
+
+
+class Connection(asyncio.Protocol):
+    """One TCP connection speaking the remoting protocol, on either side.
+
+    `attributes` is free for processors (a broker keeps the client id of a channel there).
+    """
+
+    def __init__(self, endpoint: RemotingEndpoint) -> None:
+        self.id = next(_connection_ids)
+        self.attributes: dict[str, object] = {}
+        self.remote_address: tuple[str, int] = ("", 0)
+        self.local_address: tuple[str, int] = ("", 0)
+        self._endpoint = endpoint
+        self._loop = asyncio.get_running_loop()
+        self._transport: asyncio.Transport | None = None
+        self._splitter = FrameSplitter(endpoint.max_frame_size)
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._writable: asyncio.Future[None] | None = None  # set while the transport is paused
+        self._closed: asyncio.Future[None] = self._loop.create_future()
+        self._last_activity = self._loop.time()
+        self._idle_timer: asyncio.TimerHandle | None = None
+
+    def __repr__(self) -> str:
+        return f"{self.remote_addr}#{self.id}"
+
+    @property
+    def remote_addr(self) -> str:
+        """The peer as "host:port"."""
+        return _address_text(self.remote_address)
+
+    @property
+    def local_addr(self) -> str:
+        """This end as "host:port"."""
+        return _address_text(self.local_address)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.done()
+
+    # --- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (uvloop's do not derive from asyncio.Transport).
+        self._transport = typing.cast(asyncio.Transport, transport)
+        self.remote_address = transport.get_extra_info("peername")[:2]
+        self.local_address = transport.get_extra_info("sockname")[:2]
+        self._last_activity = self._loop.time()
+        if self._endpoint.idle_timeout is not None:
+            self._idle_timer = self._loop.call_later(self._endpoint.idle_timeout, self._check_idle)
+        log.debug("%s connected (local %s)", self, self.local_addr)
+
+    def data_received(self, data: bytes) -> None:
+        self._last_activity = self._loop.time()
+        try:
+            for frame in self._splitter.feed(data):
+                if self._transport is None or self._transport.is_closing():
+                    return
+                self._command_received(decode_frame(frame))
+        except RemotingProtocolError as exc:
+            log.warning("closing %s: malformed frame: %s", self, exc)
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        error = RemotingConnectError(f"connection to {self.remote_addr} closed")
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self._pending.clear()
+        self.resume_writing()
+        self._closed.set_result(None)
+        log.debug("%s closed%s", self, f": {exc}" if exc else "")
+        self._endpoint._connection_closed(self)
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None:
+            self._writable.set_result(None)
+            self._writable = None
+
+    # --- sending ------------------------------------------------------------------------------
+
+    async def send_request(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send `request` and wait up to `timeout` seconds for its response.
+
+        Raises RemotingTimeoutError, or RemotingConnectError when the connection closes first.
+        """
+        opaque = request.opaque
+        if opaque in self._pending:
+            raise ValueError(f"a request with opaque {opaque} is already waiting on {self}")
+        future: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        self._pending[opaque] = future
+        timer = self._loop.call_later(timeout, self._expire, future, request, timeout)
+        try:
+            await self._write(request)
+            return await future
+        finally:
+            timer.cancel()
+            if self._pending.get(opaque) is future:
+                del self._pending[opaque]
+
+    async def send_oneway(self, request: RemotingCommand) -> None:
+        """Send `request` marked oneway; no response is expected."""
+        request.mark_oneway()
+        await self._write(request)
+
+    async def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        """Answer `request`: `response` gets its opaque and serialize type.  A response for a
+        connection that has closed meanwhile is dropped."""
+        response.opaque = request.opaque
+        response.mark_response()
+        response.serialize_type = request.serialize_type
+        try:
+            await self._write(response)
+        except RemotingConnectError:
+            log.debug("%s closed before the response to %s", self, request.code_name)
+
+    def close(self) -> None:
+        """Close after the data already written has been sent."""
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping unsent data."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+    async def _write(self, command: RemotingCommand) -> None:
+        if self._writable is not None:
+            await asyncio.shield(self._writable)
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
+        body_length = command.body_length
+        header = encode_header_parts(command, body_length)
+        buffers: list[Buffer] = [header]
+        if command.body is not None:
+            buffers.append(command.body)
+        buffers += command.body_segments
+        if body_length <= _JOIN_LIMIT:
+            transport.write(b"".join(buffers))
+        else:
+            for buffer in buffers:
+                transport.write(buffer)
+        self._last_activity = self._loop.time()
+        if log.isEnabledFor(logging.DEBUG):
+            self._log_command("send", "to", command)
+
+    # --- receiving ----------------------------------------------------------------------------
+
+    def _command_received(self, command: RemotingCommand) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            self._log_command("recv", "from", command)
+        if not command.is_response:
+            self._endpoint._dispatch(self, command)
+            return
+        future = self._pending.pop(command.opaque, None)
+        if future is None or future.done():
+            log.warning("%s sent a response nobody waits for: %s", self, command)
+        else:
+            future.set_result(command)
+
+    def _expire(
+        self, future: asyncio.Future[RemotingCommand], request: RemotingCommand, timeout: float
+    ) -> None:
+        if not future.done():
+            future.set_exception(
+                RemotingTimeoutError(
+                    f"no response to {request.code_name} opaque={request.opaque} "
+                    f"from {self.remote_addr} within {timeout}s"
+                )
+            )
+
+    def _check_idle(self) -> None:
+        assert self._endpoint.idle_timeout is not None
+        idle = self._loop.time() - self._last_activity
+        if idle >= self._endpoint.idle_timeout:
+            log.info("closing %s: idle for %.1fs", self, idle)
+            self.close()
+        else:
+            remaining = self._endpoint.idle_timeout - idle
+            self._idle_timer = self._loop.call_later(remaining, self._check_idle)
+
+    def _log_command(self, verb: str, preposition: str, command: RemotingCommand) -> None:
+        kind = "response" if command.is_response else "request"
+        log.debug(
+            "%s %s %s opaque=%d flag=%d %s %s remark=%r",
+            verb,
+            kind,
+            command.code_name,
+            command.opaque,
+            command.flag,
+            preposition,
+            self,
+            command.remark,
+        )

@@ -1,0 +1,30 @@
+"""Exceptions of the remoting layer.
+
+`RemotingProtocolError` means the bytes on a connection are not a valid frame: the
+connection that carried them is closed.  `HeaderError` means a well-formed request carries a
+custom header rmq cannot use (a required field missing, a number that does not parse): the
+server answers that request with SYSTEM_ERROR and the header error's text as remark, and the
+connection stays open.  The client-side errors say why an invocation produced no response.
+"""
+
+from __future__ import annotations
+
+
+class RemotingError(Exception):
+    """Base class of every error raised by rmq.remoting."""
+
+
+class RemotingProtocolError(RemotingError):
+    """A frame that cannot be decoded; the connection it came from is unusable."""
+
+
+class HeaderError(RemotingError):
+    """A request's extFields do not fit the custom header its processor needs."""
+
+
+class RemotingConnectError(RemotingError):
+    """Connecting failed, or the connection closed before the response arrived."""
+
+
+class RemotingTimeoutError(RemotingError):
+    """No response arrived within the invocation's timeout."""

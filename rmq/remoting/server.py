@@ -1,0 +1,110 @@
+"""The remoting server: accepts connections and serves requests through a processor table.
+
+The name server and the broker are each a `RemotingServer` with handlers registered per
+request code:
+
+    server = RemotingServer("0.0.0.0", 9876)
+    server.register(RequestCode.GET_ROUTEINFO_BY_TOPIC, get_route_info)
+    server.on_connection_closed(drop_broker_of_channel)
+    async with server:
+        await stopped.wait()
+
+A handler is `async def handler(connection, request) -> RemotingCommand | None`; what it
+returns is written back as the response (None: no response).  The rules for unknown codes,
+failing handlers and oneway requests, malformed frames and idle connections are those of
+`connection.py`; the server only adds the listening socket, the set of open connections
+and the callbacks to run when one closes.  Port 0 picks a free port; `port` tells which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import TracebackType
+
+from rmq.remoting.connection import Connection, RemotingEndpoint, log
+from rmq.remoting.frame import DEFAULT_MAX_FRAME_SIZE
+
+# Netty's serverChannelMaxIdleTimeSeconds.
+DEFAULT_IDLE_TIMEOUT = 120.0
+
+ConnectionCallback = Callable[[Connection], None]
+
+
+class RemotingServer(RemotingEndpoint):
+    """Listens on `host`:`port` and serves every connection with the registered handlers."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        close_grace: float = 1.0,
+    ) -> None:
+        super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout)
+        self.host = host
+        self._requested_port = port
+        self._close_grace = close_grace
+        self._server: asyncio.Server | None = None
+        self._connections: set[Connection] = set()
+        self._close_callbacks: list[ConnectionCallback] = []
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on (the chosen one when it was created with port 0)."""
+        if self._server is None:
+            raise RuntimeError("the server is not started")
+        port: int = self._server.sockets[0].getsockname()[1]
+        return port
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        """The connections open right now."""
+        return frozenset(self._connections)
+
+    def on_connection_closed(self, callback: ConnectionCallback) -> None:
+        """Run `callback(connection)` whenever a connection closes, for whatever reason."""
+        self._close_callbacks.append(callback)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._accept, self.host, self._requested_port, reuse_address=True, backlog=1024
+        )
+        log.info("remoting server listening on %s:%d", self.host, self.port)
+
+    async def close(self) -> None:
+        """Stop listening, cancel running handlers and close every connection."""
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.close()
+        await self._shut_down(list(self._connections), self._close_grace)
+        await server.wait_closed()
+
+    async def __aenter__(self) -> RemotingServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def _accept(self) -> Connection:
+        connection = Connection(self)
+        self._connections.add(connection)
+        return connection
+
+    def _connection_closed(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        for callback in self._close_callbacks:
+            try:
+                callback(connection)
+            except Exception:
+                log.exception("connection-closed callback failed for %s", connection)
