@@ -1,0 +1,431 @@
+"""The name server's route table: which brokers exist and which topics they serve.
+
+This module owns the in-memory state of a name server, the same five tables Apache RocketMQ
+keeps in its `RouteInfoManager`:
+
+* topic queue table: topic -> {broker name -> QueueData} (queue counts, perm, topic sysflag),
+  filled only from master (broker id 0) registrations;
+* broker address table: broker name -> BrokerData (cluster, broker id -> address);
+* cluster address table: cluster name -> set of broker names;
+* broker live table: broker address -> last heartbeat time, the topic config DataVersion it
+  last reported, its connection and its HA server address;
+* filter server table: broker address -> filter server addresses.
+
+It is pure state plus the operations the request processor needs: no sockets, no files, no
+JSON.  The name server runs it on one event loop, so there are no locks.  A connection is an
+opaque object compared by identity; when the expiry scan drops a broker it hands the broker's
+connection back so that the caller can close it.  Time comes from an injectable millisecond
+clock so that expiry can be tested without sleeping.
+
+Nothing here is persisted: a restarted name server learns the cluster again from the next round
+of broker registrations (every 30 s by default).
+
+Ordering: Java iterates hash maps, whose order carries no meaning; every list this module
+returns is sorted (broker names, topic names, broker ids) so that answers are deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from rmq.common.perm import DEFAULT_TOPIC_PERM, PERM_READ, PERM_WRITE
+
+MASTER_ID = 0
+"""Broker id of a master; slaves register with ids >= 1."""
+
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
+
+
+def now_millis() -> int:
+    """Wall-clock milliseconds, as Java's System.currentTimeMillis()."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class DataVersion:
+    """Version stamp of a broker's topic config; two versions are equal when both fields are."""
+
+    timestamp: int = 0
+    counter: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredTopic:
+    """The part of a broker's TopicConfig that the name server keeps."""
+
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = DEFAULT_TOPIC_PERM
+    topic_sys_flag: int = 0
+
+
+@dataclass(slots=True)
+class QueueData:
+    """One broker's queues of one topic, as a route answer lists them."""
+
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int
+
+
+@dataclass(slots=True)
+class BrokerData:
+    """A broker name (a master and its slaves): cluster and broker id -> address."""
+
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def copy(self) -> BrokerData:
+        return BrokerData(self.cluster, self.broker_name, dict(sorted(self.broker_addrs.items())))
+
+
+@dataclass(slots=True)
+class BrokerLiveInfo:
+    """What the name server remembers about one registered broker address."""
+
+    last_update_timestamp: int
+    data_version: DataVersion
+    connection: object | None
+    ha_server_addr: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerResult:
+    """For a slave: its master's address and HA address (both None for a master)."""
+
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(slots=True)
+class TopicRouteData:
+    """The route of one topic: its queues per broker and the brokers' addresses."""
+
+    queue_datas: list[QueueData]
+    broker_datas: list[BrokerData]
+    filter_server_table: dict[str, list[str]]
+    order_topic_conf: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """Every broker name with its addresses, and every cluster with its broker names."""
+
+    broker_addr_table: dict[str, BrokerData]
+    cluster_addr_table: dict[str, list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicList:
+    """A list of topic names, optionally with one broker address (system topic list)."""
+
+    topic_list: list[str]
+    broker_addr: str | None = None
+
+
+class RouteInfoManager:
+    """The route and liveness tables of one name server."""
+
+    def __init__(self, clock: Callable[[], int] = now_millis) -> None:
+        self._clock = clock
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        self.broker_addr_table: dict[str, BrokerData] = {}
+        self.cluster_addr_table: dict[str, set[str]] = {}
+        self.broker_live_table: dict[str, BrokerLiveInfo] = {}
+        self.filter_server_table: dict[str, list[str]] = {}
+
+    # -- registration ---------------------------------------------------------------------
+
+    def register_broker(
+        self,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str | None,
+        data_version: DataVersion,
+        topics: Iterable[RegisteredTopic],
+        filter_server_list: list[str] | None,
+        connection: object | None,
+    ) -> RegisterBrokerResult:
+        """Record a broker's registration (also its periodic heartbeat).
+
+        A master's topics rebuild the topic queue table only when its DataVersion changed or
+        the address is new; a slave only adds its address and learns its master's.
+        """
+        self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
+
+        broker_data = self.broker_addr_table.get(broker_name)
+        register_first = broker_data is None
+        if broker_data is None:
+            broker_data = BrokerData(cluster_name, broker_name)
+            self.broker_addr_table[broker_name] = broker_data
+        addrs = broker_data.broker_addrs
+        # One address has one id: a slave promoted to master drops its old entry.
+        for other_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
+            del addrs[other_id]
+        register_first = addrs.get(broker_id) is None or register_first
+        addrs[broker_id] = broker_addr
+
+        if broker_id == MASTER_ID and (
+            register_first or self.is_broker_topic_config_changed(broker_addr, data_version)
+        ):
+            for topic in topics:
+                self._create_or_update_queue_data(broker_name, topic)
+
+        self.broker_live_table[broker_addr] = BrokerLiveInfo(
+            self._clock(), data_version, connection, ha_server_addr
+        )
+
+        if filter_server_list is not None:
+            if filter_server_list:
+                self.filter_server_table[broker_addr] = list(filter_server_list)
+            else:
+                self.filter_server_table.pop(broker_addr, None)
+
+        if broker_id != MASTER_ID:
+            master_addr = addrs.get(MASTER_ID)
+            master_live = self.broker_live_table.get(master_addr) if master_addr else None
+            if master_live is not None:
+                return RegisterBrokerResult(master_live.ha_server_addr, master_addr)
+        return RegisterBrokerResult()
+
+    def _create_or_update_queue_data(self, broker_name: str, topic: RegisteredTopic) -> None:
+        self.topic_queue_table.setdefault(topic.topic_name, {})[broker_name] = QueueData(
+            broker_name,
+            topic.read_queue_nums,
+            topic.write_queue_nums,
+            topic.perm,
+            topic.topic_sys_flag,
+        )
+
+    def unregister_broker(
+        self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
+    ) -> None:
+        """Forget one broker address (a broker shutting down cleanly)."""
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is None:
+            return
+        broker_data.broker_addrs.pop(broker_id, None)
+        if broker_data.broker_addrs:
+            return
+        del self.broker_addr_table[broker_name]
+        names = self.cluster_addr_table.get(cluster_name)
+        if names is not None:
+            names.discard(broker_name)
+            if not names:
+                del self.cluster_addr_table[cluster_name]
+        self._remove_topics_of_broker(broker_name)
+
+    def _remove_topics_of_broker(self, broker_name: str) -> None:
+        for topic in list(self.topic_queue_table):
+            queue_datas = self.topic_queue_table[topic]
+            queue_datas.pop(broker_name, None)
+            if not queue_datas:
+                del self.topic_queue_table[topic]
+
+    # -- data versions --------------------------------------------------------------------
+
+    def query_broker_data_version(self, broker_addr: str) -> DataVersion | None:
+        live = self.broker_live_table.get(broker_addr)
+        return live.data_version if live is not None else None
+
+    def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion) -> bool:
+        return self.query_broker_data_version(broker_addr) != data_version
+
+    def touch_broker(self, broker_addr: str) -> None:
+        """Refresh a live broker's heartbeat time (QUERY_DATA_VERSION with an unchanged version)."""
+        live = self.broker_live_table.get(broker_addr)
+        if live is not None:
+            live.last_update_timestamp = self._clock()
+
+    # -- liveness -------------------------------------------------------------------------
+
+    def scan_not_active_brokers(self, expired_millis: int) -> list[tuple[str, object | None]]:
+        """Drop every broker not heard from for more than `expired_millis`.
+
+        Returns the dropped brokers' addresses and connections, for the caller to close.
+        """
+        deadline = self._clock() - expired_millis
+        expired = [
+            (addr, live.connection)
+            for addr, live in self.broker_live_table.items()
+            if live.last_update_timestamp < deadline
+        ]
+        for addr, _ in expired:
+            self._remove_broker_addr(addr)
+        return expired
+
+    def on_connection_closed(self, remote_addr: str, connection: object) -> str | None:
+        """Drop the broker registered over `connection` at once; returns its address.
+
+        When no broker registered over it, the connection's remote address is tried as a
+        broker address (as Apache does), which only matches in unusual set-ups.
+        """
+        broker_addr = next(
+            (a for a, live in self.broker_live_table.items() if live.connection is connection),
+            remote_addr,
+        )
+        return broker_addr if self._remove_broker_addr(broker_addr) else None
+
+    def _remove_broker_addr(self, broker_addr: str) -> bool:
+        """Forget one broker address everywhere; False when it was not known at all."""
+        known = self.broker_live_table.pop(broker_addr, None) is not None
+        self.filter_server_table.pop(broker_addr, None)
+        for broker_name, broker_data in list(self.broker_addr_table.items()):
+            ids = [i for i, a in broker_data.broker_addrs.items() if a == broker_addr]
+            if not ids:
+                continue
+            del broker_data.broker_addrs[ids[0]]
+            if not broker_data.broker_addrs:
+                del self.broker_addr_table[broker_name]
+                self._remove_broker_name_from_clusters(broker_name)
+                self._remove_topics_of_broker(broker_name)
+            return True
+        return known
+
+    def _remove_broker_name_from_clusters(self, broker_name: str) -> None:
+        for cluster_name, names in self.cluster_addr_table.items():
+            if broker_name in names:
+                names.discard(broker_name)
+                if not names:
+                    del self.cluster_addr_table[cluster_name]
+                return
+
+    # -- route and cluster queries --------------------------------------------------------
+
+    def pickup_topic_route_data(self, topic: str) -> TopicRouteData | None:
+        """The route of `topic`, or None unless it has both queue data and broker data."""
+        queue_datas = self.topic_queue_table.get(topic)
+        if not queue_datas:
+            return None
+        broker_datas = [
+            self.broker_addr_table[name].copy()
+            for name in sorted(queue_datas)
+            if name in self.broker_addr_table
+        ]
+        if not broker_datas:
+            return None
+        filter_servers = {
+            addr: list(self.filter_server_table[addr])
+            for broker_data in broker_datas
+            for addr in broker_data.broker_addrs.values()
+            if addr in self.filter_server_table
+        }
+        return TopicRouteData(
+            queue_datas=[dataclasses.replace(queue_datas[name]) for name in sorted(queue_datas)],
+            broker_datas=broker_datas,
+            filter_server_table=filter_servers,
+        )
+
+    def get_all_cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(
+            broker_addr_table={
+                name: self.broker_addr_table[name].copy() for name in sorted(self.broker_addr_table)
+            },
+            cluster_addr_table={
+                cluster: sorted(names) for cluster, names in sorted(self.cluster_addr_table.items())
+            },
+        )
+
+    # -- permissions and deletion ---------------------------------------------------------
+
+    def wipe_write_perm_of_broker(self, broker_name: str) -> int:
+        """Clear the write bit of every topic of `broker_name`; returns how many were touched."""
+        return self._update_perm_of_broker(broker_name, lambda perm: perm & ~PERM_WRITE)
+
+    def add_write_perm_of_broker(self, broker_name: str) -> int:
+        """Set every topic of `broker_name` to read-write; returns how many were touched."""
+        return self._update_perm_of_broker(broker_name, lambda _perm: PERM_READ | PERM_WRITE)
+
+    def _update_perm_of_broker(self, broker_name: str, update: Callable[[int], int]) -> int:
+        count = 0
+        for queue_datas in self.topic_queue_table.values():
+            queue_data = queue_datas.get(broker_name)
+            if queue_data is not None:
+                queue_data.perm = update(queue_data.perm)
+                count += 1
+        return count
+
+    def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
+        """Remove a topic everywhere, or only from the brokers of `cluster_name`."""
+        if not cluster_name:
+            self.topic_queue_table.pop(topic, None)
+            return
+        queue_datas = self.topic_queue_table.get(topic)
+        broker_names = self.cluster_addr_table.get(cluster_name)
+        if queue_datas is None or not broker_names:
+            return
+        for broker_name in broker_names:
+            queue_datas.pop(broker_name, None)
+        if not queue_datas:
+            del self.topic_queue_table[topic]
+
+    # -- topic lists ----------------------------------------------------------------------
+
+    def get_all_topic_list(self) -> TopicList:
+        return TopicList(sorted(self.topic_queue_table))
+
+    def get_topics_by_cluster(self, cluster_name: str) -> TopicList:
+        broker_names = self.cluster_addr_table.get(cluster_name, set())
+        return TopicList(
+            sorted(
+                topic
+                for topic, queue_datas in self.topic_queue_table.items()
+                if not broker_names.isdisjoint(queue_datas)
+            )
+        )
+
+    def get_system_topic_list(self) -> TopicList:
+        """Cluster names and broker names (the topics every broker creates for itself).
+
+        The broker address is the lowest-id address of the first broker name.
+        """
+        topics: set[str] = set()
+        for cluster_name, broker_names in self.cluster_addr_table.items():
+            topics.add(cluster_name)
+            topics.update(broker_names)
+        broker_addr = next(
+            (
+                data.broker_addrs[min(data.broker_addrs)]
+                for _, data in sorted(self.broker_addr_table.items())
+                if data.broker_addrs
+            ),
+            None,
+        )
+        return TopicList(sorted(topics), broker_addr)
+
+    def get_unit_topic_list(self) -> TopicList:
+        return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT))
+
+    def get_has_unit_sub_topic_list(self) -> TopicList:
+        return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT_SUB))
+
+    def get_has_unit_sub_ununit_topic_list(self) -> TopicList:
+        return self._topics_where(
+            lambda flag: not flag & TOPIC_SYS_FLAG_UNIT and bool(flag & TOPIC_SYS_FLAG_UNIT_SUB)
+        )
+
+    def _topics_where(self, predicate: Callable[[int], bool]) -> TopicList:
+        """Topics whose first queue data's topic sysflag satisfies `predicate`."""
+        return TopicList(
+            sorted(
+                topic
+                for topic, queue_datas in self.topic_queue_table.items()
+                if predicate(_first(queue_datas).topic_sys_flag)
+            )
+        )
+
+
+def _first(queue_datas: Mapping[str, QueueData]) -> QueueData:
+    return next(iter(queue_datas.values()))

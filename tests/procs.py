@@ -1,0 +1,269 @@
+"""Start real `rmq` processes for integration tests and stop them cleanly.
+
+Every server under test is `python -m rmq [--debug] <command> ...` in its own process, with:
+
+* HOME pointed at a per-test directory, so default paths (`~/namesrv/kvConfig.json`,
+  `~/store`) never touch the real home;
+* a free loopback port chosen by `free_port` (bind to port 0, read it, close);
+* stdout and stderr captured in files next to HOME (`<name>.out`, `<name>.log`), so a
+  failing test can show the server's log;
+* readiness = the port accepts TCP connections (the process dying first is an error that
+  shows its log).
+
+`RmqProcess.stop()` sends SIGTERM and returns the exit code, `stop_cleanly()` also asserts
+it is 0; `kill()` is the kill -9 of crash tests.  `RmqProcesses` (the `rmq_processes`
+fixture in conftest.py) tracks what a test started and kills whatever is still running
+when the test ends.  `start_namesrv` writes a namesrv.conf and starts `rmq namesrv -c`;
+other servers are started the same way through `RmqProcesses.start`.
+
+`RemotingSession` talks to them from synchronous tests: rmq's own `RemotingClient` on a
+private event loop, one request at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from rmq.remoting.client import RemotingClient
+from rmq.remoting.command import RemotingCommand, create_request
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def write_properties(path: Path, props: Mapping[str, object]) -> Path:
+    """Write a `.properties` file (values with `str()`, booleans in Java's spelling)."""
+    lines = []
+    for key, value in props.items():
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        lines.append(f"{key}={text}\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@dataclass
+class RmqProcess:
+    """One running `rmq` server process."""
+
+    name: str
+    args: tuple[str, ...]
+    debug: bool
+    popen: subprocess.Popen[bytes]
+    port: int
+    home: Path
+    log_path: Path
+    stdout_path: Path
+
+    @property
+    def addr(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
+        """Wait until `text` appears in the log; returns the log."""
+        deadline = time.monotonic() + timeout
+        while True:
+            log = self.log_text()
+            if text in log:
+                return log
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name}: {text!r} not logged within {timeout}s\n{log}")
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM, wait for the exit, return the exit code (kill -9 after `timeout`)."""
+        if self.running:
+            self.popen.send_signal(signal.SIGTERM)
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(
+                f"{self.name} did not stop within {timeout}s of SIGTERM\n{self.log_tail()}"
+            ) from None
+
+    def stop_cleanly(self, timeout: float = 15.0) -> None:
+        """Stop with SIGTERM and assert exit code 0."""
+        code = self.stop(timeout)
+        assert code == 0, f"{self.name} exited with {code} after SIGTERM\n{self.log_tail()}"
+
+    def kill(self) -> None:
+        """kill -9 and reap."""
+        if self.running:
+            self.popen.kill()
+        self.popen.wait()
+
+
+def wait_until_listening(process: RmqProcess, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if not process.running:
+            raise AssertionError(
+                f"{process.name} exited with {process.popen.returncode} before listening\n"
+                f"{process.log_text()}"
+            )
+        try:
+            with socket.create_connection((LOOPBACK, process.port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(
+                    f"{process.name} not listening on {process.addr} within {timeout}s\n"
+                    f"{process.log_text()}"
+                ) from None
+            time.sleep(0.05)
+
+
+def rmq_command(args: Sequence[str], *, debug: bool = False) -> list[str]:
+    """The argv of `python -m rmq [--debug] args...` with this interpreter."""
+    return [sys.executable, "-m", "rmq", *(["--debug"] if debug else []), *args]
+
+
+@dataclass
+class RmqProcesses:
+    """The processes one test started, in a directory of its own."""
+
+    root: Path
+    started: list[RmqProcess] = field(default_factory=list)
+
+    def start(
+        self,
+        name: str,
+        args: Sequence[str],
+        *,
+        port: int,
+        home: Path | None = None,
+        debug: bool = False,
+        env: Mapping[str, str] | None = None,
+        ready_timeout: float = 20.0,
+    ) -> RmqProcess:
+        """Start `rmq args...` and wait until `port` accepts connections.
+
+        `home` defaults to `<root>/<name>-home`.  The log files are appended to, so a
+        restarted server's log follows the previous run's.
+        """
+        home = home if home is not None else self.root / f"{name}-home"
+        home.mkdir(parents=True, exist_ok=True)
+        log_path = self.root / f"{name}.log"
+        stdout_path = self.root / f"{name}.out"
+        with log_path.open("ab") as log, stdout_path.open("ab") as out:
+            popen = subprocess.Popen(
+                rmq_command(args, debug=debug),
+                stdout=out,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "HOME": str(home), **(env or {})},
+            )
+        process = RmqProcess(name, tuple(args), debug, popen, port, home, log_path, stdout_path)
+        self.started.append(process)
+        wait_until_listening(process, ready_timeout)
+        return process
+
+    def restart(self, process: RmqProcess) -> RmqProcess:
+        """Start a stopped process again: same command line, port and HOME."""
+        assert not process.running, f"{process.name} is still running"
+        return self.start(
+            process.name, process.args, port=process.port, home=process.home, debug=process.debug
+        )
+
+    def start_namesrv(
+        self,
+        name: str = "namesrv",
+        *,
+        props: Mapping[str, object] | None = None,
+        debug: bool = False,
+    ) -> RmqProcess:
+        """`rmq namesrv -c <root>/<name>.conf` on a free loopback port.
+
+        The conf sets `listenPort` and `bindAddress=127.0.0.1`; `props` adds or overrides
+        keys (e.g. the rmq-only `scanNotActiveBrokerInterval`, `brokerChannelExpiredTime`).
+        """
+        port = free_port()
+        conf = write_properties(
+            self.root / f"{name}.conf",
+            {"listenPort": port, "bindAddress": LOOPBACK, **(props or {})},
+        )
+        return self.start(name, ["namesrv", "-c", str(conf)], port=port, debug=debug)
+
+    def kill_all(self) -> None:
+        for process in self.started:
+            process.kill()
+
+
+class RemotingSession:
+    """Synchronous requests over rmq's `RemotingClient` (one pooled connection per address).
+
+    Closing the session closes its connections, which is how a test makes a broker's
+    connection to the name server go away.
+    """
+
+    def __init__(self, timeout: float = 5.0) -> None:
+        self.timeout = timeout
+        self._loop = asyncio.new_event_loop()
+        self._client = RemotingClient()
+
+    def invoke(
+        self,
+        addr: str,
+        code: int,
+        header: object | None = None,
+        *,
+        body: bytes | None = None,
+        version: int | None = None,
+        timeout: float | None = None,
+    ) -> RemotingCommand:
+        """Send one request and return the response (`version` overrides rmq's 409)."""
+        request = create_request(code, header, body=body)
+        if version is not None:
+            request.version = version
+        return self.send(addr, request, timeout)
+
+    def send(
+        self, addr: str, request: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        """Send a prepared request and return the response."""
+        invocation = self._client.invoke(addr, request, timeout or self.timeout)
+        return self._loop.run_until_complete(invocation)
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._client.close())
+            self._loop.close()
+
+    def __enter__(self) -> RemotingSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,360 @@
+"""RouteInfoManager: registration, route answers, expiry, permissions and topic lists."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rmq.server.namesrv.routeinfo import (
+    DataVersion,
+    RegisteredTopic,
+    RouteInfoManager,
+)
+
+V1 = DataVersion(timestamp=1_700_000_000_000, counter=1)
+V2 = DataVersion(timestamp=1_700_000_000_500, counter=2)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def register(
+    routes: RouteInfoManager,
+    name: str = "broker-a",
+    addr: str = "10.0.0.1:10911",
+    broker_id: int = 0,
+    topics: tuple[RegisteredTopic, ...] = (RegisteredTopic("T1", 4, 4, 6, 0),),
+    version: DataVersion = V1,
+    cluster: str = "DefaultCluster",
+    connection: object | None = None,
+    ha: str | None = "10.0.0.1:10912",
+    filter_servers: list[str] | None = None,
+):
+    return routes.register_broker(
+        cluster, addr, name, broker_id, ha, version, topics, filter_servers, connection
+    )
+
+
+def test_master_registration_makes_a_route():
+    routes = RouteInfoManager()
+    result = register(routes, topics=(RegisteredTopic("T1", 8, 4, 6, 1),))
+    assert result.master_addr is None and result.ha_server_addr is None
+
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None
+    assert [
+        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
+        for q in route.queue_datas
+    ] == [("broker-a", 8, 4, 6, 1)]
+    assert [(b.cluster, b.broker_name, b.broker_addrs) for b in route.broker_datas] == [
+        ("DefaultCluster", "broker-a", {0: "10.0.0.1:10911"})
+    ]
+    assert route.filter_server_table == {}
+    assert routes.pickup_topic_route_data("Unknown") is None
+
+
+def test_route_answer_is_a_copy():
+    routes = RouteInfoManager()
+    register(routes)
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None
+    route.queue_datas[0].perm = 0
+    route.broker_datas[0].broker_addrs[5] = "x"
+    again = routes.pickup_topic_route_data("T1")
+    assert again is not None
+    assert again.queue_datas[0].perm == 6
+    assert again.broker_datas[0].broker_addrs == {0: "10.0.0.1:10911"}
+
+
+def test_slave_learns_master_and_its_topics_are_ignored():
+    routes = RouteInfoManager()
+    register(routes, ha="10.0.0.1:10912")
+    result = register(
+        routes,
+        addr="10.0.0.2:10911",
+        broker_id=1,
+        ha="10.0.0.2:10912",
+        topics=(RegisteredTopic("OnlyOnSlave"),),
+    )
+    assert result.master_addr == "10.0.0.1:10911"
+    assert result.ha_server_addr == "10.0.0.1:10912"
+    assert routes.pickup_topic_route_data("OnlyOnSlave") is None
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None
+    assert route.broker_datas[0].broker_addrs == {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}
+
+
+def test_slave_without_live_master_gets_no_master_address():
+    routes = RouteInfoManager()
+    result = register(routes, addr="10.0.0.2:10911", broker_id=1)
+    assert result.master_addr is None and result.ha_server_addr is None
+
+
+def test_queue_data_is_rebuilt_only_when_the_data_version_changes():
+    routes = RouteInfoManager()
+    register(routes, topics=(RegisteredTopic("T1", 4, 4, 6, 0),), version=V1)
+    register(routes, topics=(RegisteredTopic("T1", 2, 2, 4, 0),), version=V1)
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None and route.queue_datas[0].read_queue_nums == 4
+
+    register(routes, topics=(RegisteredTopic("T1", 2, 2, 4, 0),), version=V2)
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None
+    assert (route.queue_datas[0].read_queue_nums, route.queue_datas[0].perm) == (2, 4)
+
+
+def test_slave_promoted_to_master_keeps_one_entry_per_address():
+    routes = RouteInfoManager()
+    register(routes, addr="10.0.0.2:10911", broker_id=1)
+    register(routes, addr="10.0.0.2:10911", broker_id=0)
+    assert routes.get_all_cluster_info().broker_addr_table["broker-a"].broker_addrs == {
+        0: "10.0.0.2:10911"
+    }
+
+
+def test_data_version_query_and_touch():
+    clock = FakeClock()
+    routes = RouteInfoManager(clock)
+    assert routes.query_broker_data_version("10.0.0.1:10911") is None
+    assert routes.is_broker_topic_config_changed("10.0.0.1:10911", V1)
+    register(routes, version=V1)
+    assert routes.query_broker_data_version("10.0.0.1:10911") == V1
+    assert not routes.is_broker_topic_config_changed("10.0.0.1:10911", DataVersion(V1.timestamp, 1))
+    assert routes.is_broker_topic_config_changed("10.0.0.1:10911", V2)
+
+    clock.now += 5000
+    routes.touch_broker("10.0.0.1:10911")
+    assert routes.broker_live_table["10.0.0.1:10911"].last_update_timestamp == clock.now
+
+
+def test_unregister_master_keeps_topic_while_a_slave_remains():
+    routes = RouteInfoManager()
+    register(routes)
+    register(routes, addr="10.0.0.2:10911", broker_id=1)
+    routes.unregister_broker("DefaultCluster", "10.0.0.1:10911", "broker-a", 0)
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None and route.broker_datas[0].broker_addrs == {1: "10.0.0.2:10911"}
+
+    routes.unregister_broker("DefaultCluster", "10.0.0.2:10911", "broker-a", 1)
+    assert routes.pickup_topic_route_data("T1") is None
+    info = routes.get_all_cluster_info()
+    assert info.broker_addr_table == {} and info.cluster_addr_table == {}
+    assert routes.get_all_topic_list().topic_list == []
+
+
+def test_topic_shared_by_two_brokers_survives_losing_one():
+    routes = RouteInfoManager()
+    register(routes, name="broker-a", addr="10.0.0.1:10911")
+    register(routes, name="broker-b", addr="10.0.0.3:10911")
+    routes.unregister_broker("DefaultCluster", "10.0.0.1:10911", "broker-a", 0)
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None
+    assert [q.broker_name for q in route.queue_datas] == ["broker-b"]
+    assert routes.get_all_cluster_info().cluster_addr_table == {"DefaultCluster": ["broker-b"]}
+
+
+def test_scan_drops_only_brokers_past_the_expiry_and_returns_their_connections():
+    clock = FakeClock()
+    routes = RouteInfoManager(clock)
+    conn_a, conn_b = object(), object()
+    register(routes, name="broker-a", addr="10.0.0.1:10911", connection=conn_a)
+    register(
+        routes,
+        name="broker-b",
+        addr="10.0.0.3:10911",
+        connection=conn_b,
+        topics=(RegisteredTopic("T2"),),
+    )
+    clock.now += 2000
+    register(
+        routes,
+        name="broker-b",
+        addr="10.0.0.3:10911",
+        connection=conn_b,
+        topics=(RegisteredTopic("T2"),),
+    )
+
+    clock.now += 1500
+    assert routes.scan_not_active_brokers(3000) == [("10.0.0.1:10911", conn_a)]
+    assert routes.pickup_topic_route_data("T1") is None
+    assert routes.pickup_topic_route_data("T2") is not None
+    assert sorted(routes.broker_live_table) == ["10.0.0.3:10911"]
+
+    clock.now += 1501
+    assert routes.scan_not_active_brokers(3000) == [("10.0.0.3:10911", conn_b)]
+    assert routes.get_all_cluster_info().cluster_addr_table == {}
+
+
+def test_scan_at_exactly_the_expiry_keeps_the_broker():
+    clock = FakeClock()
+    routes = RouteInfoManager(clock)
+    register(routes)
+    clock.now += 3000
+    assert routes.scan_not_active_brokers(3000) == []
+    assert routes.pickup_topic_route_data("T1") is not None
+
+
+def test_connection_close_drops_the_broker_registered_over_it():
+    routes = RouteInfoManager()
+    conn = object()
+    register(routes, connection=conn)
+    assert routes.on_connection_closed("127.0.0.1:50000", object()) is None
+    assert routes.pickup_topic_route_data("T1") is not None
+
+    assert routes.on_connection_closed("127.0.0.1:50001", conn) == "10.0.0.1:10911"
+    assert routes.pickup_topic_route_data("T1") is None
+    assert routes.broker_live_table == {}
+
+
+def test_connection_close_falls_back_to_the_remote_address():
+    routes = RouteInfoManager()
+    register(routes, addr="127.0.0.1:40000", connection=object())
+    assert routes.on_connection_closed("127.0.0.1:40000", object()) == "127.0.0.1:40000"
+    assert routes.get_all_cluster_info().broker_addr_table == {}
+
+
+def test_wipe_and_add_write_perm_count_the_topics_of_that_broker():
+    routes = RouteInfoManager()
+    register(
+        routes,
+        name="broker-a",
+        topics=(RegisteredTopic("T1", perm=6), RegisteredTopic("T2", perm=7)),
+    )
+    register(
+        routes, name="broker-b", addr="10.0.0.3:10911", topics=(RegisteredTopic("T1", perm=6),)
+    )
+
+    def perms() -> dict[tuple[str, str], int]:
+        table = routes.topic_queue_table
+        return {(q.broker_name, t): q.perm for t in ("T1", "T2") for q in table[t].values()}
+
+    assert routes.wipe_write_perm_of_broker("broker-a") == 2
+    assert perms() == {("broker-a", "T1"): 4, ("broker-b", "T1"): 6, ("broker-a", "T2"): 5}
+
+    assert routes.add_write_perm_of_broker("broker-a") == 2
+    route = routes.pickup_topic_route_data("T2")
+    assert route is not None and route.queue_datas[0].perm == 6
+    assert routes.wipe_write_perm_of_broker("no-such-broker") == 0
+
+
+def test_delete_topic_everywhere_or_in_one_cluster():
+    routes = RouteInfoManager()
+    register(
+        routes, name="broker-a", cluster="c1", topics=(RegisteredTopic("T1"), RegisteredTopic("T2"))
+    )
+    register(
+        routes,
+        name="broker-b",
+        addr="10.0.0.3:10911",
+        cluster="c2",
+        topics=(RegisteredTopic("T1"), RegisteredTopic("T2")),
+    )
+
+    routes.delete_topic("T1", "c1")
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None and [q.broker_name for q in route.queue_datas] == ["broker-b"]
+    routes.delete_topic("T1", "c2")
+    assert routes.pickup_topic_route_data("T1") is None
+    routes.delete_topic("T2", "unknown-cluster")
+    assert routes.pickup_topic_route_data("T2") is not None
+    routes.delete_topic("T2")
+    assert routes.get_all_topic_list().topic_list == []
+
+
+def test_topic_lists():
+    routes = RouteInfoManager()
+    register(
+        routes,
+        name="broker-a",
+        cluster="c1",
+        topics=(
+            RegisteredTopic("Plain", topic_sys_flag=0),
+            RegisteredTopic("Unit", topic_sys_flag=1),
+            RegisteredTopic("UnitSub", topic_sys_flag=2),
+            RegisteredTopic("UnitAndSub", topic_sys_flag=3),
+        ),
+    )
+    register(
+        routes,
+        name="broker-b",
+        addr="10.0.0.3:10911",
+        cluster="c2",
+        topics=(RegisteredTopic("OnlyB"),),
+    )
+
+    assert routes.get_all_topic_list().topic_list == [
+        "OnlyB",
+        "Plain",
+        "Unit",
+        "UnitAndSub",
+        "UnitSub",
+    ]
+    assert routes.get_all_topic_list().broker_addr is None
+    assert routes.get_topics_by_cluster("c2").topic_list == ["OnlyB"]
+    assert routes.get_topics_by_cluster("nope").topic_list == []
+    assert routes.get_unit_topic_list().topic_list == ["Unit", "UnitAndSub"]
+    assert routes.get_has_unit_sub_topic_list().topic_list == ["UnitAndSub", "UnitSub"]
+    assert routes.get_has_unit_sub_ununit_topic_list().topic_list == ["UnitSub"]
+
+    system = routes.get_system_topic_list()
+    assert system.topic_list == ["broker-a", "broker-b", "c1", "c2"]
+    assert system.broker_addr == "10.0.0.1:10911"
+
+
+def test_system_topic_list_of_an_empty_name_server():
+    system = RouteInfoManager().get_system_topic_list()
+    assert system.topic_list == [] and system.broker_addr is None
+
+
+def test_filter_servers_appear_in_the_route_and_an_empty_list_clears_them():
+    routes = RouteInfoManager()
+    register(routes, filter_servers=["10.0.0.9:5000"])
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None
+    assert route.filter_server_table == {"10.0.0.1:10911": ["10.0.0.9:5000"]}
+    register(routes, filter_servers=[])
+    route = routes.pickup_topic_route_data("T1")
+    assert route is not None and route.filter_server_table == {}
+
+
+brokers = st.lists(
+    st.tuples(
+        st.sampled_from(["c1", "c2"]),
+        st.sampled_from(["broker-a", "broker-b", "broker-c"]),
+        st.integers(min_value=0, max_value=2),
+        st.lists(st.sampled_from(["T1", "T2", "T3", "%RETRY%g"]), max_size=3),
+    ),
+    max_size=8,
+)
+
+
+@given(brokers)
+def test_unregistering_every_address_empties_every_table(registrations):
+    routes = RouteInfoManager()
+    registered: dict[str, tuple[str, str, int]] = {}
+    for cluster, name, broker_id, topics in registrations:
+        addr = f"{name}-{broker_id}:10911"
+        if addr in registered and registered[addr][0] != cluster:
+            continue
+        routes.register_broker(
+            cluster,
+            addr,
+            name,
+            broker_id,
+            None,
+            V1,
+            [RegisteredTopic(t) for t in topics],
+            None,
+            None,
+        )
+        registered[addr] = (cluster, name, broker_id)
+    for addr, (cluster, name, broker_id) in registered.items():
+        routes.unregister_broker(cluster, addr, name, broker_id)
+    assert routes.broker_live_table == {}
+    assert routes.broker_addr_table == {}
+    assert routes.topic_queue_table == {}
