@@ -1,0 +1,119 @@
+"""RocketMQ protocol bodies: every JSON body shape, declared once, for every rmq process.
+
+The name server, the broker, rmq's client and its admin API all read and write the same
+bodies; each is declared here once as a slotted dataclass with snake_case attributes, and one
+codec (:mod:`rmq.remoting.bodies.codec`) turns any of them into the exact JSON fastjson writes
+for the Java bean and reads it back as leniently as fastjson does.  Every body has:
+
+* ``to_json() -> dict``: fastjson's key set and key order (alphabetical, nulls left out,
+  enums by name, integer and MessageQueue map keys kept as keys for the writer);
+* ``from_json(obj)`` (classmethod): tolerant of enum ordinals, numbers given as strings and
+  missing keys (Java defaults);
+* ``encode(*, standard=False, pretty=False) -> bytes`` and ``decode(data)`` through
+  :mod:`rmq.common.fastjson`.  ``standard`` is the name server's standard-JSON route variant,
+  ``pretty`` the format of the broker's ``config/*.json`` files.
+
+A body that cannot be decoded raises :class:`BodyError`.  The modules: :mod:`.route` (name
+server and broker registration), :mod:`.client` (heartbeats, subscriptions, queues, locks),
+:mod:`.admin` (offsets, groups, statistics, connections).
+"""
+
+from rmq.remoting.bodies.admin import (
+    Connection,
+    ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
+    ConsumeStats,
+    GroupList,
+    OffsetWrapper,
+    ProducerConnection,
+    QueryConsumeTimeSpanBody,
+    QueueTimeSpan,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicOffset,
+    TopicStatsTable,
+)
+from rmq.remoting.bodies.client import (
+    EXPRESSION_TYPE_SQL92,
+    EXPRESSION_TYPE_TAG,
+    SUB_ALL,
+    CheckClientRequestBody,
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageModel,
+    MessageQueue,
+    ProducerData,
+    SubscriptionData,
+    UnlockBatchRequestBody,
+)
+from rmq.remoting.bodies.codec import Body, BodyError, JavaSet
+from rmq.remoting.bodies.route import (
+    MASTER_ID,
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    KVTable,
+    QueueData,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicFilterType,
+    TopicList,
+    TopicRouteData,
+    body_crc32,
+)
+
+__all__ = [
+    "EXPRESSION_TYPE_SQL92",
+    "EXPRESSION_TYPE_TAG",
+    "MASTER_ID",
+    "SUB_ALL",
+    "Body",
+    "BodyError",
+    "BrokerData",
+    "CheckClientRequestBody",
+    "ClusterInfo",
+    "Connection",
+    "ConsumeFromWhere",
+    "ConsumeStats",
+    "ConsumeType",
+    "ConsumerConnection",
+    "ConsumerData",
+    "ConsumerOffsetSerializeWrapper",
+    "DataVersion",
+    "GetConsumerListByGroupResponseBody",
+    "GroupList",
+    "HeartbeatData",
+    "JavaSet",
+    "KVTable",
+    "LockBatchRequestBody",
+    "LockBatchResponseBody",
+    "MessageModel",
+    "MessageQueue",
+    "OffsetWrapper",
+    "ProducerConnection",
+    "ProducerData",
+    "QueryConsumeTimeSpanBody",
+    "QueueData",
+    "QueueTimeSpan",
+    "RegisterBrokerBody",
+    "ResetOffsetBody",
+    "SubscriptionData",
+    "SubscriptionGroupConfig",
+    "SubscriptionGroupWrapper",
+    "TopicConfig",
+    "TopicConfigSerializeWrapper",
+    "TopicFilterType",
+    "TopicList",
+    "TopicOffset",
+    "TopicRouteData",
+    "TopicStatsTable",
+    "UnlockBatchRequestBody",
+    "body_crc32",
+]

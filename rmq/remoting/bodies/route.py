@@ -1,0 +1,308 @@
+"""Route and registration bodies: what brokers tell the name server and what it answers.
+
+* :class:`RegisterBrokerBody` (REGISTER_BROKER) in its three forms: JSON, the compressed
+  binary form (``compressed=true`` in the header) and, from brokers older than 3.0.11, a bare
+  :class:`TopicConfigSerializeWrapper`; :meth:`RegisterBrokerBody.decode_request` picks the
+  form the way the name server does, and :func:`body_crc32` is the header's ``bodyCrc32``.
+* :class:`TopicConfig` with its JSON form (``topics.json``) and the text form the compressed
+  register body carries, :class:`DataVersion`, :class:`TopicConfigSerializeWrapper`.
+* The name server's answers: :class:`TopicRouteData` (with :class:`QueueData` and
+  :class:`BrokerData`; ``encode(standard=True)`` is the standard-JSON variant for clients of
+  4.9.4 and later), :class:`ClusterInfo`, :class:`TopicList`, :class:`KVTable`.
+
+The compressed register body is one zlib stream (Java's Deflater at BEST_COMPRESSION, so
+level 9 here) of big-endian parts: int32 length + DataVersion JSON; int32 topic count; per
+topic int32 length + ``"<name> <read> <write> <perm> <filterType>"`` (the topic sysflag and
+order flag are not carried); int32 length + the filter server list as a JSON array.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import re
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Self
+
+from rmq.common import fastjson
+from rmq.common.perm import DEFAULT_TOPIC_PERM
+from rmq.remoting.bodies.codec import Body, BodyError, Buffer, JavaSet, now_millis
+from rmq.remoting.codes import MQVersion
+
+__all__ = [
+    "MASTER_ID",
+    "BrokerData",
+    "ClusterInfo",
+    "DataVersion",
+    "KVTable",
+    "QueueData",
+    "RegisterBrokerBody",
+    "TopicConfig",
+    "TopicConfigSerializeWrapper",
+    "TopicFilterType",
+    "TopicList",
+    "TopicRouteData",
+    "body_crc32",
+]
+
+MASTER_ID = 0
+"""Broker id of a master; slaves have ids >= 1."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataVersion(Body):
+    """Version stamp of a broker's topic or subscription-group table.
+
+    Two versions are equal when both fields are; a new one (Java's ``new DataVersion()``)
+    carries the current time and counter 0.
+    """
+
+    timestamp: int = field(default_factory=now_millis)
+    counter: int = 0
+
+    def next_version(self) -> DataVersion:
+        """The version after this one: counter + 1, stamped now."""
+        return DataVersion(timestamp=now_millis(), counter=self.counter + 1)
+
+
+class TopicFilterType(enum.Enum):
+    SINGLE_TAG = 0
+    MULTI_TAG = 1
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _parse_java_int(text: str) -> int:
+    """Java's ``Integer.parseInt`` (ASCII digits)."""
+    if _JAVA_INT.fullmatch(text) is None or not _INT32_MIN <= int(text) <= _INT32_MAX:
+        raise ValueError(f"{text!r} is not a Java int")
+    return int(text)
+
+
+@dataclass(slots=True, kw_only=True)
+class TopicConfig(Body):
+    """A topic on a broker (``topics.json`` entry), with Java's defaults."""
+
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = DEFAULT_TOPIC_PERM
+    topic_filter_type: TopicFilterType = TopicFilterType.SINGLE_TAG
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def to_text(self) -> str:
+        """The text form of the compressed register body (no sysflag, no order flag)."""
+        return (
+            f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} {self.perm} "
+            f"{self.topic_filter_type.name}"
+        )
+
+    @classmethod
+    def from_text(cls, text: str) -> TopicConfig:
+        """Parse :meth:`to_text`'s form; trailing spaces are ignored, as Java's split does."""
+        parts = text.split(" ")
+        while parts and not parts[-1]:
+            parts.pop()
+        if len(parts) != 5:
+            raise BodyError(f"TopicConfig: {text!r} does not have 5 space-separated parts")
+        name, read, write, perm, filter_type = parts
+        if filter_type not in TopicFilterType.__members__:
+            raise BodyError(f"TopicConfig: unknown topic filter type {filter_type!r}")
+        try:
+            return cls(
+                topic_name=name,
+                read_queue_nums=_parse_java_int(read),
+                write_queue_nums=_parse_java_int(write),
+                perm=_parse_java_int(perm),
+                topic_filter_type=TopicFilterType[filter_type],
+            )
+        except ValueError as exc:
+            raise BodyError(f"TopicConfig: {exc} in {text!r}") from None
+
+
+@dataclass(slots=True, kw_only=True)
+class TopicConfigSerializeWrapper(Body):
+    """A broker's topic table with its version (``topics.json``, register bodies)."""
+
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+
+def body_crc32(body: Buffer | None) -> int:
+    """``bodyCrc32`` of RegisterBrokerRequestHeader: CRC32 & 0x7FFFFFFF, 0 without a body."""
+    return zlib.crc32(body) & 0x7FFFFFFF if body is not None else 0
+
+
+_INT32 = struct.Struct(">i")
+_COMPRESSION_LEVEL = 9  # java.util.zip.Deflater.BEST_COMPRESSION
+
+
+def _no_topics() -> TopicConfigSerializeWrapper:
+    """What the name server assumes for a registration without a body."""
+    return TopicConfigSerializeWrapper(data_version=DataVersion(timestamp=0, counter=0))
+
+
+@dataclass(slots=True, kw_only=True)
+class RegisterBrokerBody(Body):
+    """REGISTER_BROKER body: the broker's topics and its filter servers.
+
+    ``filter_server_list`` is None only for a broker older than 3.0.11, whose body carries
+    none (the name server then leaves the broker's filter servers as they are).
+    """
+
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
+        default_factory=TopicConfigSerializeWrapper
+    )
+    filter_server_list: list[str] | None = field(default_factory=list)
+
+    def encode(
+        self, *, standard: bool = False, pretty: bool = False, compressed: bool = False
+    ) -> bytes:
+        """JSON, or with ``compressed`` the zlib binary form (see the module docstring)."""
+        if not compressed:
+            return Body.encode(self, standard=standard, pretty=pretty)
+        wrapper = self.topic_config_serialize_wrapper
+        out = bytearray()
+
+        def put(part: bytes) -> None:
+            out.extend(_INT32.pack(len(part)))
+            out.extend(part)
+
+        put(wrapper.data_version.encode())
+        out.extend(_INT32.pack(len(wrapper.topic_config_table)))
+        for config in wrapper.topic_config_table.values():
+            put(config.to_text().encode("utf-8"))
+        put(fastjson.dumps_bytes(self.filter_server_list))
+        return zlib.compress(bytes(out), _COMPRESSION_LEVEL)
+
+    @classmethod
+    def decode(cls, data: Buffer, *, compressed: bool = False) -> Self:
+        """Parse the JSON form, or with ``compressed`` the zlib binary form."""
+        if not compressed:
+            return super(RegisterBrokerBody, cls).decode(data)
+        try:
+            view = memoryview(zlib.decompressobj().decompress(data))
+        except zlib.error as exc:
+            raise BodyError(f"RegisterBrokerBody: bad zlib stream: {exc}") from None
+        part, pos = _take_part(view, 0)
+        data_version = DataVersion.decode(part)
+        count, pos = _take_int(view, pos)
+        table: dict[str, TopicConfig] = {}
+        for _ in range(count):
+            part, pos = _take_part(view, pos)
+            config = TopicConfig.from_text(bytes(part).decode("utf-8", "replace"))
+            table[config.topic_name] = config
+        part, pos = _take_part(view, pos)
+        return cls(
+            topic_config_serialize_wrapper=TopicConfigSerializeWrapper(
+                topic_config_table=table, data_version=data_version
+            ),
+            filter_server_list=_filter_server_list(part),
+        )
+
+    @classmethod
+    def decode_request(cls, body: Buffer | None, *, compressed: bool, version: int) -> Self:
+        """The body of a REGISTER_BROKER request of protocol ``version``, as the name server
+        reads it: a bare topic wrapper before 3.0.11; no body means no topics, version 0/0."""
+        if version < MQVersion.V3_0_11:
+            wrapper = TopicConfigSerializeWrapper.decode(body) if body else _no_topics()
+            return cls(topic_config_serialize_wrapper=wrapper, filter_server_list=None)
+        if not body:
+            return cls(topic_config_serialize_wrapper=_no_topics())
+        return cls.decode(body, compressed=compressed)
+
+
+def _take(view: memoryview, pos: int, length: int) -> tuple[memoryview, int]:
+    end = pos + length
+    if length < 0 or end > len(view):
+        raise BodyError("RegisterBrokerBody: the compressed body ends in the middle of a part")
+    return view[pos:end], end
+
+
+def _take_int(view: memoryview, pos: int) -> tuple[int, int]:
+    chunk, pos = _take(view, pos, 4)
+    (value,) = _INT32.unpack(chunk)
+    return int(value), pos
+
+
+def _take_part(view: memoryview, pos: int) -> tuple[memoryview, int]:
+    length, pos = _take_int(view, pos)
+    return _take(view, pos, length)
+
+
+def _filter_server_list(part: memoryview) -> list[str] | None:
+    """The filter server JSON array; unreadable text gives an empty list, as in Java."""
+    try:
+        servers = fastjson.loads(part)
+    except ValueError:
+        return []
+    if servers is None:
+        return None
+    if not isinstance(servers, list):
+        return []
+    return [str(server) for server in servers if server is not None]
+
+
+@dataclass(slots=True, kw_only=True)
+class QueueData(Body):
+    """One broker's queues of one topic, in a route."""
+
+    broker_name: str
+    read_queue_nums: int = 0
+    write_queue_nums: int = 0
+    perm: int = 0
+    topic_sys_flag: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class BrokerData(Body):
+    """A broker name (a master and its slaves): its cluster and broker id -> address."""
+
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def select_broker_addr(self) -> str | None:
+        """The master's address, else a random slave's; None without any address."""
+        master = self.broker_addrs.get(MASTER_ID)
+        if master is not None:
+            return master
+        return random.choice(list(self.broker_addrs.values())) if self.broker_addrs else None
+
+
+@dataclass(slots=True, kw_only=True)
+class TopicRouteData(Body):
+    """GET_ROUTEINFO_BY_TOPIC answer; ``order_topic_conf`` is left out when None."""
+
+    order_topic_conf: str | None = None
+    queue_datas: list[QueueData] = field(default_factory=list)
+    broker_datas: list[BrokerData] = field(default_factory=list)
+    filter_server_table: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class ClusterInfo(Body):
+    """GET_BROKER_CLUSTER_INFO answer: broker name -> BrokerData, cluster -> broker names."""
+
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
+    cluster_addr_table: dict[str, JavaSet[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class TopicList(Body):
+    """A set of topic names; ``broker_addr`` only in the system topic list."""
+
+    topic_list: JavaSet[str] = field(default_factory=list)
+    broker_addr: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class KVTable(Body):
+    """A string map: a KV config namespace, or a broker's runtime info."""
+
+    table: dict[str, str] = field(default_factory=dict)
