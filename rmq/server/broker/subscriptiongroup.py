@@ -1,0 +1,157 @@
+"""The broker's consumer-group settings (``config/subscriptionGroup.json``).
+
+:class:`SubscriptionGroupManager` owns the table group name -> SubscriptionGroupConfig
+(consume enabled, retry queue count, max retries, which broker to pull from, whether to
+notify consumers of membership changes), its :class:`DataVersion` and the file.  Design:
+
+* The table starts with the system groups of spec §4.8, all with the default settings:
+  ``TOOLS_CONSUMER``, ``FILTERSRV_CONSUMER``, ``SELF_TEST_C_GROUP``, ``CID_ONS-HTTP-PROXY``,
+  ``CID_ONSAPI_PULL``, ``CID_ONSAPI_PERMISSION`` and ``CID_ONSAPI_OWNER``.  :meth:`load` reads
+  the file over them (stored entries win) and takes its DataVersion.
+* :meth:`find` with ``auto_create`` is what heartbeats, pulls and sends-back use: an unknown
+  group is created with the defaults when the broker's ``autoCreateSubscriptionGroup`` is on,
+  or always for a system consumer group (``CID_RMQ_SYS_*``).  Without ``auto_create`` it is a
+  plain lookup, for admin requests.
+* Every change bumps the DataVersion and rewrites the file whole (atomically, the previous
+  content kept as ``.bak``); a failed write is logged and the change stays in memory.
+
+The table is used from the broker's event loop only, so there are no locks.  Stored configs
+are treated as values: an update puts the new object in the table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from rmq.common import fastjson
+from rmq.common.config import BrokerConfig
+from rmq.common.naming import (
+    CID_ONSAPI_OWNER_GROUP,
+    CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_PULL_GROUP,
+    FILTERSRV_CONSUMER_GROUP,
+    ONS_HTTP_PROXY_GROUP,
+    SELF_TEST_CONSUMER_GROUP,
+    TOOLS_CONSUMER_GROUP,
+    is_sys_consumer_group,
+)
+from rmq.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rmq.store.configfile import load_config_file, persist_config
+
+log = logging.getLogger("rmq.broker")
+
+PREDEFINED_GROUPS = (
+    TOOLS_CONSUMER_GROUP,
+    FILTERSRV_CONSUMER_GROUP,
+    SELF_TEST_CONSUMER_GROUP,
+    ONS_HTTP_PROXY_GROUP,
+    CID_ONSAPI_PULL_GROUP,
+    CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_OWNER_GROUP,
+)
+"""Groups every broker knows from the start, with the default settings."""
+
+
+class SubscriptionGroupManager:
+    """The subscription-group table of one broker, persisted to ``subscriptionGroup.json``."""
+
+    def __init__(self, broker_config: BrokerConfig, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._broker_config = broker_config
+        self._table = {
+            group: SubscriptionGroupConfig(group_name=group) for group in PREDEFINED_GROUPS
+        }
+        self._data_version = DataVersion()
+
+    # -- persistence ---------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read ``subscriptionGroup.json`` (or its ``.bak``) over the predefined groups.
+
+        A missing file leaves the table as constructed; a file that exists but neither it nor
+        its backup decodes raises :class:`~rmq.store.configfile.ConfigFileError`.
+        """
+        loaded = load_config_file(
+            self.path, lambda text: SubscriptionGroupWrapper.from_json(fastjson.loads(text))
+        )
+        if loaded is None:
+            return
+        wrapper = loaded.value
+        self._table.update(wrapper.subscription_group_table)
+        self._data_version = wrapper.data_version
+        log.info(
+            "loaded %d subscription groups from %s (data version %d)",
+            len(wrapper.subscription_group_table),
+            loaded.path,
+            wrapper.data_version.counter,
+        )
+
+    def persist(self) -> None:
+        """Write the table to ``subscriptionGroup.json``; a failure is logged, not raised."""
+        try:
+            persist_config(self.path, self.subscription_group_wrapper().to_json())
+        except OSError as exc:
+            log.error("cannot persist the subscription groups to %s: %s", self.path, exc)
+
+    def _changed(self) -> None:
+        self._data_version = self._data_version.next_version()
+        self.persist()
+
+    # -- lookups -------------------------------------------------------------------------
+
+    @property
+    def data_version(self) -> DataVersion:
+        return self._data_version
+
+    @property
+    def subscription_group_table(self) -> Mapping[str, SubscriptionGroupConfig]:
+        """Every group (a read-only view of the live table)."""
+        return self._table
+
+    def subscription_group_wrapper(self) -> SubscriptionGroupWrapper:
+        """A snapshot of the table and its version (GET_ALL_SUBSCRIPTIONGROUP_CONFIG)."""
+        return SubscriptionGroupWrapper(
+            subscription_group_table=dict(self._table), data_version=self._data_version
+        )
+
+    def find(self, group: str, *, auto_create: bool) -> SubscriptionGroupConfig | None:
+        """The settings of ``group``; None when unknown and not auto-created.
+
+        With ``auto_create``, an unknown group gets the default settings (and is persisted)
+        when ``autoCreateSubscriptionGroup`` is on or the group is a system consumer group.
+        """
+        config = self._table.get(group)
+        if config is not None or not auto_create:
+            return config
+        if not (self._broker_config.auto_create_subscription_group or is_sys_consumer_group(group)):
+            return None
+        config = SubscriptionGroupConfig(group_name=group)
+        self._table[group] = config
+        log.info("auto create a subscription group %s", config)
+        self._changed()
+        return config
+
+    # -- changes -------------------------------------------------------------------------
+
+    def update(self, config: SubscriptionGroupConfig) -> None:
+        """Create or replace a group's settings (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)."""
+        old = self._table.get(config.group_name)
+        self._table[config.group_name] = config
+        if old is None:
+            log.info("create new subscription group %s", config)
+        else:
+            log.info("update subscription group config, old: %s new: %s", old, config)
+        self._changed()
+
+    def delete(self, group: str) -> bool:
+        """Remove a group's settings (DELETE_SUBSCRIPTIONGROUP); False when it did not exist."""
+        old = self._table.pop(group, None)
+        if old is None:
+            log.warning("delete subscription group failed, group %s does not exist", group)
+            return False
+        log.info("delete subscription group OK: %s", old)
+        self._changed()
+        return True
