@@ -29,9 +29,10 @@ import random
 import socket
 import struct
 import threading
-import time
 from collections.abc import Iterable
 from typing import NamedTuple
+
+from rmq.common.timeutil import now_millis
 
 IPV4_HOST_LENGTH = 8
 IPV6_HOST_LENGTH = 20
@@ -194,10 +195,6 @@ def local_addresses() -> list[bytes]:
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]).packed for info in infos]
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _month_start_ms(now_ms: int, months_back: int = 0) -> int:
     """Local-time start of the month containing ``now_ms``, moved back ``months_back`` months."""
     local = datetime.datetime.fromtimestamp(now_ms / 1000)
@@ -215,7 +212,7 @@ class UniqueIdGenerator:
         if ip is None:
             ip = pick_client_ip(local_addresses())
         if ip is None:
-            ip = _INT64.pack(_now_ms())[4:]
+            ip = _INT64.pack(now_millis())[4:]
         if len(ip) not in (4, 16):
             raise ValueError(f"a client IP is 4 or 16 bytes, not {len(ip)}")
         pid = os.getpid() if pid is None else pid
@@ -238,7 +235,7 @@ class UniqueIdGenerator:
         return elapsed & 0xFFFFFFFF
 
     def next_id(self) -> str:
-        now_ms = _now_ms()
+        now_ms = now_millis()
         elapsed = self._elapsed_in_month(now_ms)
         return f"{self.prefix}{elapsed:08X}{next(self._counter) & 0xFFFF:04X}"
 
@@ -261,7 +258,7 @@ def decode_unique_id(msg_id: str, now_ms: int | None = None) -> UniqueIdInfo:
     ip_len = 16 if len(raw) == 28 else 4
     pid, salt, elapsed, counter = struct.unpack_from(">HIIH", raw, ip_len)
     if now_ms is None:
-        now_ms = _now_ms()
+        now_ms = now_millis()
     month_start = _month_start_ms(now_ms)
     if month_start + elapsed >= now_ms:
         month_start = _month_start_ms(now_ms, 1)

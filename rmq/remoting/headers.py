@@ -116,7 +116,8 @@ def wire(
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def _camel_case(name: str) -> str:
+def camel_case(name: str) -> str:
+    """The Java name of a snake_case attribute (`broker_addrs` -> `brokerAddrs`)."""
     first, *rest = name.split("_")
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
@@ -141,7 +142,7 @@ def _build_codec(cls: type) -> _HeaderCodec:
     for field in dataclasses.fields(cls):
         parse = _parser_for(hints[field.name])
         required = field.default is dataclasses.MISSING
-        key = field.metadata.get("key", _camel_case(field.name))
+        key = field.metadata.get("key", camel_case(field.name))
         fields.append(_WireField(field.name, key, parse, required))
         if "short" in field.metadata:
             short = field.metadata["short"]

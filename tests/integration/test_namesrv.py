@@ -187,6 +187,10 @@ def body_of(response: RemotingCommand) -> Any:
     return fastjson.loads(bytes(response.body))
 
 
+def cluster_info(session: RemotingSession, namesrv: str) -> Any:
+    return body_of(session.invoke(namesrv, RequestCode.GET_BROKER_CLUSTER_INFO))
+
+
 def topic_list(session: RemotingSession, namesrv: str, code: int, header: object = None) -> Any:
     return body_of(session.invoke(namesrv, code, header))
 
@@ -318,6 +322,41 @@ def test_undecodable_body_is_a_system_error(namesrv: RmqProcess, session: Remoti
     assert "Failed to decode RegisterBrokerBody" in (response.remark or "")
 
 
+def test_topic_config_without_topic_name_refuses_the_registration(
+    namesrv: RmqProcess, session: RemotingSession
+) -> None:
+    broker = Broker(session, namesrv.addr)
+    named, nameless = unique("Named"), unique("Nameless")
+    config = topic_config(nameless)
+    del config["topicName"]
+    body = {
+        "filterServerList": [],
+        "topicConfigSerializeWrapper": {
+            "dataVersion": {"counter": 1, "timestamp": TIMESTAMP},
+            "topicConfigTable": {named: topic_config(named), nameless: config},
+        },
+    }
+    response = broker.register(body=json.dumps(body).encode())
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    remark = response.remark or ""
+    assert remark.startswith("Failed to decode RegisterBrokerBody")
+    assert "<topicName> is missing" in remark
+    assert broker.name not in cluster_info(session, namesrv.addr)["brokerAddrTable"]
+    for topic in (named, nameless):
+        assert not has_route(session, namesrv.addr, topic)
+
+
+def test_compressed_body_inflating_past_64_mib_is_refused(
+    namesrv: RmqProcess, session: RemotingSession
+) -> None:
+    deflater = zlib.compressobj(9)
+    zeros = bytes(1 << 20)
+    bomb = b"".join(deflater.compress(zeros) for _ in range(65)) + deflater.flush()
+    response = Broker(session, namesrv.addr).register(body=bomb, compressed=True)
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert "inflates to more than 67108864 bytes" in (response.remark or "")
+
+
 def test_brokers_before_3_0_11_send_a_bare_topic_config_wrapper(
     namesrv: RmqProcess, session: RemotingSession
 ) -> None:
@@ -367,7 +406,7 @@ def test_unregister_broker(namesrv: RmqProcess, session: RemotingSession) -> Non
     assert brokers[0]["brokerAddrs"] == {"1": slave.addr}
     slave.unregister()
     assert route(session, namesrv.addr, topic).code == ResponseCode.TOPIC_NOT_EXIST
-    clusters = body_of(session.invoke(namesrv.addr, RequestCode.GET_BROKER_CLUSTER_INFO))
+    clusters = cluster_info(session, namesrv.addr)
     assert master.name not in clusters["brokerAddrTable"]
 
 
@@ -394,7 +433,7 @@ def test_cluster_info(namesrv: RmqProcess, session: RemotingSession) -> None:
     for broker in (a, b, a_slave):
         broker.register([topic_config(unique("T"))])
 
-    info = body_of(session.invoke(namesrv.addr, RequestCode.GET_BROKER_CLUSTER_INFO))
+    info = cluster_info(session, namesrv.addr)
     assert sorted(info["clusterAddrTable"][cluster]) == sorted([a.name, b.name])
     assert info["brokerAddrTable"][a.name] == {
         "brokerAddrs": {0: a.addr, 1: a_slave.addr},
@@ -572,7 +611,7 @@ def test_brokers_expire_without_heartbeats(rmq_processes: RmqProcesses) -> None:
         assert time.monotonic() - started >= 2.0
         assert has_route(session, ns.addr, alive_topic)
         wait_for(lambda: not has_route(session, ns.addr, alive_topic), 5.0, "no expiry")
-        info = body_of(session.invoke(ns.addr, RequestCode.GET_BROKER_CLUSTER_INFO))
+        info = cluster_info(session, ns.addr)
         assert info == {"brokerAddrTable": {}, "clusterAddrTable": {}}
     assert "The broker channel expired" in ns.log_text()
     ns.stop_cleanly()

@@ -20,7 +20,8 @@ import enum
 from dataclasses import dataclass, field
 
 from rmq.common.javahash import java_hash
-from rmq.remoting.bodies.codec import Body, JavaSet, java_key, now_millis
+from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies.codec import Body, JavaSet, java_key
 
 __all__ = [
     "EXPRESSION_TYPE_SQL92",

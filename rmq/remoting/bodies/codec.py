@@ -35,15 +35,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-import time
 import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NamedTuple, Self, TypeVar, cast
 
 from rmq.common import fastjson
+from rmq.common.timeutil import now_millis
 from rmq.remoting.errors import RemotingError
-from rmq.remoting.headers import _camel_case
+from rmq.remoting.headers import camel_case
 
 __all__ = ["Body", "BodyError", "Buffer", "JavaSet", "java_key", "now_millis"]
 
@@ -65,11 +65,6 @@ _KEY = "java_key"
 def java_key(key: str) -> dict[str, str]:
     """Field metadata for a property whose Java key is not the camelCase of its attribute."""
     return {_KEY: key}
-
-
-def now_millis() -> int:
-    """Java's ``System.currentTimeMillis()``: the default of version and subscription stamps."""
-    return time.time_ns() // 1_000_000
 
 
 class BodyError(RemotingError, ValueError):
@@ -156,7 +151,7 @@ def _build_table(cls: type) -> tuple[_Property, ...]:
         required = (
             field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
         )
-        key = field.metadata.get(_KEY, _camel_case(field.name))
+        key = field.metadata.get(_KEY, camel_case(field.name))
         props.append(_Property(field.name, key, read, write, required))
     return tuple(sorted(props, key=lambda prop: prop.key))
 

@@ -13,7 +13,9 @@
 The compressed register body is one zlib stream (Java's Deflater at BEST_COMPRESSION, so
 level 9 here) of big-endian parts: int32 length + DataVersion JSON; int32 topic count; per
 topic int32 length + ``"<name> <read> <write> <perm> <filterType>"`` (the topic sysflag and
-order flag are not carried); int32 length + the filter server list as a JSON array.
+order flag are not carried); int32 length + the filter server list as a JSON array.  Its
+content is inflated at most to :data:`MAX_INFLATED_REGISTER_BODY` bytes; a body that would
+inflate further is refused with :class:`BodyError` (Java sets no limit).
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ from typing import Self
 
 from rmq.common import fastjson
 from rmq.common.perm import DEFAULT_TOPIC_PERM
-from rmq.remoting.bodies.codec import Body, BodyError, Buffer, JavaSet, now_millis
+from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies.codec import Body, BodyError, Buffer, JavaSet
 from rmq.remoting.codes import MQVersion
+from rmq.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = [
     "MASTER_ID",
+    "MAX_INFLATED_REGISTER_BODY",
     "BrokerData",
     "ClusterInfo",
     "DataVersion",
@@ -141,6 +146,11 @@ def body_crc32(body: Buffer | None) -> int:
 _INT32 = struct.Struct(">i")
 _COMPRESSION_LEVEL = 9  # java.util.zip.Deflater.BEST_COMPRESSION
 
+MAX_INFLATED_REGISTER_BODY = 4 * DEFAULT_MAX_FRAME_SIZE
+"""Largest content a compressed register body may inflate to (64 MiB): four times the frame
+limit, far above what any broker's topic table needs (about 60 bytes a topic), and a bound
+on the memory a small, hostile body can make the name server allocate."""
+
 
 def _no_topics() -> TopicConfigSerializeWrapper:
     """What the name server assumes for a registration without a body."""
@@ -185,10 +195,7 @@ class RegisterBrokerBody(Body):
         """Parse the JSON form, or with ``compressed`` the zlib binary form."""
         if not compressed:
             return super(RegisterBrokerBody, cls).decode(data)
-        try:
-            view = memoryview(zlib.decompressobj().decompress(data))
-        except zlib.error as exc:
-            raise BodyError(f"RegisterBrokerBody: bad zlib stream: {exc}") from None
+        view = memoryview(_inflate(data))
         part, pos = _take_part(view, 0)
         data_version = DataVersion.decode(part)
         count, pos = _take_int(view, pos)
@@ -215,6 +222,21 @@ class RegisterBrokerBody(Body):
         if not body:
             return cls(topic_config_serialize_wrapper=_no_topics())
         return cls.decode(body, compressed=compressed)
+
+
+def _inflate(data: Buffer) -> bytes:
+    """The compressed register body's content, refused beyond MAX_INFLATED_REGISTER_BODY."""
+    inflater = zlib.decompressobj()
+    try:
+        content = inflater.decompress(data, MAX_INFLATED_REGISTER_BODY + 1)
+    except zlib.error as exc:
+        raise BodyError(f"RegisterBrokerBody: bad zlib stream: {exc}") from None
+    if len(content) > MAX_INFLATED_REGISTER_BODY:
+        raise BodyError(
+            f"RegisterBrokerBody: the compressed body inflates to more than "
+            f"{MAX_INFLATED_REGISTER_BODY} bytes"
+        )
+    return content
 
 
 def _take(view: memoryview, pos: int, length: int) -> tuple[memoryview, int]:

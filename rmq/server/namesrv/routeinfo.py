@@ -12,10 +12,13 @@ keeps in its `RouteInfoManager`:
 * filter server table: broker address -> filter server addresses.
 
 It is pure state plus the operations the request processor needs: no sockets, no files, no
-JSON.  The name server runs it on one event loop, so there are no locks.  A connection is an
-opaque object compared by identity; when the expiry scan drops a broker it hands the broker's
-connection back so that the caller can close it.  Time comes from an injectable millisecond
-clock so that expiry can be tested without sleeping.
+JSON.  Its entries and answers are the protocol bodies of `rmq.remoting.bodies` (QueueData,
+BrokerData, TopicRouteData, ClusterInfo, TopicList, DataVersion, TopicConfig); an answer is a
+copy, which the processor may change and encodes as it is.  The name server runs it on one
+event loop, so there are no locks.  A connection is an opaque object compared by identity;
+when the expiry scan drops a broker it hands the broker's connection back so that the caller
+can close it.  Time comes from an injectable millisecond clock so that expiry can be tested
+without sleeping.
 
 Nothing here is persisted: a restarted name server learns the cluster again from the next round
 of broker registrations (every 30 s by default).
@@ -27,64 +30,24 @@ returns is sorted (broker names, topic names, broker ids) so that answers are de
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rmq.common.perm import DEFAULT_TOPIC_PERM, PERM_READ, PERM_WRITE
-
-MASTER_ID = 0
-"""Broker id of a master; slaves register with ids >= 1."""
+from rmq.common.perm import PERM_READ, PERM_WRITE
+from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies import (
+    MASTER_ID,
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    QueueData,
+    TopicConfig,
+    TopicList,
+    TopicRouteData,
+)
 
 TOPIC_SYS_FLAG_UNIT = 0x1
 TOPIC_SYS_FLAG_UNIT_SUB = 0x2
-
-
-def now_millis() -> int:
-    """Wall-clock milliseconds, as Java's System.currentTimeMillis()."""
-    return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class DataVersion:
-    """Version stamp of a broker's topic config; two versions are equal when both fields are."""
-
-    timestamp: int = 0
-    counter: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class RegisteredTopic:
-    """The part of a broker's TopicConfig that the name server keeps."""
-
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = DEFAULT_TOPIC_PERM
-    topic_sys_flag: int = 0
-
-
-@dataclass(slots=True)
-class QueueData:
-    """One broker's queues of one topic, as a route answer lists them."""
-
-    broker_name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_sys_flag: int
-
-
-@dataclass(slots=True)
-class BrokerData:
-    """A broker name (a master and its slaves): cluster and broker id -> address."""
-
-    cluster: str
-    broker_name: str
-    broker_addrs: dict[int, str] = field(default_factory=dict)
-
-    def copy(self) -> BrokerData:
-        return BrokerData(self.cluster, self.broker_name, dict(sorted(self.broker_addrs.items())))
 
 
 @dataclass(slots=True)
@@ -103,32 +66,6 @@ class RegisterBrokerResult:
 
     ha_server_addr: str | None = None
     master_addr: str | None = None
-
-
-@dataclass(slots=True)
-class TopicRouteData:
-    """The route of one topic: its queues per broker and the brokers' addresses."""
-
-    queue_datas: list[QueueData]
-    broker_datas: list[BrokerData]
-    filter_server_table: dict[str, list[str]]
-    order_topic_conf: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterInfo:
-    """Every broker name with its addresses, and every cluster with its broker names."""
-
-    broker_addr_table: dict[str, BrokerData]
-    cluster_addr_table: dict[str, list[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class TopicList:
-    """A list of topic names, optionally with one broker address (system topic list)."""
-
-    topic_list: list[str]
-    broker_addr: str | None = None
 
 
 class RouteInfoManager:
@@ -152,7 +89,7 @@ class RouteInfoManager:
         broker_id: int,
         ha_server_addr: str | None,
         data_version: DataVersion,
-        topics: Iterable[RegisteredTopic],
+        topics: Iterable[TopicConfig],
         filter_server_list: list[str] | None,
         connection: object | None,
     ) -> RegisterBrokerResult:
@@ -166,7 +103,7 @@ class RouteInfoManager:
         broker_data = self.broker_addr_table.get(broker_name)
         register_first = broker_data is None
         if broker_data is None:
-            broker_data = BrokerData(cluster_name, broker_name)
+            broker_data = BrokerData(cluster=cluster_name, broker_name=broker_name)
             self.broker_addr_table[broker_name] = broker_data
         addrs = broker_data.broker_addrs
         # One address has one id: a slave promoted to master drops its old entry.
@@ -198,13 +135,13 @@ class RouteInfoManager:
                 return RegisterBrokerResult(master_live.ha_server_addr, master_addr)
         return RegisterBrokerResult()
 
-    def _create_or_update_queue_data(self, broker_name: str, topic: RegisteredTopic) -> None:
+    def _create_or_update_queue_data(self, broker_name: str, topic: TopicConfig) -> None:
         self.topic_queue_table.setdefault(topic.topic_name, {})[broker_name] = QueueData(
-            broker_name,
-            topic.read_queue_nums,
-            topic.write_queue_nums,
-            topic.perm,
-            topic.topic_sys_flag,
+            broker_name=broker_name,
+            read_queue_nums=topic.read_queue_nums,
+            write_queue_nums=topic.write_queue_nums,
+            perm=topic.perm,
+            topic_sys_flag=topic.topic_sys_flag,
         )
 
     def unregister_broker(
@@ -310,7 +247,7 @@ class RouteInfoManager:
         if not queue_datas:
             return None
         broker_datas = [
-            self.broker_addr_table[name].copy()
+            _copy_broker_data(self.broker_addr_table[name])
             for name in sorted(queue_datas)
             if name in self.broker_addr_table
         ]
@@ -331,7 +268,8 @@ class RouteInfoManager:
     def get_all_cluster_info(self) -> ClusterInfo:
         return ClusterInfo(
             broker_addr_table={
-                name: self.broker_addr_table[name].copy() for name in sorted(self.broker_addr_table)
+                name: _copy_broker_data(self.broker_addr_table[name])
+                for name in sorted(self.broker_addr_table)
             },
             cluster_addr_table={
                 cluster: sorted(names) for cluster, names in sorted(self.cluster_addr_table.items())
@@ -374,12 +312,12 @@ class RouteInfoManager:
     # -- topic lists ----------------------------------------------------------------------
 
     def get_all_topic_list(self) -> TopicList:
-        return TopicList(sorted(self.topic_queue_table))
+        return TopicList(topic_list=sorted(self.topic_queue_table))
 
     def get_topics_by_cluster(self, cluster_name: str) -> TopicList:
         broker_names = self.cluster_addr_table.get(cluster_name, set())
         return TopicList(
-            sorted(
+            topic_list=sorted(
                 topic
                 for topic, queue_datas in self.topic_queue_table.items()
                 if not broker_names.isdisjoint(queue_datas)
@@ -403,7 +341,7 @@ class RouteInfoManager:
             ),
             None,
         )
-        return TopicList(sorted(topics), broker_addr)
+        return TopicList(topic_list=sorted(topics), broker_addr=broker_addr)
 
     def get_unit_topic_list(self) -> TopicList:
         return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT))
@@ -419,7 +357,7 @@ class RouteInfoManager:
     def _topics_where(self, predicate: Callable[[int], bool]) -> TopicList:
         """Topics whose first queue data's topic sysflag satisfies `predicate`."""
         return TopicList(
-            sorted(
+            topic_list=sorted(
                 topic
                 for topic, queue_datas in self.topic_queue_table.items()
                 if predicate(_first(queue_datas).topic_sys_flag)
@@ -429,3 +367,10 @@ class RouteInfoManager:
 
 def _first(queue_datas: Mapping[str, QueueData]) -> QueueData:
     return next(iter(queue_datas.values()))
+
+
+def _copy_broker_data(broker_data: BrokerData) -> BrokerData:
+    """A copy for an answer, its addresses ordered by broker id."""
+    return dataclasses.replace(
+        broker_data, broker_addrs=dict(sorted(broker_data.broker_addrs.items()))
+    )

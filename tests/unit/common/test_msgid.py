@@ -107,7 +107,7 @@ def test_no_address_gives_none() -> None:
 
 def test_unique_id_layout(utc: None, monkeypatch: pytest.MonkeyPatch) -> None:
     now = utc_ms(2024, 3, 5, 6, 7, 8) + 9
-    monkeypatch.setattr(msgid, "_now_ms", lambda: now)
+    monkeypatch.setattr(msgid, "now_millis", lambda: now)
     generator = UniqueIdGenerator(ip("192.168.1.10"), pid=0x12345, salt=0xDEADBEEF)
     elapsed = now - utc_ms(2024, 3, 1)
     assert generator.prefix == "C0A8010A2345DEADBEEF"
@@ -131,14 +131,14 @@ def test_ipv6_unique_id_round_trip() -> None:
     generator = UniqueIdGenerator(ip("2001:db8::9"), pid=7, salt=3)
     value = generator.next_id()
     assert len(value) == 56
-    info = decode_unique_id(value, now_ms=msgid._now_ms() + 1000)
+    info = decode_unique_id(value, now_ms=msgid.now_millis() + 1000)
     assert (info.ip, info.pid, info.salt) == ("2001:db8::9", 7, 3)
-    assert abs(info.time_ms - msgid._now_ms()) < 5000
+    assert abs(info.time_ms - msgid.now_millis()) < 5000
 
 
 def test_month_rollover_and_clock_set_back(utc: None, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [utc_ms(2024, 1, 31, 23, 59, 59) + 999]
-    monkeypatch.setattr(msgid, "_now_ms", lambda: clock[0])
+    monkeypatch.setattr(msgid, "now_millis", lambda: clock[0])
     generator = UniqueIdGenerator(ip("10.0.0.1"), pid=1, salt=1)
     late_january = generator.next_id()
     assert int(late_january[20:28], 16) == clock[0] - utc_ms(2024, 1, 1)

@@ -456,6 +456,41 @@ def test_broken_compressed_body_is_a_body_error(payload: bytes) -> None:
         RegisterBrokerBody.decode(payload, compressed=True)
 
 
+INFLATE_LIMIT = 64 * 1024 * 1024  # documented cap of a compressed register body's content
+
+
+def _deflate_padded(payload: bytes, inflated_size: int) -> bytes:
+    """A zlib stream of `payload` followed by zero bytes up to `inflated_size` in all."""
+    deflater = zlib.compressobj(9)
+    chunks = [deflater.compress(payload)]
+    padding = inflated_size - len(payload)
+    zeros = bytes(1 << 20)
+    while padding > 0:
+        chunks.append(deflater.compress(zeros[: min(padding, len(zeros))]))
+        padding -= len(zeros)
+    chunks.append(deflater.flush())
+    return b"".join(chunks)
+
+
+def test_compressed_body_inflating_to_the_limit_decodes() -> None:
+    body = RegisterBrokerBody.decode(
+        _deflate_padded(_compressed_payload(), INFLATE_LIMIT), compressed=True
+    )
+    assert list(body.topic_config_serialize_wrapper.topic_config_table) == [
+        "TopicTest",
+        "%RETRY%g",
+    ]
+
+
+def test_compressed_body_inflating_past_the_limit_is_refused() -> None:
+    bomb = _deflate_padded(_compressed_payload(), INFLATE_LIMIT + 1)
+    assert len(bomb) < 100_000
+    with pytest.raises(BodyError, match="inflates to more than 67108864 bytes"):
+        RegisterBrokerBody.decode(bomb, compressed=True)
+    with pytest.raises(BodyError, match="inflates to more than"):
+        RegisterBrokerBody.decode_request(bomb, compressed=True, version=MQVersion.V4_9_8)
+
+
 def test_decode_request_picks_the_form_by_version_and_header() -> None:
     old = MQVersion.V3_0_11 - 1
     wrapper_json = REGISTER_JSON[len(b'{"filterServerList":[],"topicConfigSerializeWrapper":') : -1]

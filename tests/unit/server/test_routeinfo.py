@@ -5,14 +5,28 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmq.server.namesrv.routeinfo import (
-    DataVersion,
-    RegisteredTopic,
-    RouteInfoManager,
-)
+from rmq.common.perm import DEFAULT_TOPIC_PERM
+from rmq.remoting.bodies import DataVersion, TopicConfig
+from rmq.server.namesrv.routeinfo import RouteInfoManager
 
 V1 = DataVersion(timestamp=1_700_000_000_000, counter=1)
 V2 = DataVersion(timestamp=1_700_000_000_500, counter=2)
+
+
+def topic(
+    name: str,
+    read: int = 16,
+    write: int = 16,
+    perm: int = DEFAULT_TOPIC_PERM,
+    topic_sys_flag: int = 0,
+) -> TopicConfig:
+    return TopicConfig(
+        topic_name=name,
+        read_queue_nums=read,
+        write_queue_nums=write,
+        perm=perm,
+        topic_sys_flag=topic_sys_flag,
+    )
 
 
 class FakeClock:
@@ -28,7 +42,7 @@ def register(
     name: str = "broker-a",
     addr: str = "10.0.0.1:10911",
     broker_id: int = 0,
-    topics: tuple[RegisteredTopic, ...] = (RegisteredTopic("T1", 4, 4, 6, 0),),
+    topics: tuple[TopicConfig, ...] = (topic("T1", 4, 4, 6, 0),),
     version: DataVersion = V1,
     cluster: str = "DefaultCluster",
     connection: object | None = None,
@@ -42,7 +56,7 @@ def register(
 
 def test_master_registration_makes_a_route():
     routes = RouteInfoManager()
-    result = register(routes, topics=(RegisteredTopic("T1", 8, 4, 6, 1),))
+    result = register(routes, topics=(topic("T1", 8, 4, 6, 1),))
     assert result.master_addr is None and result.ha_server_addr is None
 
     route = routes.pickup_topic_route_data("T1")
@@ -79,7 +93,7 @@ def test_slave_learns_master_and_its_topics_are_ignored():
         addr="10.0.0.2:10911",
         broker_id=1,
         ha="10.0.0.2:10912",
-        topics=(RegisteredTopic("OnlyOnSlave"),),
+        topics=(topic("OnlyOnSlave"),),
     )
     assert result.master_addr == "10.0.0.1:10911"
     assert result.ha_server_addr == "10.0.0.1:10912"
@@ -97,12 +111,12 @@ def test_slave_without_live_master_gets_no_master_address():
 
 def test_queue_data_is_rebuilt_only_when_the_data_version_changes():
     routes = RouteInfoManager()
-    register(routes, topics=(RegisteredTopic("T1", 4, 4, 6, 0),), version=V1)
-    register(routes, topics=(RegisteredTopic("T1", 2, 2, 4, 0),), version=V1)
+    register(routes, topics=(topic("T1", 4, 4, 6, 0),), version=V1)
+    register(routes, topics=(topic("T1", 2, 2, 4, 0),), version=V1)
     route = routes.pickup_topic_route_data("T1")
     assert route is not None and route.queue_datas[0].read_queue_nums == 4
 
-    register(routes, topics=(RegisteredTopic("T1", 2, 2, 4, 0),), version=V2)
+    register(routes, topics=(topic("T1", 2, 2, 4, 0),), version=V2)
     route = routes.pickup_topic_route_data("T1")
     assert route is not None
     assert (route.queue_datas[0].read_queue_nums, route.queue_datas[0].perm) == (2, 4)
@@ -124,7 +138,9 @@ def test_data_version_query_and_touch():
     assert routes.is_broker_topic_config_changed("10.0.0.1:10911", V1)
     register(routes, version=V1)
     assert routes.query_broker_data_version("10.0.0.1:10911") == V1
-    assert not routes.is_broker_topic_config_changed("10.0.0.1:10911", DataVersion(V1.timestamp, 1))
+    assert not routes.is_broker_topic_config_changed(
+        "10.0.0.1:10911", DataVersion(timestamp=V1.timestamp, counter=1)
+    )
     assert routes.is_broker_topic_config_changed("10.0.0.1:10911", V2)
 
     clock.now += 5000
@@ -168,7 +184,7 @@ def test_scan_drops_only_brokers_past_the_expiry_and_returns_their_connections()
         name="broker-b",
         addr="10.0.0.3:10911",
         connection=conn_b,
-        topics=(RegisteredTopic("T2"),),
+        topics=(topic("T2"),),
     )
     clock.now += 2000
     register(
@@ -176,7 +192,7 @@ def test_scan_drops_only_brokers_past_the_expiry_and_returns_their_connections()
         name="broker-b",
         addr="10.0.0.3:10911",
         connection=conn_b,
-        topics=(RegisteredTopic("T2"),),
+        topics=(topic("T2"),),
     )
 
     clock.now += 1500
@@ -223,11 +239,9 @@ def test_wipe_and_add_write_perm_count_the_topics_of_that_broker():
     register(
         routes,
         name="broker-a",
-        topics=(RegisteredTopic("T1", perm=6), RegisteredTopic("T2", perm=7)),
+        topics=(topic("T1", perm=6), topic("T2", perm=7)),
     )
-    register(
-        routes, name="broker-b", addr="10.0.0.3:10911", topics=(RegisteredTopic("T1", perm=6),)
-    )
+    register(routes, name="broker-b", addr="10.0.0.3:10911", topics=(topic("T1", perm=6),))
 
     def perms() -> dict[tuple[str, str], int]:
         table = routes.topic_queue_table
@@ -244,15 +258,13 @@ def test_wipe_and_add_write_perm_count_the_topics_of_that_broker():
 
 def test_delete_topic_everywhere_or_in_one_cluster():
     routes = RouteInfoManager()
-    register(
-        routes, name="broker-a", cluster="c1", topics=(RegisteredTopic("T1"), RegisteredTopic("T2"))
-    )
+    register(routes, name="broker-a", cluster="c1", topics=(topic("T1"), topic("T2")))
     register(
         routes,
         name="broker-b",
         addr="10.0.0.3:10911",
         cluster="c2",
-        topics=(RegisteredTopic("T1"), RegisteredTopic("T2")),
+        topics=(topic("T1"), topic("T2")),
     )
 
     routes.delete_topic("T1", "c1")
@@ -273,10 +285,10 @@ def test_topic_lists():
         name="broker-a",
         cluster="c1",
         topics=(
-            RegisteredTopic("Plain", topic_sys_flag=0),
-            RegisteredTopic("Unit", topic_sys_flag=1),
-            RegisteredTopic("UnitSub", topic_sys_flag=2),
-            RegisteredTopic("UnitAndSub", topic_sys_flag=3),
+            topic("Plain", topic_sys_flag=0),
+            topic("Unit", topic_sys_flag=1),
+            topic("UnitSub", topic_sys_flag=2),
+            topic("UnitAndSub", topic_sys_flag=3),
         ),
     )
     register(
@@ -284,7 +296,7 @@ def test_topic_lists():
         name="broker-b",
         addr="10.0.0.3:10911",
         cluster="c2",
-        topics=(RegisteredTopic("OnlyB"),),
+        topics=(topic("OnlyB"),),
     )
 
     assert routes.get_all_topic_list().topic_list == [
@@ -348,7 +360,7 @@ def test_unregistering_every_address_empties_every_table(registrations):
             broker_id,
             None,
             V1,
-            [RegisteredTopic(t) for t in topics],
+            [topic(t) for t in topics],
             None,
             None,
         )
