@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from rmq.common import javaprops
+from rmq.common.javanames import camel_case, snake_case
 
 __all__ = [
     "BROKER_LISTEN_PORT",
@@ -224,17 +225,10 @@ _NORMALISERS: dict[str, Callable[[int], int]] = {
     "disk_max_used_space_ratio": _clamp_disk_ratio,
 }
 
-_WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
 
 def java_key_to_attr(key: str) -> str:
     """The attribute name of a Java config key (``brokerIP1`` -> ``broker_ip1``)."""
-    return _WORD_BOUNDARY.sub("_", key).lower()
-
-
-def _camel_case(attr: str) -> str:
-    first, *rest = attr.split("_")
-    return first + "".join(part[:1].upper() + part[1:] for part in rest)
+    return snake_case(key)
 
 
 @dataclass(frozen=True)
@@ -304,7 +298,7 @@ def _build_options(cls: type) -> dict[str, _Option]:
         meta = item.metadata
         option = _Option(
             attr=item.name,
-            key=meta.get("key") or _camel_case(item.name),
+            key=meta.get("key") or camel_case(item.name),
             aliases=meta.get("aliases", ()),
             rmq_only=meta.get("rmq_only", False),
             parse=_parser_for(hints[item.name]),

@@ -41,6 +41,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NamedTuple, TypeVar, dataclass_transform
 
+from rmq.common.javanames import camel_case
 from rmq.remoting.errors import HeaderError
 
 
@@ -114,12 +115,6 @@ def wire(
         name: value for name, value in (("key", key), ("short", short)) if value is not None
     }
     return dataclasses.field(default=default, metadata=metadata)
-
-
-def camel_case(name: str) -> str:
-    """The Java name of a snake_case attribute (`broker_addrs` -> `brokerAddrs`)."""
-    first, *rest = name.split("_")
-    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _parser_for(annotation: object) -> Callable[[str], object] | None:

@@ -41,9 +41,9 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NamedTuple, Self, TypeVar, cast
 
 from rmq.common import fastjson
+from rmq.common.javanames import camel_case
 from rmq.common.timeutil import now_millis
 from rmq.remoting.errors import RemotingError
-from rmq.remoting.headers import camel_case
 
 __all__ = ["Body", "BodyError", "Buffer", "JavaSet", "java_key", "now_millis"]
 
