@@ -1,0 +1,612 @@
+"""The broker's send path: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)
+and CONSUMER_SEND_MSG_BACK (36).
+
+A send request is checked, turned into one :class:`~rmq.store.commitlog.InnerMessage` and put
+on the store on the event-loop thread (a put is a short memory copy under the commitlog
+lock).  The header arrives in the long form (10) or with the V2 short keys ``a``..``n``
+(310, 320); ``RemotingCommand.read_header`` decodes both into one
+``SendMessageRequestHeader``.  As in Apache, the header's ``batch`` flag (V2 key ``m``), not
+the request code, decides between the single and the batch path.
+
+Checks, in Apache's order, each answered with Apache's code and remark (spec §1.8, §2.2):
+
+1. ``startAcceptSendRequestTimeStamp`` not reached -> SYSTEM_ERROR.
+2. The broker lacks the WRITE perm and the topic is an order topic -> NO_PERMISSION (other
+   topics are still accepted, and the topic's own perm is not checked on the send path).
+3. Invalid topic name -> SYSTEM_ERROR with :func:`rmq.common.naming.topic_error`'s text; a
+   send-forbidden system topic -> NO_PERMISSION.
+4. Unknown topic: created from the request's ``defaultTopic`` template when it carries the
+   INHERIT perm (``TopicConfigManager.create_in_send_message``); an unknown ``%RETRY%``
+   topic is created with one queue, perm RW; otherwise TOPIC_NOT_EXIST.  A created topic is
+   announced to the name servers through the manager's registration hook.
+5. ``queueId >= max(readQueueNums, writeQueueNums)`` -> SYSTEM_ERROR; a negative queue id
+   picks ``random % writeQueueNums``.
+
+Single messages then follow Apache's rewrite rules: a ``%RETRY%<group>`` message whose
+reconsume times reached the group's maximum goes to ``%DLQ%<group>`` queue 0; the property
+``CLUSTER`` (the broker's cluster name) is added; a ``TRAN_MSG=true`` message becomes a half
+message of ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 (spec §5.5) unless
+``rejectTransactionMessage`` is set; a message with a delay level is parked by the store in
+``SCHEDULE_TOPIC_XXXX``.  The stored property string leaves ``WAIT`` out, except where Apache
+rebuilds the string from the whole property map (half and delayed messages), which keeps it.
+The MULTI_TAGS sysFlag bit is set for MULTI_TAG topics.  Batches carry the request body as
+is; the store walks it and appends the header's properties plus ``CLUSTER`` to each inner
+message's own (spec §3.8).  A ``DELAY`` property that is not a number is answered
+MESSAGE_ILLEGAL (Apache fails with a NumberFormatException, i.e. SYSTEM_ERROR, which its
+producers retry in vain).
+
+Half messages are stored exactly where Apache stores them, but END_TRANSACTION and the
+transaction check service are not served yet, so they are not delivered until those exist
+(an Apache broker opened on the same store would check them with their producer).
+
+When the store flushes synchronously (SYNC_FLUSH) and the producer waits (``WAIT`` absent or
+true), the answer waits for the group commit that covers the message; a flush that takes
+longer than ``syncFlushTimeout`` is answered FLUSH_DISK_TIMEOUT, which clients treat as a
+send that happened (the wait is the store's ``request_flush`` callback turned into an
+awaitable).  Every put, stored or not, is counted in the broker's stats.  Every send answer,
+error or not, carries the extFields ``MSG_REGION`` and ``TRACE_ON`` (Java clients read them
+without a null check); a successful one also ``msgId`` (the offset message id, comma-joined
+for a batch), ``queueId`` (the queue resolved from the request) and ``queueOffset``.
+
+CONSUMER_SEND_MSG_BACK re-sends a message a consumer failed to process: the record is read
+back by its commitlog offset and stored again in ``%RETRY%<group>`` with delay level
+``3 + reconsumeTimes`` (or the level the consumer asked for), ``RETRY_TOPIC``,
+``ORIGIN_MESSAGE_ID`` and ``WAIT=false`` in its properties and its reconsume times plus one;
+once the reconsume times reach the maximum (or the consumer asks with a negative level) it
+goes to ``%DLQ%<group>`` instead (spec §2.4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import random
+import time
+from typing import TYPE_CHECKING
+
+from rmq.common.javahash import tags_code
+from rmq.common.msgconst import (
+    PROPERTY_CLUSTER,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_MSG_REGION,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
+    PROPERTY_TAGS,
+    PROPERTY_TRACE_SWITCH,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+    PROPERTY_WAIT_STORE_MSG_OK,
+)
+from rmq.common.msgid import pack_host, parse_host
+from rmq.common.naming import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    dlq_topic,
+    is_retry_topic,
+    is_send_forbidden,
+    retry_topic,
+    send_forbidden_error,
+    topic_error,
+)
+from rmq.common.perm import PERM_READ, PERM_WRITE, is_writeable, perm_to_string
+from rmq.common.properties import decode_properties, encode_properties_bytes
+from rmq.common.sysflag import (
+    MULTI_TAGS_FLAG,
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    transaction_type,
+    with_transaction_type,
+)
+from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig, TopicFilterType
+from rmq.remoting.codes import MQVersion, RequestCode, ResponseCode
+from rmq.remoting.command import RemotingCommand, create_response
+from rmq.remoting.connection import Connection, Handler
+from rmq.remoting.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+)
+from rmq.server.namesrv.processor import FAQ_URL, suggest_todo
+from rmq.store.cleanup import disk_used_ratio
+from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.store import MessageStore
+
+if TYPE_CHECKING:
+    from rmq.server.broker.controller import BrokerController
+
+log = logging.getLogger("rmq.broker")
+
+DLQ_NUMS_PER_GROUP = 1
+"""Queues of a ``%DLQ%<group>`` topic."""
+
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
+
+_RANDOM_BOUND = 99_999_999
+_PERM_RW = PERM_READ | PERM_WRITE
+_FIRST_RETRY_DELAY_LEVEL = 3
+"""A send-back without a delay level waits ``3 + reconsumeTimes`` levels (10 s, 30 s, ...)."""
+
+
+class SendRefused(Exception):
+    """A send answered with an error before anything was stored."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def random_queue_id(queue_nums: int) -> int:
+    """Apache's pick for a request without a queue id: ``random(99999999) % queue_nums``."""
+    return random.randrange(_RANDOM_BOUND) % queue_nums
+
+
+@functools.lru_cache(maxsize=4096)
+def _born_host(address: tuple[str, int]) -> bytes:
+    """The packed producer address of a connection (8 bytes, or 20 for IPv6)."""
+    return pack_host(address[0], address[1])
+
+
+def _java_bool(value: str | None) -> bool:
+    """Java's ``Boolean.parseBoolean``."""
+    return value is not None and value.lower() == "true"
+
+
+def wait_store_msg_ok(properties: dict[str, str]) -> bool:
+    """Whether the producer waits for the flush: ``WAIT`` absent or true."""
+    value = properties.get(PROPERTY_WAIT_STORE_MSG_OK)
+    return value is None or _java_bool(value)
+
+
+def delay_level_of(properties: dict[str, str]) -> int:
+    """The ``DELAY`` property as a level (0 when absent); a non-number refuses the send."""
+    value = properties.get(PROPERTY_DELAY_TIME_LEVEL)
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        raise SendRefused(
+            ResponseCode.MESSAGE_ILLEGAL, f"the delay level {value!r} is not a number"
+        ) from None
+
+
+def max_reconsume_times(
+    version: int, requested: int | None, group_config: SubscriptionGroupConfig
+) -> int:
+    """The group's ``retryMaxTimes``, or the client's own limit from version 3.4.9 on."""
+    if version >= MQVersion.V3_4_9 and requested is not None:
+        return requested
+    return group_config.retry_max_times
+
+
+def java_topic_config_text(config: TopicConfig) -> str:
+    """``TopicConfig.toString()`` as Java writes it (part of an error remark)."""
+    return (
+        f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
+        f"writeQueueNums={config.write_queue_nums}, perm={perm_to_string(config.perm)}, "
+        f"topicFilterType={config.topic_filter_type.name}, "
+        f"topicSysFlag={config.topic_sys_flag}, order={str(config.order).lower()}]"
+    )
+
+
+def java_time_text(millis: int) -> str:
+    """``UtilAll.timeMillisToHumanString2``: local time as ``yyyy-MM-dd HH:mm:ss,SSS``."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000)) + (
+        f",{millis % 1000:03d}"
+    )
+
+
+async def await_flush(store: MessageStore, result: PutMessageResult) -> PutMessageStatus:
+    """PUT_OK once ``result``'s records are flushed, FLUSH_DISK_TIMEOUT if that took longer
+    than ``syncFlushTimeout``: the store's flush-thread callback as an awaitable."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[PutMessageStatus] = loop.create_future()
+
+    def flushed(status: PutMessageStatus) -> None:
+        try:
+            loop.call_soon_threadsafe(_settle, done, status)
+        except RuntimeError:
+            log.debug("flush of %s completed after the event loop closed", result)
+
+    store.request_flush(result, flushed)
+    return await done
+
+
+def _settle(future: asyncio.Future[PutMessageStatus], status: PutMessageStatus) -> None:
+    if not future.done():
+        future.set_result(status)
+
+
+class SendMessageProcessor:
+    """Serves the send requests and CONSUMER_SEND_MSG_BACK of one broker."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.SEND_MESSAGE: self.send_message,
+            RequestCode.SEND_MESSAGE_V2: self.send_message,
+            RequestCode.SEND_BATCH_MESSAGE: self.send_message,
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.consumer_send_msg_back,
+        }
+
+    # -- send ----------------------------------------------------------------------------
+
+    async def send_message(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(SendMessageRequestHeader)
+        body = memoryview(request.body) if request.body is not None else b""
+        started = time.monotonic()
+        try:
+            topic_config = self._check(connection, header)
+            queue_id = header.queue_id
+            if queue_id < 0:
+                queue_id = random_queue_id(topic_config.write_queue_nums)
+            properties = decode_properties(header.properties or "")
+            properties[PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
+            wait = wait_store_msg_ok(properties)
+            delay_level = delay_level_of(properties)
+            if header.batch:
+                result = self._put_batch(
+                    connection, header, body, topic_config, queue_id, properties, delay_level
+                )
+            else:
+                result = self._put_single(
+                    connection,
+                    request.version,
+                    header,
+                    body,
+                    topic_config,
+                    queue_id,
+                    properties,
+                    delay_level,
+                )
+        except SendRefused as refused:
+            return self._send_response(refused.code, refused.remark)
+        status = result.status
+        store = self.controller.store
+        if status is PutMessageStatus.PUT_OK and wait and store.sync_flush:
+            status = await await_flush(store, result)
+        self._count_put(result, started)
+        return self._answer_put(status, result, queue_id)
+
+    def _check(self, connection: Connection, header: SendMessageRequestHeader) -> TopicConfig:
+        """Apache's pre-send checks; the topic's config (created if allowed) or SendRefused."""
+        broker_config = self.controller.broker_config
+        manager = self.controller.topic_config_manager
+        topic = header.topic
+        start = broker_config.start_accept_send_request_time_stamp
+        if start > 0 and now_millis() < start:
+            raise SendRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"broker unable to service, until {java_time_text(start)}",
+            )
+        if not is_writeable(broker_config.broker_permission) and manager.is_order_topic(topic):
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker_config.broker_ip1}] sending message is forbidden",
+            )
+        error = topic_error(topic)
+        if error is not None:
+            raise SendRefused(ResponseCode.SYSTEM_ERROR, error)
+        if is_send_forbidden(topic):
+            raise SendRefused(ResponseCode.NO_PERMISSION, send_forbidden_error(topic))
+        config = manager.select(topic) or self._create_topic(connection, header)
+        valid = max(config.write_queue_nums, config.read_queue_nums)
+        if header.queue_id >= valid:
+            raise SendRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queue_id}] is illegal, "
+                f"{java_topic_config_text(config)} Producer: {connection.remote_addr}",
+            )
+        return config
+
+    def _create_topic(
+        self, connection: Connection, header: SendMessageRequestHeader
+    ) -> TopicConfig:
+        """Auto-create an unknown topic from its template, or a ``%RETRY%`` topic as is."""
+        manager = self.controller.topic_config_manager
+        topic = header.topic
+        topic_sys_flag = 0
+        if header.unit_mode:
+            topic_sys_flag = (
+                TOPIC_SYS_FLAG_UNIT_SUB if is_retry_topic(topic) else TOPIC_SYS_FLAG_UNIT
+            )
+        log.warning("the topic %s does not exist, producer %s", topic, connection.remote_addr)
+        config, _ = manager.create_in_send_message(
+            topic,
+            header.default_topic,
+            connection.remote_addr,
+            header.default_topic_queue_nums,
+            topic_sys_flag,
+        )
+        if config is None and is_retry_topic(topic):
+            config = manager.create_retry_topic_if_absent(topic, 1, _PERM_RW, topic_sys_flag)
+        if config is None:
+            raise SendRefused(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please!{suggest_todo(FAQ_URL)}",
+            )
+        return config
+
+    def _put_single(
+        self,
+        connection: Connection,
+        version: int,
+        header: SendMessageRequestHeader,
+        body: bytes | memoryview,
+        topic_config: TopicConfig,
+        queue_id: int,
+        properties: dict[str, str],
+        delay_level: int,
+    ) -> PutMessageResult:
+        topic = header.topic
+        reconsume_times = header.reconsume_times or 0
+        if is_retry_topic(topic):
+            dlq_config = self._dead_letter_topic(topic, version, header, reconsume_times)
+            if dlq_config is not None:
+                topic, queue_id, topic_config = dlq_config.topic_name, 0, dlq_config
+        sys_flag = self._sys_flag(header.sys_flag, topic_config)
+        if _java_bool(properties.get(PROPERTY_TRANSACTION_PREPARED)):
+            topic, queue_id, sys_flag = self._half_message(topic, queue_id, sys_flag, properties)
+            properties_bytes = encode_properties_bytes(properties)
+        elif delay_level > 0 and transaction_type(sys_flag) in (
+            TRANSACTION_NOT_TYPE,
+            TRANSACTION_COMMIT_TYPE,
+        ):
+            # The store rebuilds the string of a parked message; Apache's rebuild keeps WAIT.
+            properties_bytes = encode_properties_bytes(properties)
+        else:
+            properties.pop(PROPERTY_WAIT_STORE_MSG_OK, None)
+            properties_bytes = encode_properties_bytes(properties)
+        message = InnerMessage(
+            topic,
+            queue_id,
+            body,
+            properties_bytes,
+            tags_code(properties.get(PROPERTY_TAGS)),
+            properties.get(PROPERTY_KEYS),
+            properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            header.flag,
+            sys_flag,
+            header.born_timestamp,
+            _born_host(connection.remote_address),
+            reconsume_times,
+            0,
+            delay_level,
+        )
+        return self.controller.store.put_message(message)
+
+    def _put_batch(
+        self,
+        connection: Connection,
+        header: SendMessageRequestHeader,
+        body: bytes | memoryview,
+        topic_config: TopicConfig,
+        queue_id: int,
+        properties: dict[str, str],
+        delay_level: int,
+    ) -> PutMessageResult:
+        batch = InnerMessage(
+            header.topic,
+            queue_id,
+            body,
+            encode_properties_bytes(properties),
+            flag=header.flag,
+            sys_flag=self._sys_flag(header.sys_flag, topic_config),
+            born_timestamp=header.born_timestamp,
+            born_host=_born_host(connection.remote_address),
+            reconsume_times=header.reconsume_times or 0,
+            delay_level=delay_level,
+        )
+        return self.controller.store.put_messages(batch)
+
+    @staticmethod
+    def _sys_flag(sys_flag: int, topic_config: TopicConfig) -> int:
+        if topic_config.topic_filter_type is TopicFilterType.MULTI_TAG:
+            return sys_flag | MULTI_TAGS_FLAG
+        return sys_flag
+
+    def _dead_letter_topic(
+        self,
+        topic: str,
+        version: int,
+        header: SendMessageRequestHeader,
+        reconsume_times: int,
+    ) -> TopicConfig | None:
+        """The DLQ config when a ``%RETRY%<group>`` message has used up its retries."""
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = self._subscription_group(group)
+        if reconsume_times < max_reconsume_times(version, header.max_reconsume_times, group_config):
+            return None
+        return self.controller.topic_config_manager.create_retry_topic_if_absent(
+            dlq_topic(group), DLQ_NUMS_PER_GROUP, _PERM_RW
+        )
+
+    def _subscription_group(self, group: str) -> SubscriptionGroupConfig:
+        config = self.controller.subscription_group_manager.find(group, auto_create=True)
+        if config is None:
+            raise SendRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group} {suggest_todo(FAQ_URL)}",
+            )
+        return config
+
+    def _half_message(
+        self, topic: str, queue_id: int, sys_flag: int, properties: dict[str, str]
+    ) -> tuple[str, int, int]:
+        """Topic, queue and sysFlag of a transactional half message (``properties`` gains
+        ``REAL_TOPIC`` and ``REAL_QID``)."""
+        broker_config = self.controller.broker_config
+        if broker_config.reject_transaction_message:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker_config.broker_ip1}] sending transaction message is forbidden",
+            )
+        properties[PROPERTY_REAL_TOPIC] = topic
+        properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        self.controller.topic_config_manager.create_retry_topic_if_absent(
+            RMQ_SYS_TRANS_HALF_TOPIC, 1, _PERM_RW
+        )
+        return (
+            RMQ_SYS_TRANS_HALF_TOPIC,
+            0,
+            with_transaction_type(sys_flag, TRANSACTION_NOT_TYPE),
+        )
+
+    # -- answers -------------------------------------------------------------------------
+
+    def _send_response(
+        self,
+        code: int,
+        remark: str | None,
+        header: SendMessageResponseHeader | None = None,
+    ) -> RemotingCommand:
+        """A send answer: the response header (if any), then MSG_REGION and TRACE_ON."""
+        broker_config = self.controller.broker_config
+        response = create_response(code, remark, header)
+        response.add_ext_field(PROPERTY_MSG_REGION, broker_config.region_id)
+        response.add_ext_field(PROPERTY_TRACE_SWITCH, "true" if broker_config.trace_on else "false")
+        return response
+
+    def _answer_put(
+        self, status: PutMessageStatus, result: PutMessageResult, queue_id: int
+    ) -> RemotingCommand:
+        stored = _STORED_ANSWERS.get(status)
+        if stored is not None:
+            header = SendMessageResponseHeader(
+                msg_id=result.msg_id, queue_id=queue_id, queue_offset=result.queue_offset
+            )
+            return self._send_response(stored, None, header)
+        code, remark = self._failure(status)
+        return self._send_response(code, remark)
+
+    def _count_put(self, result: PutMessageResult, started: float) -> None:
+        self.controller.stats.on_put(result, int((time.monotonic() - started) * 1000))
+
+    def _failure(self, status: PutMessageStatus) -> tuple[int, str]:
+        """Code and remark of a put that stored nothing (spec §1.8)."""
+        if status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
+            return ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+        if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+            return (
+                ResponseCode.MESSAGE_ILLEGAL,
+                "the message is illegal, maybe msg body or properties length not matched. "
+                f"msg body length limit {self.controller.store_config.max_message_size}B, "
+                "msg properties length limit 32KB.",
+            )
+        if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+            return (
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                "service not available now. It may be caused by one of the following reasons: "
+                f"the broker's disk is full [{self._disk_usage()}], messages are put to the "
+                "slave, message store has been shut down, etc.",
+            )
+        if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+            return (
+                ResponseCode.SYSTEM_ERROR,
+                "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+            )
+        if status is PutMessageStatus.UNKNOWN_ERROR:
+            return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
+        return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
+
+    def _disk_usage(self) -> str:
+        """``CL: x CQ: y INDEX: z``: used fraction of the disks holding the store's parts."""
+        layout = self.controller.store.layout
+        ratios = (
+            disk_used_ratio(str(path))
+            for path in (layout.commitlog, layout.consume_queue_root, layout.index)
+        )
+        return "CL: {:5.2f} CQ: {:5.2f} INDEX: {:5.2f}".format(*ratios)
+
+    # -- send back -----------------------------------------------------------------------
+
+    async def consumer_send_msg_back(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(ConsumerSendMsgBackRequestHeader)
+        controller = self.controller
+        broker_config = controller.broker_config
+        manager = controller.topic_config_manager
+        try:
+            group_config = self._subscription_group(header.group)
+        except SendRefused as refused:
+            return create_response(refused.code, refused.remark)
+        if not is_writeable(broker_config.broker_permission):
+            return create_response(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{broker_config.broker_ip1}] sending message is forbidden",
+            )
+        if group_config.retry_queue_nums <= 0:
+            return create_response(ResponseCode.SUCCESS)
+        topic = retry_topic(header.group)
+        queue_id = random_queue_id(group_config.retry_queue_nums)
+        topic_sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if header.unit_mode else 0
+        config = manager.create_retry_topic_if_absent(
+            topic, group_config.retry_queue_nums, _PERM_RW, topic_sys_flag
+        )
+        if not is_writeable(config.perm):
+            return create_response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        record = controller.store.look_message_by_offset(header.offset)
+        if record is None:
+            return create_response(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
+            )
+        properties = record.properties
+        properties.setdefault(PROPERTY_RETRY_TOPIC, record.topic)
+        properties[PROPERTY_WAIT_STORE_MSG_OK] = "false"
+        delay_level = header.delay_level
+        limit = max_reconsume_times(request.version, header.max_reconsume_times, group_config)
+        if record.reconsume_times >= limit or delay_level < 0:
+            topic = dlq_topic(header.group)
+            queue_id = 0
+            manager.create_retry_topic_if_absent(topic, DLQ_NUMS_PER_GROUP, _PERM_RW)
+            delay_level = 0
+        elif delay_level == 0:
+            delay_level = _FIRST_RETRY_DELAY_LEVEL + record.reconsume_times
+        properties[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
+        if not properties.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
+            properties[PROPERTY_ORIGIN_MESSAGE_ID] = record.offset_msg_id
+        message = InnerMessage(
+            topic,
+            queue_id,
+            record.body or b"",
+            encode_properties_bytes(properties),
+            tags_code(record.tags),
+            properties.get(PROPERTY_KEYS),
+            record.uniq_key,
+            record.flag,
+            record.sys_flag,
+            record.born_timestamp,
+            parse_host(record.born_host),
+            record.reconsume_times + 1,
+            0,
+            delay_level,
+        )
+        started = time.monotonic()
+        result = controller.store.put_message(message)
+        self._count_put(result, started)
+        if not result.ok:
+            return create_response(ResponseCode.SYSTEM_ERROR, result.status.name)
+        return create_response(ResponseCode.SUCCESS)
+
+
+_STORED_ANSWERS: dict[PutMessageStatus, int] = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+"""Put results whose message was stored, and the response code each is answered with."""
