@@ -14,7 +14,11 @@ Every server under test is `python -m rmq [--debug] <command> ...` in its own pr
 it is 0; `kill()` is the kill -9 of crash tests.  `RmqProcesses` (the `rmq_processes`
 fixture in conftest.py) tracks what a test started and kills whatever is still running
 when the test ends.  `start_namesrv` writes a namesrv.conf and starts `rmq namesrv -c`;
-other servers are started the same way through `RmqProcesses.start`.
+`start_broker` writes a broker.conf (loopback address, free port, small store files) and
+starts `rmq broker -c`, and `start_standalone` starts `rmq standalone` on two free ports;
+both wait until the broker is registered with its name server (GET_BROKER_CLUSTER_INFO lists
+it), so a test never races the first registration.  Other servers are started the same way
+through `RmqProcesses.start`.
 
 `RemotingSession` talks to them from synchronous tests: rmq's own `RemotingClient` on a
 private event loop, one request at a time.
@@ -30,14 +34,26 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
 
+from rmq.remoting.bodies import ClusterInfo
 from rmq.remoting.client import RemotingClient
+from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
+from rmq.remoting.errors import RemotingError
 
 LOOPBACK = "127.0.0.1"
+
+SMALL_STORE_PROPS: Mapping[str, object] = {
+    "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+    "mappedFileSizeConsumeQueue": 30_000 * 20,
+    "maxHashSlotNum": 50_000,
+    "maxIndexNum": 200_000,
+}
+"""Store file sizes for tests: 16 MiB commitlog files, 30,000-entry consume queue files and
+4 MiB index files instead of Apache's 1 GiB / 6 MB / 420 MB."""
 
 
 def free_port() -> int:
@@ -141,6 +157,56 @@ def wait_until_listening(process: RmqProcess, timeout: float) -> None:
             time.sleep(0.05)
 
 
+@dataclass
+class StandaloneProcess(RmqProcess):
+    """A running `rmq standalone`: `port`/`addr` are the broker's, `namesrv_addr` the name
+    server's."""
+
+    namesrv_port: int
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"{LOOPBACK}:{self.namesrv_port}"
+
+
+def registered_brokers(namesrv_addr: str, timeout: float = 5.0) -> dict[int, str]:
+    """Broker id -> address of every broker the name server lists (GET_BROKER_CLUSTER_INFO),
+    merged over all broker names."""
+    with RemotingSession(timeout) as session:
+        response = session.invoke(namesrv_addr, RequestCode.GET_BROKER_CLUSTER_INFO)
+    assert response.code == ResponseCode.SUCCESS, response
+    info = ClusterInfo.decode(response.body or b"{}")
+    return {
+        broker_id: addr
+        for data in info.broker_addr_table.values()
+        for broker_id, addr in data.broker_addrs.items()
+    }
+
+
+def wait_registered(
+    namesrv_addr: str, broker_addr: str, timeout: float, process: RmqProcess | None = None
+) -> None:
+    """Wait until the name server lists `broker_addr` (fails early if `process` exits)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if broker_addr in registered_brokers(namesrv_addr).values():
+                return
+        except (RemotingError, OSError):
+            pass
+        if process is not None and not process.running:
+            raise AssertionError(
+                f"{process.name} exited with {process.popen.returncode} before registering\n"
+                f"{process.log_text()}"
+            )
+        if time.monotonic() > deadline:
+            log = process.log_tail() if process is not None else ""
+            raise AssertionError(
+                f"{broker_addr} not registered with {namesrv_addr} within {timeout}s\n{log}"
+            )
+        time.sleep(0.05)
+
+
 def rmq_command(args: Sequence[str], *, debug: bool = False) -> list[str]:
     """The argv of `python -m rmq [--debug] args...` with this interpreter."""
     return [sys.executable, "-m", "rmq", *(["--debug"] if debug else []), *args]
@@ -211,6 +277,93 @@ class RmqProcesses:
             {"listenPort": port, "bindAddress": LOOPBACK, **(props or {})},
         )
         return self.start(name, ["namesrv", "-c", str(conf)], port=port, debug=debug)
+
+    def start_broker(
+        self,
+        name: str = "broker",
+        *,
+        namesrv: RmqProcess | str | None,
+        props: Mapping[str, object] | None = None,
+        debug: bool = False,
+        ready_timeout: float = 20.0,
+    ) -> RmqProcess:
+        """`rmq broker -c <root>/<name>.conf` on a free loopback port, registered with
+        `namesrv` (a process or "host:port"; None: no name server).
+
+        The conf sets `brokerName` = `name`, `brokerIP1` and `bindAddress` 127.0.0.1,
+        `listenPort`, `namesrvAddr` and the small store sizes of `SMALL_STORE_PROPS`; the
+        store is `<HOME>/store` (HOME is `<root>/<name>-home`).  `props` adds or overrides
+        keys.  Returns once the name server lists the broker.
+        """
+        port = free_port()
+        namesrv_addr = namesrv.addr if isinstance(namesrv, RmqProcess) else namesrv
+        conf_props: dict[str, object] = {
+            "brokerName": name,
+            "brokerIP1": LOOPBACK,
+            "bindAddress": LOOPBACK,
+            "listenPort": port,
+            **SMALL_STORE_PROPS,
+        }
+        if namesrv_addr is not None:
+            conf_props["namesrvAddr"] = namesrv_addr
+        conf = write_properties(self.root / f"{name}.conf", {**conf_props, **(props or {})})
+        process = self.start(
+            name, ["broker", "-c", str(conf)], port=port, debug=debug, ready_timeout=ready_timeout
+        )
+        if namesrv_addr is not None:
+            wait_registered(namesrv_addr, process.addr, ready_timeout, process)
+        return process
+
+    def restart_broker(self, process: RmqProcess, namesrv: RmqProcess | str) -> RmqProcess:
+        """Start a stopped broker again (same conf, port and HOME) and wait until `namesrv`
+        lists it."""
+        restarted = self.restart(process)
+        namesrv_addr = namesrv.addr if isinstance(namesrv, RmqProcess) else namesrv
+        wait_registered(namesrv_addr, restarted.addr, 20.0, restarted)
+        return restarted
+
+    def start_standalone(
+        self,
+        name: str = "standalone",
+        *,
+        props: Mapping[str, object] | None = None,
+        args: Sequence[str] = (),
+        debug: bool = False,
+        ready_timeout: float = 20.0,
+    ) -> StandaloneProcess:
+        """`rmq standalone -c <root>/<name>.conf --namesrv-port N --broker-port M` on free
+        loopback ports; the conf is that of `start_broker` (without `namesrvAddr`).
+        `args` adds command-line options.  Returns once the broker is registered."""
+        namesrv_port = free_port()
+        broker_port = free_port()
+        conf = write_properties(
+            self.root / f"{name}.conf",
+            {
+                "brokerName": name,
+                "brokerIP1": LOOPBACK,
+                "bindAddress": LOOPBACK,
+                **SMALL_STORE_PROPS,
+                **(props or {}),
+            },
+        )
+        argv = [
+            "standalone",
+            "-c",
+            str(conf),
+            "--namesrv-port",
+            str(namesrv_port),
+            "--broker-port",
+            str(broker_port),
+            *args,
+        ]
+        started = self.start(name, argv, port=broker_port, debug=debug, ready_timeout=ready_timeout)
+        process = StandaloneProcess(
+            **{item.name: getattr(started, item.name) for item in fields(started)},
+            namesrv_port=namesrv_port,
+        )
+        self.started[self.started.index(started)] = process
+        wait_registered(process.namesrv_addr, process.addr, ready_timeout, process)
+        return process
 
     def kill_all(self) -> None:
         for process in self.started:

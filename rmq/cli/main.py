@@ -64,6 +64,8 @@ COMPLETE_VAR = "_RMQ_COMPLETE"
 
 COMMANDS: dict[str, str] = {
     "namesrv": "rmq.cli.namesrv:app",
+    "broker": "rmq.cli.broker:app",
+    "standalone": "rmq.cli.standalone:app",
     "profile": "rmq.cli.profile:app",
     "completion": "rmq.cli.completion:app",
 }

@@ -1,0 +1,511 @@
+"""The broker's admin requests: topics, groups, offsets, statistics and its own settings.
+
+:class:`AdminProcessor` serves the requests ``mqadmin`` and rmq's admin commands send to a
+broker, with Apache's response codes and remarks (``AdminBrokerProcessor``):
+
+* Topics: UPDATE_AND_CREATE_TOPIC (the name is checked, system topics are refused with "The
+  topic[<t>] is conflict with system topic.", the header's ``order`` is ignored as in 4.9.8,
+  and the new topic is announced to the name servers through the topic manager's hook);
+  DELETE_TOPIC_IN_BROKER (the topic config, then, as Apache's ``cleanUnusedTopic``, the
+  consume queues of every topic the broker no longer has, except ``SCHEDULE_TOPIC_XXXX``,
+  ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` and LMQ topics; consumer offsets stay, and the name servers
+  learn it from ``mqadmin``, which deletes the route there itself); GET_ALL_TOPIC_CONFIG;
+  GET_TOPIC_STATS_INFO (each write queue's min/max offset and the store time of its newest
+  message, or TOPIC_NOT_EXIST "topic[<t>] not exist").
+* Subscription groups: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP (with
+  ``removeOffset`` the group's offsets go too), GET_ALL_SUBSCRIPTIONGROUP_CONFIG.  A slave
+  refuses every topic and group change.
+* Offsets and lookups: GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET (``delayOffset.json``
+  as stored, ``{"offsetTable":{}}`` while there is none), GET_CONSUME_STATS (per read queue
+  the broker's max offset, the group's offset and the store time of the last consumed
+  message, plus the group's consume TPS), GET_MAX_OFFSET, GET_MIN_OFFSET,
+  GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP.
+* Clients: GET_CONSUMER_CONNECTION_LIST (CONSUMER_NOT_ONLINE "the consumer group[<g>] not
+  online") and GET_PRODUCER_CONNECTION_LIST (SYSTEM_ERROR "the producer group[<g>] not
+  exist") from the client manager.
+* Settings: GET_BROKER_CONFIG answers every key of the broker, store and netty configs plus
+  the keys of the ``-c`` file no config knows, as ``key=value`` lines, with the settings'
+  data version (JSON) in the header.  UPDATE_BROKER_CONFIG refuses black-listed keys
+  (NO_PERMISSION "Can not update config in black list."), applies the rest, ignores keys
+  neither a config nor the file has (as Apache does), bumps that data version and writes
+  all settings to the ``-c`` file (else ``<storePathRootDir>/config/broker.properties``).
+  A change of ``brokerPermission`` re-registers with the name servers at once.
+* GET_BROKER_RUNTIME_INFO: a KVTable with the 4.9.8 keys.  Values are real where rmq has
+  them (versions, put/get totals and TPS, latency, commitlog offsets, disk ratios, boot time,
+  earliest message time, unflushed bytes, disk capacity); thread-pool queue sizes and wait
+  times are 0 because requests run on the event loop, not in queues.
+* Every other request code gets REQUEST_CODE_NOT_SUPPORTED " request type <code> not
+  supported" from :meth:`AdminProcessor.not_supported`, the broker's default handler.
+
+Bodies are written as fastjson writes them (compact; MessageQueue keys as JSON objects).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import TYPE_CHECKING
+
+from rmq.common import fastjson, javaprops
+from rmq.common.config import (
+    BrokerRole,
+    ConfigBlackListError,
+    ConfigError,
+    to_properties,
+    update_config,
+)
+from rmq.common.message import store_timestamp_at
+from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, is_lmq
+from rmq.remoting.bodies import (
+    BodyError,
+    ConsumeStats,
+    DataVersion,
+    KVTable,
+    MessageQueue,
+    OffsetWrapper,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicFilterType,
+    TopicOffset,
+    TopicStatsTable,
+)
+from rmq.remoting.codes import MQVersion, RequestCode, ResponseCode
+from rmq.remoting.command import RemotingCommand, create_response, not_supported_response
+from rmq.remoting.connection import Connection, Handler
+from rmq.remoting.headers import (
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetAllTopicConfigResponseHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+)
+from rmq.server.broker.topicconfig import TopicConfigError
+from rmq.store.cleanup import disk_used_ratio
+from rmq.store.configfile import ConfigFileError, load_config, persist_config_text
+from rmq.store.layout import DELAY_OFFSET_JSON
+
+if TYPE_CHECKING:
+    from rmq.server.broker.controller import BrokerController
+
+log = logging.getLogger("rmq.broker")
+
+SLAVE_REMARK = (
+    "Can't modify topic or subscription group from slave broker, "
+    "please execute it from master broker."
+)
+BLACK_LIST_REMARK = "Can not update config in black list."
+NO_TRANSIENT_STORE_POOL = 2**31 - 1
+"""``remainTransientStoreBufferNumbs`` without a transient store pool (Integer.MAX_VALUE)."""
+_BROKER_PERMISSION = "brokerPermission"
+
+
+def _success(header: object | None = None, body: bytes | None = None) -> RemotingCommand:
+    return create_response(ResponseCode.SUCCESS, None, header, body=body)
+
+
+def _error(remark: str) -> RemotingCommand:
+    return create_response(ResponseCode.SYSTEM_ERROR, remark)
+
+
+def human_readable_bytes(count: int) -> str:
+    """``MixAll.humanReadableByteCount(count, false)``: ``"512 B"``, ``"1.5 KiB"``."""
+    if count < 1024:
+        return f"{count} B"
+    exponent = 0
+    value = float(count)
+    while value >= 1024 and exponent < 6:
+        value /= 1024
+        exponent += 1
+    return f"{value:.1f} {'KMGTPE'[exponent - 1]}iB"
+
+
+class AdminProcessor:
+    """Serves the admin request codes of one broker (see the module docstring)."""
+
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.config_version = DataVersion()
+        known = to_properties(*controller.configs.all())
+        self._extra_properties = {
+            key: value for key, value in controller.file_properties.items() if key not in known
+        }
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_and_create_group,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_subscription_group,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            RequestCode.GET_MAX_OFFSET: self.get_max_offset,
+            RequestCode.GET_MIN_OFFSET: self.get_min_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
+            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+        }
+
+    async def not_supported(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        """The default handler: REQUEST_CODE_NOT_SUPPORTED for a code nobody serves."""
+        log.warning("%s sent %s, which the broker does not serve", connection, request.code_name)
+        return not_supported_response(request)
+
+    def _slave_refusal(self) -> RemotingCommand | None:
+        if self.controller.store_config.broker_role is BrokerRole.SLAVE:
+            return _error(SLAVE_REMARK)
+        return None
+
+    # -- topics --------------------------------------------------------------------------
+
+    async def update_and_create_topic(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        refusal = self._slave_refusal()
+        if refusal is not None:
+            return refusal
+        header = request.read_header(CreateTopicRequestHeader)
+        log.info("updateAndCreateTopic called by %s", connection.remote_addr)
+        if header.topic_filter_type not in TopicFilterType.__members__:
+            return _error(f"unknown topicFilterType {header.topic_filter_type!r}")
+        config = TopicConfig(
+            topic_name=header.topic,
+            read_queue_nums=header.read_queue_nums,
+            write_queue_nums=header.write_queue_nums,
+            perm=header.perm,
+            topic_filter_type=TopicFilterType[header.topic_filter_type],
+            topic_sys_flag=header.topic_sys_flag or 0,
+        )
+        try:
+            self.controller.topic_config_manager.update(config)
+        except TopicConfigError as exc:
+            return _error(str(exc))
+        return _success()
+
+    async def delete_topic(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        refusal = self._slave_refusal()
+        if refusal is not None:
+            return refusal
+        header = request.read_header(DeleteTopicRequestHeader)
+        log.info("deleteTopic %s called by %s", header.topic, connection.remote_addr)
+        manager = self.controller.topic_config_manager
+        try:
+            manager.delete(header.topic)
+        except TopicConfigError as exc:
+            return _error(str(exc))
+        store = self.controller.store
+        kept = {RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
+        unused = [
+            topic
+            for topic in store.consume_queues.topics()
+            if topic not in manager.topic_config_table and topic not in kept and not is_lmq(topic)
+        ]
+        if unused:
+            store.delete_topics(unused)
+            log.info("cleanUnusedTopic: consume queues of %s deleted", ", ".join(unused))
+        return _success()
+
+    async def get_all_topic_config(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        wrapper = self.controller.topic_config_manager.topic_config_wrapper()
+        return _success(GetAllTopicConfigResponseHeader(), wrapper.encode())
+
+    async def get_topic_stats_info(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        topic = request.read_header(GetTopicStatsInfoRequestHeader).topic
+        config = self.controller.topic_config_manager.select(topic)
+        if config is None:
+            return create_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store = self.controller.store
+        broker_name = self.controller.broker_config.broker_name
+        table = TopicStatsTable()
+        for queue_id in range(config.write_queue_nums):
+            max_offset = max(store.get_max_offset_in_queue(topic, queue_id), 0)
+            last_update = 0
+            if max_offset > 0:
+                last_update = store.get_message_store_timestamp(topic, queue_id, max_offset - 1)
+            queue = MessageQueue(topic=topic, broker_name=broker_name, queue_id=queue_id)
+            table.offset_table[queue] = TopicOffset(
+                min_offset=max(store.get_min_offset_in_queue(topic, queue_id), 0),
+                max_offset=max_offset,
+                last_update_timestamp=last_update,
+            )
+        return _success(body=table.encode())
+
+    # -- subscription groups -------------------------------------------------------------
+
+    async def update_and_create_group(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        refusal = self._slave_refusal()
+        if refusal is not None:
+            return refusal
+        log.info("updateAndCreateSubscriptionGroup called by %s", connection.remote_addr)
+        if not request.body:
+            return _error("the request has no SubscriptionGroupConfig body")
+        try:
+            config = SubscriptionGroupConfig.decode(request.body)
+        except BodyError as exc:
+            return _error(str(exc))
+        self.controller.subscription_group_manager.update(config)
+        return _success()
+
+    async def delete_subscription_group(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        refusal = self._slave_refusal()
+        if refusal is not None:
+            return refusal
+        header = request.read_header(DeleteSubscriptionGroupRequestHeader)
+        log.info("deleteSubscriptionGroup %s called by %s", header.group_name, connection)
+        self.controller.subscription_group_manager.delete(header.group_name)
+        if header.remove_offset:
+            self.controller.consumer_offset_manager.remove_group(header.group_name)
+        return _success()
+
+    async def get_all_subscription_group(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        wrapper = self.controller.subscription_group_manager.subscription_group_wrapper()
+        return _success(body=wrapper.encode())
+
+    # -- offsets -------------------------------------------------------------------------
+
+    async def get_all_consumer_offset(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        return _success(body=self.controller.consumer_offset_manager.offset_wrapper().encode())
+
+    async def get_all_delay_offset(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        path = self.controller.store.layout.config_file(DELAY_OFFSET_JSON)
+        try:
+            loaded = load_config(path)
+        except ConfigFileError as exc:
+            return _error(str(exc))
+        content = loaded.value if loaded is not None else {"offsetTable": {}}
+        return _success(body=fastjson.dumps_bytes(content))
+
+    async def get_consume_stats(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(GetConsumeStatsRequestHeader)
+        group = header.consumer_group
+        controller = self.controller
+        offsets = controller.consumer_offset_manager
+        store = controller.store
+        broker_name = controller.broker_config.broker_name
+        if header.topic and header.topic.strip():
+            topics: set[str] | list[str] = [header.topic]
+        else:
+            topics = offsets.topics_of_group(group)
+        stats = ConsumeStats()
+        for topic in topics:
+            config = controller.topic_config_manager.select(topic)
+            if config is None:
+                log.warning("consumeStats, topic config not exist, %s", topic)
+                continue
+            if (
+                controller.client_manager.find_subscription(group, topic) is None
+                and controller.client_manager.subscription_count(group) > 0
+            ):
+                log.warning(
+                    "consumeStats, the consumer group[%s], topic[%s] not exist", group, topic
+                )
+                continue
+            for queue_id in range(config.read_queue_nums):
+                consumer_offset = max(offsets.query(group, topic, queue_id), 0)
+                last_timestamp = 0
+                if consumer_offset > 0:
+                    stored = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+                    last_timestamp = max(stored, 0)
+                queue = MessageQueue(topic=topic, broker_name=broker_name, queue_id=queue_id)
+                stats.offset_table[queue] = OffsetWrapper(
+                    broker_offset=max(store.get_max_offset_in_queue(topic, queue_id), 0),
+                    consumer_offset=consumer_offset,
+                    last_timestamp=last_timestamp,
+                )
+            stats.consume_tps += controller.stats.group_get_tps(group, topic)
+        return _success(body=stats.encode())
+
+    async def get_max_offset(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(GetMaxOffsetRequestHeader)
+        offset = self.controller.store.get_max_offset_in_queue(header.topic, header.queue_id)
+        return _success(GetMaxOffsetResponseHeader(offset=offset))
+
+    async def get_min_offset(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(GetMinOffsetRequestHeader)
+        offset = self.controller.store.get_min_offset_in_queue(header.topic, header.queue_id)
+        return _success(GetMinOffsetResponseHeader(offset=offset))
+
+    async def get_earliest_msg_storetime(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(GetEarliestMsgStoretimeRequestHeader)
+        timestamp = self.controller.store.get_earliest_message_time(header.topic, header.queue_id)
+        return _success(GetEarliestMsgStoretimeResponseHeader(timestamp=timestamp))
+
+    async def search_offset_by_timestamp(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        header = request.read_header(SearchOffsetRequestHeader)
+        offset = self.controller.store.get_offset_in_queue_by_time(
+            header.topic, header.queue_id, header.timestamp
+        )
+        return _success(SearchOffsetResponseHeader(offset=offset))
+
+    # -- clients -------------------------------------------------------------------------
+
+    async def get_consumer_connection_list(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        group = request.read_header(GetConsumerConnectionListRequestHeader).consumer_group
+        body = self.controller.client_manager.consumer_connection(group)
+        if body is None:
+            return create_response(
+                ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online"
+            )
+        return _success(body=body.encode())
+
+    async def get_producer_connection_list(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        group = request.read_header(GetProducerConnectionListRequestHeader).producer_group
+        body = self.controller.client_manager.producer_connection(group)
+        if body is None:
+            return _error(f"the producer group[{group}] not exist")
+        return _success(body=body.encode())
+
+    # -- the broker's settings -----------------------------------------------------------
+
+    def config_properties(self) -> dict[str, str]:
+        """Every setting as Java keys and text: the ``-c`` file's extra keys, then the
+        broker, netty and store configs."""
+        return {**self._extra_properties, **to_properties(*self.controller.configs.all())}
+
+    async def get_broker_config(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        body = javaprops.dumps(self.config_properties()).encode("utf-8")
+        version = self.config_version.encode().decode("utf-8")
+        return _success(GetBrokerConfigResponseHeader(version=version), body)
+
+    async def update_broker_config(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        log.info("updateBrokerConfig called by %s", connection.remote_addr)
+        if not request.body:
+            return _success()
+        try:
+            props = javaprops.loads(bytes(request.body).decode("utf-8"))
+        except (UnicodeDecodeError, javaprops.PropertiesSyntaxError) as exc:
+            return _error(f"string2Properties error: {exc}")
+        controller = self.controller
+        try:
+            unknown = update_config(props, *controller.configs.all(), source="UPDATE_BROKER_CONFIG")
+        except ConfigBlackListError as exc:
+            log.warning("updateBrokerConfig from %s refused: %s", connection.remote_addr, exc)
+            return create_response(ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK)
+        except ConfigError as exc:
+            return _error(str(exc))
+        log.info("updateBrokerConfig, new config: %s, client: %s", props, connection.remote_addr)
+        for key in unknown:
+            if key in self._extra_properties:
+                self._extra_properties[key] = props[key]
+        self.config_version = self.config_version.next_version()
+        path = controller.config_path
+        try:
+            persist_config_text(path, javaprops.dumps(self.config_properties()))
+        except OSError as exc:
+            log.error("updateBrokerConfig: cannot persist the config to %s: %s", path, exc)
+            return _error(f"config updated in memory but not persisted to {path}: {exc.strerror}")
+        if _BROKER_PERMISSION in props:
+            controller.register_broker_all(force=True)
+        return _success()
+
+    # -- runtime info --------------------------------------------------------------------
+
+    async def get_broker_runtime_info(
+        self, connection: Connection, request: RemotingCommand
+    ) -> RemotingCommand:
+        return _success(body=KVTable(table=self.runtime_info()).encode())
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO's table (Apache's keys, all values as text)."""
+        controller = self.controller
+        config = controller.broker_config
+        store = controller.store
+        layout = store.layout
+        info = controller.stats.runtime_info()
+        commitlog_ratio = repr(disk_used_ratio(str(layout.commitlog)))
+        info[f"commitLogDiskRatio_{layout.commitlog}"] = commitlog_ratio
+        info["commitLogDiskRatio"] = commitlog_ratio
+        info["consumeQueueDiskRatio"] = repr(disk_used_ratio(str(layout.consume_queue_root)))
+        info["commitLogMinOffset"] = str(store.min_physical_offset())
+        info["commitLogMaxOffset"] = str(store.max_physical_offset())
+        info["brokerVersionDesc"] = MQVersion.V4_9_8.name
+        info["brokerVersion"] = str(MQVersion.V4_9_8.value)
+        info["sendThreadPoolQueueSize"] = "0"
+        info["sendThreadPoolQueueCapacity"] = str(config.send_thread_pool_queue_capacity)
+        info["pullThreadPoolQueueSize"] = "0"
+        info["pullThreadPoolQueueCapacity"] = str(config.pull_thread_pool_queue_capacity)
+        info["queryThreadPoolQueueSize"] = "0"
+        info["queryThreadPoolQueueCapacity"] = str(config.query_thread_pool_queue_capacity)
+        info["EndTransactionQueueSize"] = "0"
+        info["EndTransactionThreadPoolQueueCapacity"] = str(
+            config.end_transaction_pool_queue_capacity
+        )
+        info["dispatchBehindBytes"] = "0"
+        info["pageCacheLockTimeMills"] = "0"
+        info["sendThreadPoolQueueHeadWaitTimeMills"] = "0"
+        info["pullThreadPoolQueueHeadWaitTimeMills"] = "0"
+        info["queryThreadPoolQueueHeadWaitTimeMills"] = "0"
+        info["earliestMessageTimeStamp"] = str(self.earliest_message_time())
+        info["startAcceptSendRequestTimeStamp"] = str(config.start_accept_send_request_time_stamp)
+        info["remainTransientStoreBufferNumbs"] = str(NO_TRANSIENT_STORE_POOL)
+        unflushed = store.max_physical_offset() - store.commitlog.queue.flushed_where
+        info["remainHowManyDataToFlush"] = human_readable_bytes(max(unflushed, 0))
+        if layout.root.exists():
+            usage = shutil.disk_usage(layout.root)
+            info["commitLogDirCapacity"] = (
+                f"Total : {human_readable_bytes(usage.total)}, "
+                f"Free : {human_readable_bytes(usage.free)}."
+            )
+        return info
+
+    def earliest_message_time(self) -> int:
+        """Store time of the oldest message in the commitlog, -1 when there is none."""
+        store = self.controller.store
+        min_offset = store.min_physical_offset()
+        record = store.select_one_message_by_offset(min_offset) if min_offset >= 0 else None
+        return -1 if record is None else store_timestamp_at(record, 0)

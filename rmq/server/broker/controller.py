@@ -1,0 +1,340 @@
+"""The broker process: store, metadata managers, processors, remoting server and timers.
+
+:class:`BrokerController` wires one broker together the way Apache's ``BrokerController``
+does, and is the object every processor is built with (its attribute names are the contract
+between them):
+
+* ``broker_config`` / ``store_config`` / ``netty_config`` (and ``configs``, all four, for the
+  settings requests), ``config_path`` (where UPDATE_BROKER_CONFIG writes the settings: the
+  ``-c`` file, else ``<storePathRootDir>/config/broker.properties``) and ``file_properties``
+  (the ``-c`` file as read);
+* ``store``, the :class:`~rmq.store.store.MessageStore` of ``storePathRootDir``, whose
+  records carry ``store_host`` (``brokerIP1:listenPort`` packed), and ``broker_addr``, the
+  same address as text;
+* ``topic_config_manager``, ``subscription_group_manager`` and ``consumer_offset_manager``,
+  persisted in the store's ``config/`` directory; ``client_manager``; ``stats``;
+  ``pull_hold``, the parked pull requests; ``registration``, the name server registration;
+* ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
+  every processor (admin, send, pull, query, consumer offsets, client management); codes
+  nobody serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED.
+
+Start: the three metadata files are read (a corrupt file with no usable backup stops the
+start), the store starts in a worker thread (lock, recovery), the server listens, the broker
+registers with its name servers and the timers start:
+
+==========================================  ==============================================
+every                                       does
+==========================================  ==============================================
+1 s                                         sample the TPS counters
+``flushConsumerOffsetInterval`` (5 s)       persist ``consumerOffset.json``
+5 s                                         wake parked pulls whose queue grew
+10 s                                        drop clients silent for 120 s
+``cleanResourceInterval`` (10 s, after 60)  delete expired store files (worker thread)
+``registerNameServerPeriod`` (30 s)         register with the name servers (after 10 s)
+local midnight                              roll the day totals of the runtime info
+==========================================  ==============================================
+
+Topics and groups are written by their managers on every change; a topic change the name
+servers must learn (UPDATE_AND_CREATE_TOPIC, auto-creation) schedules a registration, and
+registrations requested close together are coalesced.  Every message the store dispatches to
+a consume queue wakes the pulls parked on that queue (:class:`_ArrivalNotifyingStore`).
+
+Stop (SIGTERM, Ctrl-C): timers stop, the server stops accepting and closes every connection,
+the broker unregisters from its name servers, offsets, topics and groups are written, and the
+store shuts down (flush, delete ``abort``, release the lock).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from rmq.common.config import BrokerConfigs
+from rmq.remoting.connection import Connection
+from rmq.remoting.server import RemotingServer
+from rmq.server.broker.adminprocessor import AdminProcessor
+from rmq.server.broker.clientmanager import ClientChannel, ClientManager
+from rmq.server.broker.clientprocessor import ClientProcessor
+from rmq.server.broker.consumeroffset import ConsumerOffsetManager
+from rmq.server.broker.longpolling import PullRequestHoldService
+from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
+from rmq.server.broker.pullprocessor import PullMessageProcessor
+from rmq.server.broker.queryprocessor import QueryMessageProcessor
+from rmq.server.broker.registration import BrokerRegistration
+from rmq.server.broker.sendprocessor import SendMessageProcessor
+from rmq.server.broker.stats import BrokerStats
+from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
+from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.server.runtime import exit_code_for, shutdown_signals
+from rmq.store.cleanup import CleanupResult
+from rmq.store.layout import CONSUMER_OFFSET_JSON, SUBSCRIPTION_GROUP_JSON, TOPICS_JSON
+from rmq.store.store import MessageStore
+
+log = logging.getLogger("rmq.broker")
+
+BROKER_CONFIG_FILE = "broker.properties"
+"""The settings file UPDATE_BROKER_CONFIG writes when the broker was started without ``-c``."""
+STATS_SAMPLE_INTERVAL_S = 1.0
+HOLD_CHECK_INTERVAL_S = 5.0
+CLIENT_SCAN_INTERVAL_S = 10.0
+FIRST_CLEANUP_DELAY_S = 60.0
+
+ArrivalListener = Callable[[str, int, int, int], None]
+"""Told (topic, queue id, new max queue offset, tags code) of every dispatched message."""
+
+
+class _ArrivalNotifyingStore(MessageStore):
+    """The message store, telling :attr:`arrival_listener` about every dispatched message.
+
+    The listener is set once the store has started, so recovery does not call it.
+    """
+
+    arrival_listener: ArrivalListener | None = None
+
+    def dispatch(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        physical_offset: int,
+        size: int,
+        tags_code: int,
+        store_timestamp: int,
+        sys_flag: int,
+        keys: str | None,
+        uniq_key: str | None,
+    ) -> None:
+        super().dispatch(
+            topic,
+            queue_id,
+            queue_offset,
+            physical_offset,
+            size,
+            tags_code,
+            store_timestamp,
+            sys_flag,
+            keys,
+            uniq_key,
+        )
+        listener = self.arrival_listener
+        if listener is not None:
+            listener(topic, queue_id, queue_offset + 1, tags_code)
+
+
+def seconds_to_next_midnight(now: datetime.datetime) -> float:
+    """Seconds from ``now`` (local time) to the next local midnight."""
+    midnight = datetime.datetime.combine(now.date() + datetime.timedelta(days=1), datetime.time())
+    return (midnight - now).total_seconds()
+
+
+class BrokerController:
+    """One broker (see the module docstring)."""
+
+    def __init__(
+        self,
+        configs: BrokerConfigs,
+        *,
+        config_file: str | None = None,
+        file_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        self.configs = configs
+        self.broker_config = configs.broker
+        self.store_config = configs.store
+        self.netty_config = configs.server
+        self.file_properties = dict(file_properties or {})
+        self.config_path = Path(
+            config_file
+            if config_file is not None
+            else Path(self.store_config.store_path_root_dir) / "config" / BROKER_CONFIG_FILE
+        )
+        self.broker_addr = f"{self.broker_config.broker_ip1}:{self.netty_config.listen_port}"
+        self.store = _ArrivalNotifyingStore(self.store_config, store_host=self.broker_addr)
+        self.store_host = self.store.store_host
+        layout = self.store.layout
+        self.topic_config_manager = TopicConfigManager(
+            self.broker_config,
+            layout.config_file(TOPICS_JSON),
+            on_register=lambda _: self.register_broker_all(force=True),
+        )
+        self.subscription_group_manager = SubscriptionGroupManager(
+            self.broker_config, layout.config_file(SUBSCRIPTION_GROUP_JSON)
+        )
+        self.consumer_offset_manager = ConsumerOffsetManager(
+            layout.config_file(CONSUMER_OFFSET_JSON)
+        )
+        self.client_manager = ClientManager(self.broker_config)
+        self.stats = BrokerStats()
+        self.pull_hold = PullRequestHoldService(self.store, self.broker_config)
+        self.registration = BrokerRegistration(
+            self.broker_config,
+            self.store_config,
+            configs.client,
+            self.topic_config_manager,
+            self.broker_addr,
+        )
+        self.server = RemotingServer(
+            self.netty_config.bind_address,
+            self.netty_config.listen_port,
+            idle_timeout=float(self.netty_config.server_channel_max_idle_time_seconds),
+        )
+        self.admin_processor = AdminProcessor(self)
+        self.client_processor = ClientProcessor(self)
+        processors = (
+            self.admin_processor,
+            SendMessageProcessor(self),
+            PullMessageProcessor(self),
+            QueryMessageProcessor(self),
+            ConsumerOffsetProcessor(self),
+            self.client_processor,
+        )
+        for processor in processors:
+            for code, handler in processor.handlers().items():
+                self.server.register(code, handler)
+        self.server.register_default(self.admin_processor.not_supported)
+        self.server.on_connection_closed(self._connection_closed)
+        self._timers: list[asyncio.Task[None]] = []
+        self._cleanup: asyncio.Future[CleanupResult] | None = None
+
+    # -- what processors call ------------------------------------------------------------
+
+    def register_broker_all(self, force: bool = False) -> None:
+        """Schedule a registration with every name server (bursts are coalesced)."""
+        self.registration.request(force)
+
+    def notify_consumer_ids_changed(self, group: str, channels: Iterable[ClientChannel]) -> None:
+        """Tell ``channels`` that the membership of consumer group ``group`` changed."""
+        self.client_processor.notify_consumer_ids_changed(group, channels)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load metadata, start the store, listen, register and start the timers.
+
+        Raises :class:`~rmq.store.configfile.ConfigFileError` for unreadable metadata,
+        :class:`~rmq.store.errors.StoreError` when the store cannot be opened and
+        :class:`OSError` when the port cannot be bound; nothing is left running then.
+        """
+        self.topic_config_manager.load()
+        self.subscription_group_manager.load()
+        self.consumer_offset_manager.load()
+        recovery = await asyncio.to_thread(self.store.start)
+        if recovery.abnormal:
+            log.warning("the previous run did not shut down cleanly; recovered the store")
+        self.store.arrival_listener = self.pull_hold.notify_message_arriving
+        try:
+            await self.server.start()
+        except BaseException:
+            await asyncio.to_thread(self.store.shutdown)
+            raise
+        self.register_broker_all(force=True)
+        await self.registration.wait_idle()
+        self._start_timers()
+        tip = (
+            f"The broker[{self.broker_config.broker_name}, {self.broker_addr}] boot success. "
+            "serializeType=JSON"
+        )
+        if self.broker_config.namesrv_addr:
+            tip += f" and name server is {self.broker_config.namesrv_addr}"
+        log.info(tip)
+
+    async def stop(self) -> None:
+        """Stop the timers, close the server, unregister, persist and shut the store down."""
+        for timer in self._timers:
+            timer.cancel()
+        await asyncio.gather(*self._timers, return_exceptions=True)
+        self._timers.clear()
+        await self.server.close()
+        await self.registration.unregister()
+        if self._cleanup is not None:
+            with contextlib.suppress(Exception):
+                await self._cleanup
+        self.consumer_offset_manager.persist()
+        self.topic_config_manager.persist()
+        self.subscription_group_manager.persist()
+        await asyncio.to_thread(self.store.shutdown)
+        log.info("the broker[%s, %s] stopped", self.broker_config.broker_name, self.broker_addr)
+
+    # -- timers --------------------------------------------------------------------------
+
+    def _start_timers(self) -> None:
+        broker_config = self.broker_config
+        loop = asyncio.get_running_loop()
+        timers = [
+            self._every("stats sampling", STATS_SAMPLE_INTERVAL_S, self.stats.sample),
+            self._every(
+                "consumer offset persist",
+                broker_config.flush_consumer_offset_interval / 1000,
+                self.consumer_offset_manager.persist,
+            ),
+            self._every(
+                "pull hold check", HOLD_CHECK_INTERVAL_S, self.pull_hold.check_hold_requests
+            ),
+            self._every(
+                "client channel scan",
+                CLIENT_SCAN_INTERVAL_S,
+                self.client_manager.scan_not_active_channels,
+            ),
+            self._every(
+                "store cleanup",
+                self.store_config.clean_resource_interval / 1000,
+                self._clean_store,
+                first_delay=FIRST_CLEANUP_DELAY_S,
+            ),
+            self._roll_day(),
+            self.registration.run_periodically(),
+        ]
+        self._timers = [loop.create_task(timer) for timer in timers]
+
+    async def _every(
+        self,
+        name: str,
+        interval_s: float,
+        action: Callable[[], object],
+        *,
+        first_delay: float | None = None,
+    ) -> None:
+        await asyncio.sleep(interval_s if first_delay is None else first_delay)
+        while True:
+            try:
+                outcome = action()
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                log.exception("%s failed", name)
+            await asyncio.sleep(interval_s)
+
+    async def _clean_store(self) -> None:
+        self._cleanup = asyncio.get_running_loop().run_in_executor(None, self.store.run_cleanup)
+        await asyncio.shield(self._cleanup)
+
+    async def _roll_day(self) -> None:
+        while True:
+            await asyncio.sleep(seconds_to_next_midnight(datetime.datetime.now()))
+            self.stats.record_day()
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connection_closed(self, connection: Connection) -> None:
+        self.pull_hold.channel_closed(connection)
+        self.client_processor.channel_closed(connection)
+
+
+async def run_broker(
+    configs: BrokerConfigs,
+    *,
+    config_file: str | None = None,
+    file_properties: Mapping[str, str] | None = None,
+) -> int:
+    """Run a broker until SIGTERM or Ctrl-C; returns the process exit code."""
+    controller = BrokerController(configs, config_file=config_file, file_properties=file_properties)
+    with shutdown_signals() as received:
+        await controller.start()
+        signum = await received
+        log.info("received %s, shutting down", signum.name)
+        await controller.stop()
+    return exit_code_for(signum)
