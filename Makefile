@@ -20,7 +20,7 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.core-installed
 
 run: $(VENV)/.core-installed
-	$(BIN)/rmq namesrv
+	$(BIN)/rmq standalone
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check rmq tests bench
