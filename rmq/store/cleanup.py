@@ -1,0 +1,132 @@
+"""Expiry: deleting old commitlog files, then the consume queue and index files behind them.
+
+The broker calls :meth:`CleanupService.run` on a timer (``cleanResourceInterval``).  A run
+deletes commitlog files, oldest first, when one of these holds, as Apache's store does:
+
+* it is time: the current local hour is one of ``deleteWhen`` (``"04"``, or ``"04;16"``);
+* the disk is filling up: the commitlog's or the consume queues' file system is more than
+  ``diskMaxUsedSpaceRatio`` percent used (checked every run, whatever the hour);
+* an administrator asked (``deleteExpiredCommitLog``): the next 20 runs.
+
+Only files last modified more than ``fileReservedTime`` hours ago go, except when a file
+system is more than 85 % used and ``cleanFileForciblyEnable`` is on: then files go whatever
+their age.  At most 10 files go per run, the file being written never does, and deletion
+stops at the first file to keep.  Above 90 % the store also refuses new messages
+(SERVICE_NOT_AVAILABLE) until space is back under it.
+
+When the commitlog minimum offset has moved, consume queue files whose last entry points
+below it and index files whose newest entry does are deleted too.
+
+Used space is ``(blocks - free blocks) / blocks`` of the file system (as Java's
+``getTotalSpace``/``getFreeSpace``); tests inject their own ``disk_usage``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from rmq.store.store import MessageStore
+
+log = logging.getLogger("rmq.store")
+
+DELETE_FILES_BATCH_MAX: Final = 10
+MAX_MANUAL_DELETE_FILE_TIMES: Final = 20
+CLEAN_FORCIBLY_RATIO: Final = 0.85
+WARNING_RATIO: Final = 0.90
+
+DiskUsage = Callable[[str], float]
+"""Used fraction (0..1) of the file system holding a path."""
+
+
+def disk_used_ratio(path: str) -> float:
+    """``(blocks - free blocks) / blocks`` of the file system holding ``path`` (-1 on error)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return -1.0
+    if stat.f_blocks == 0:
+        return -1.0
+    return (stat.f_blocks - stat.f_bfree) / stat.f_blocks
+
+
+def delete_hours(delete_when: str) -> frozenset[int]:
+    """The hours of ``deleteWhen`` (``"04;16"`` -> {4, 16}); entries that are not numbers
+    are ignored."""
+    return frozenset(int(part) for part in delete_when.split(";") if part.strip().isdigit())
+
+
+@dataclass(slots=True)
+class CleanupResult:
+    """What one run did: why it deleted, which commitlog files, how many others."""
+
+    time_up: bool = False
+    space_full: bool = False
+    manual: bool = False
+    forced: bool = False
+    disk_used_ratio: float = 0.0
+    commitlog_files: list[str] = field(default_factory=list)
+    consume_queue_files: int = 0
+    index_files: int = 0
+
+
+class CleanupService:
+    """Expiry for one :class:`~rmq.store.store.MessageStore` (see the module docstring)."""
+
+    def __init__(self, store: MessageStore, disk_usage: DiskUsage = disk_used_ratio) -> None:
+        self._store = store
+        self._disk_usage = disk_usage
+        self._manual_runs = 0
+        self._last_min_offset = 0
+
+    def delete_manually(self) -> None:
+        """Delete expired files on the next runs whatever the hour (``deleteExpiredCommitLog``)."""
+        self._manual_runs = MAX_MANUAL_DELETE_FILE_TIMES
+
+    def run(self, now: float | None = None) -> CleanupResult:
+        """One cleanup pass at ``now`` (seconds since the epoch; default: the clock)."""
+        store = self._store
+        config = store.config
+        at = time.time() if now is None else now
+        result = CleanupResult()
+        result.time_up = time.localtime(at).tm_hour in delete_hours(config.delete_when)
+        used = max(
+            self._disk_usage(os.fspath(store.layout.commitlog)),
+            self._disk_usage(os.fspath(store.layout.consume_queue_root)),
+        )
+        result.disk_used_ratio = used
+        store.disk_full = used > WARNING_RATIO
+        result.space_full = used < 0 or used > config.disk_max_used_space_ratio / 100
+        result.manual = self._manual_runs > 0
+        if result.time_up or result.space_full or result.manual:
+            if result.manual:
+                self._manual_runs -= 1
+            result.forced = config.clean_file_forcibly_enable and used > CLEAN_FORCIBLY_RATIO
+            expired_before = at - config.file_reserved_time * 3600
+            deleted = store.commitlog.delete_expired_files(
+                expired_before, result.forced, DELETE_FILES_BATCH_MAX
+            )
+            result.commitlog_files = [mapped.path for mapped in deleted]
+            for path in result.commitlog_files:
+                log.info("deleted expired commitlog file %s", path)
+            if not deleted and result.space_full:
+                log.warning(
+                    "disk is %.0f %% used but no commitlog file could be deleted", used * 100
+                )
+        self._expire_logics(result)
+        return result
+
+    def _expire_logics(self, result: CleanupResult) -> None:
+        store = self._store
+        min_offset = store.commitlog.min_offset()
+        if min_offset <= self._last_min_offset:
+            return
+        self._last_min_offset = min_offset
+        result.consume_queue_files = store.consume_queues.delete_expired(min_offset)
+        if store.index is not None:
+            result.index_files = store.index.delete_expired(min_offset)

@@ -1,0 +1,707 @@
+"""The commitlog: every message the broker stores, appended to one log of mapped files.
+
+Appending (:meth:`CommitLog.put_message`, :meth:`CommitLog.put_messages`) runs on the
+broker's event-loop thread under the append lock and is kept short: the record size is
+computed from the lengths, the last file is checked for room (when ``size + 8`` bytes do not
+fit, the next file is created and an 8-byte BLANK record whose TOTALSIZE covers the rest of
+the current file closes it), the queue offset comes from a dict keyed by ``(topic, queue
+id)``, the record is encoded with the common codec (``rmq.common.message``) into a
+preallocated buffer and copied into the mapping TOTALSIZE last (see :func:`_commit`), and
+the store's dispatch function is called inline with the consume queue and index fields.  A
+batch (SEND_BATCH_MESSAGE) is sized as a whole first, so it never straddles two files, takes
+consecutive queue offsets, and is committed as a whole.
+
+Transactional PREPARED and ROLLBACK records take queue offset 0 and do not advance the
+queue's offset (they are not consumable).  A message with a delay level whose transaction
+type is NOT or COMMIT is parked: topic ``SCHEDULE_TOPIC_XXXX``, queue ``level - 1`` (levels
+above the highest are clamped), ``REAL_TOPIC`` / ``REAL_QID`` added to its properties, and its
+consume-queue tags code is the delivery time (store time + the level's delay).
+
+Reading the log back (recovery, slaves) goes through :meth:`CommitLog.scan`, which walks
+records from an offset, follows BLANK records to the next file and stops at the first zero,
+unknown, incomplete or invalid record; the same walk feeds dispatch in abnormal recovery,
+catch-up and replication.  :meth:`CommitLog.recovery_start` picks where recovery starts and
+:meth:`CommitLog.truncate` cuts everything after the valid end, reporting what was cut.
+
+Threads: appends and recovery on the writer thread under ``lock``; reads lock-free from any
+thread (they only look below the published wrote positions); the flush thread only flushes.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Final, NamedTuple, Protocol
+
+from rmq.common.delay import (
+    DEFAULT_MESSAGE_DELAY_LEVEL,
+    clamp_delay_level,
+    deliver_timestamp,
+    parse_delay_levels,
+    schedule_queue_id,
+)
+from rmq.common.javahash import tags_code as compute_tags_code
+from rmq.common.message import (
+    BLANK_MAGIC,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_BYTES,
+    MAX_TOPIC_BYTES,
+    MESSAGE_MAGIC,
+    DispatchInfo,
+    RecordError,
+    encode_blank_into,
+    encode_record_into,
+    iter_batch_messages,
+    peek_size_magic,
+    read_dispatch_info,
+    record_size,
+    store_timestamp_at,
+)
+from rmq.common.msgconst import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_KEYS,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
+from rmq.common.msgid import IPV6_HOST_LENGTH, offset_msg_id
+from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
+from rmq.common.properties import (
+    decode_properties_bytes,
+    encode_properties_bytes,
+    merge_batch_properties,
+)
+from rmq.common.sysflag import (
+    TRANSACTION_COMMIT_TYPE,
+    TRANSACTION_NOT_TYPE,
+    TRANSACTION_PREPARED_TYPE,
+    TRANSACTION_ROLLBACK_TYPE,
+    TRANSACTION_TYPE_MASK,
+)
+from rmq.store.errors import StoreError
+from rmq.store.mappedfile import Allocate, MappedFile, MappedFileQueue, TruncatedRange
+
+log = logging.getLogger("rmq.store")
+
+BODY_SIZE_RESERVE: Final = 64 * 1024
+"""A record may exceed ``max_message_size`` by this much (topic, properties, fixed part)."""
+
+NORMAL_RECOVERY_FILES: Final = 3
+DEFAULT_DELAY_LEVELS: Final = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds, the store timestamp of records."""
+    return time.time_ns() // 1_000_000
+
+
+class PutMessageStatus(enum.Enum):
+    """Outcome of a put, as Apache's ``PutMessageStatus``."""
+
+    PUT_OK = enum.auto()
+    FLUSH_DISK_TIMEOUT = enum.auto()
+    FLUSH_SLAVE_TIMEOUT = enum.auto()
+    SLAVE_NOT_AVAILABLE = enum.auto()
+    SERVICE_NOT_AVAILABLE = enum.auto()
+    CREATE_MAPPED_FILE_FAILED = enum.auto()
+    MESSAGE_ILLEGAL = enum.auto()
+    PROPERTIES_SIZE_EXCEEDED = enum.auto()
+    OS_PAGECACHE_BUSY = enum.auto()
+    UNKNOWN_ERROR = enum.auto()
+
+
+class InnerMessage(NamedTuple):
+    """A message as the broker hands it to the store (Apache's ``MessageExtBrokerInner``).
+
+    ``properties`` is the UTF-8 property string to store.  ``tags_code``, ``keys`` (the raw
+    KEYS value) and ``uniq_key`` are what the broker already read from the properties, for
+    dispatch.  ``born_host`` is the packed 8/20-byte address (``rmq.common.msgid.pack_host``).
+    ``delay_level`` is the parsed DELAY property (0 = none).
+
+    For :meth:`CommitLog.put_messages` the same type is the batch header: ``body`` is the
+    SEND_BATCH_MESSAGE body, ``properties`` the batch-level string appended to every inner
+    message's own properties, and ``tags_code``/``keys``/``uniq_key`` are ignored (each inner
+    message carries its own).
+    """
+
+    topic: str
+    queue_id: int
+    body: bytes | memoryview
+    properties: bytes = b""
+    tags_code: int = 0
+    keys: str | None = None
+    uniq_key: str | None = None
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = b"\x7f\x00\x00\x01\x00\x00\x00\x00"
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    delay_level: int = 0
+
+
+class PutMessageResult:
+    """What a put returns: status, where the record(s) went and their message ids.
+
+    ``physical_offset`` is the offset of the first record, ``wrote_bytes`` the bytes of all
+    records, ``queue_offset`` the first queue offset, ``msg_num`` the number of records.
+    ``msg_id`` is the offset message id (comma-joined for a batch), computed on demand.
+    """
+
+    __slots__ = (
+        "msg_num",
+        "physical_offset",
+        "physical_offsets",
+        "queue_offset",
+        "status",
+        "store_host",
+        "store_timestamp",
+        "wrote_bytes",
+    )
+
+    def __init__(
+        self,
+        status: PutMessageStatus,
+        physical_offset: int = -1,
+        wrote_bytes: int = 0,
+        queue_offset: int = -1,
+        store_timestamp: int = 0,
+        store_host: bytes = b"",
+        physical_offsets: Sequence[int] = (),
+    ) -> None:
+        self.status = status
+        self.physical_offset = physical_offset
+        self.wrote_bytes = wrote_bytes
+        self.queue_offset = queue_offset
+        self.store_timestamp = store_timestamp
+        self.store_host = store_host
+        self.physical_offsets = physical_offsets
+        self.msg_num = len(physical_offsets) if physical_offsets else int(wrote_bytes > 0)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PutMessageStatus.PUT_OK
+
+    @property
+    def next_offset(self) -> int:
+        """Commitlog offset just past the last record written (the flush target)."""
+        return self.physical_offset + self.wrote_bytes
+
+    @property
+    def msg_id(self) -> str:
+        """Offset message id(s) of the stored record(s); empty when nothing was stored."""
+        if self.wrote_bytes <= 0:
+            return ""
+        offsets = self.physical_offsets or (self.physical_offset,)
+        return ",".join(offset_msg_id(self.store_host, offset) for offset in offsets)
+
+    def __repr__(self) -> str:
+        return (
+            f"PutMessageResult({self.status.name}, physical_offset={self.physical_offset}, "
+            f"wrote_bytes={self.wrote_bytes}, queue_offset={self.queue_offset}, "
+            f"msg_num={self.msg_num})"
+        )
+
+
+class Dispatch(Protocol):
+    """The store's dispatch function: builds the consume queue entry and index keys."""
+
+    def __call__(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        physical_offset: int,
+        size: int,
+        tags_code: int,
+        store_timestamp: int,
+        sys_flag: int,
+        keys: str | None,
+        uniq_key: str | None,
+    ) -> None: ...
+
+
+def _failure(status: PutMessageStatus) -> PutMessageResult:
+    return PutMessageResult(status)
+
+
+def _slice(mapped: MappedFile, pos: int, size: int) -> memoryview | None:
+    """``mapped.slice``, or None when expiry deleted the file after it was looked up."""
+    try:
+        return mapped.slice(pos, size)
+    except ValueError:
+        return None
+
+
+def _commit(mapped: MappedFile, pos: int, encoded: memoryview, size: int) -> None:
+    """Copy ``size`` encoded bytes into ``mapped`` at ``pos``, their first 4 bytes last.
+
+    Those 4 bytes are the first record's TOTALSIZE and the space after the end of data is
+    all zeros, so a process killed in the middle of the copy leaves TOTALSIZE 0 there:
+    recovery sees the end of the log, never a record with part of its fields unwritten (the
+    body CRC alone would not notice missing properties).
+    """
+    buffer = mapped.buffer
+    buffer[pos + 4 : pos + size] = encoded[4:size]
+    buffer[pos : pos + 4] = encoded[:4]
+
+
+class CommitLog:
+    """The commitlog of one store.
+
+    ``dispatch`` is called for every appended record, inside the append lock, in commitlog
+    order.  ``delay_levels[level - 1]`` is the delay of each level in ms.  ``clock`` returns the
+    store timestamp in ms (replaceable in tests).
+    """
+
+    def __init__(
+        self,
+        store_path: str | os.PathLike[str],
+        mapped_file_size: int,
+        *,
+        store_host: bytes,
+        max_message_size: int,
+        dispatch: Dispatch,
+        delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS,
+        allocate: Allocate = os.posix_fallocate,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.queue = MappedFileQueue(store_path, mapped_file_size, allocate)
+        self.store_host = store_host
+        self.max_message_size = max_message_size
+        self.delay_levels = delay_levels
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self.lock = threading.Lock()
+        self._dispatch = dispatch
+        self._clock = clock
+        self._store_v6 = len(store_host) == IPV6_HOST_LENGTH
+        self._scratch = memoryview(bytearray(max_message_size + BODY_SIZE_RESERVE))
+
+    # -- appending -----------------------------------------------------------------------
+
+    def put_message(self, msg: InnerMessage) -> PutMessageResult:
+        """Append one message and dispatch it; never raises for a bad message or full disk."""
+        topic = msg.topic
+        queue_id = msg.queue_id
+        properties = msg.properties
+        tags_code = msg.tags_code
+        tran_type = msg.sys_flag & TRANSACTION_TYPE_MASK
+        delay_level = 0
+        if msg.delay_level > 0 and tran_type in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            topic, queue_id, properties, delay_level = self._park_delayed(msg)
+        topic_bytes = topic.encode()
+        body = msg.body
+        if len(body) > self.max_message_size:
+            log.warning("message body of %d bytes exceeds %d", len(body), self.max_message_size)
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        if len(properties) > MAX_PROPERTIES_BYTES:
+            return _failure(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+        if len(topic_bytes) > MAX_TOPIC_BYTES:
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        born_v6 = len(msg.born_host) == IPV6_HOST_LENGTH
+        size = record_size(len(body), len(topic_bytes), len(properties), born_v6, self._store_v6)
+        consumable = tran_type not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+        key = (topic, queue_id)
+        with self.lock:
+            store_timestamp = self._clock()
+            try:
+                mapped = self._file_with_room(size)
+            except StoreError as exc:
+                log.error("%s", exc)
+                return _failure(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            if mapped is None:
+                return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+            pos = mapped.wrote_position
+            physical_offset = mapped.file_from_offset + pos
+            queue_offset = self.topic_queue_table.get(key, 0) if consumable else 0
+            scratch = self._scratch_for(size)
+            encode_record_into(
+                scratch,
+                0,
+                queue_id=queue_id,
+                flag=msg.flag,
+                queue_offset=queue_offset,
+                physical_offset=physical_offset,
+                sys_flag=msg.sys_flag,
+                born_timestamp=msg.born_timestamp,
+                born_host=msg.born_host,
+                store_timestamp=store_timestamp,
+                store_host=self.store_host,
+                reconsume_times=msg.reconsume_times,
+                prepared_transaction_offset=msg.prepared_transaction_offset,
+                body=body,
+                topic_bytes=topic_bytes,
+                properties_bytes=properties,
+            )
+            _commit(mapped, pos, scratch, size)
+            mapped.appended(pos + size, store_timestamp)
+            if consumable:
+                self.topic_queue_table[key] = queue_offset + 1
+            if delay_level:
+                tags_code = deliver_timestamp(delay_level, store_timestamp, self.delay_levels)
+            self._dispatch(
+                topic,
+                queue_id,
+                queue_offset,
+                physical_offset,
+                size,
+                tags_code,
+                store_timestamp,
+                msg.sys_flag,
+                msg.keys,
+                msg.uniq_key,
+            )
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK,
+            physical_offset,
+            size,
+            queue_offset,
+            store_timestamp,
+            self.store_host,
+        )
+
+    def put_messages(self, batch: InnerMessage) -> PutMessageResult:
+        """Append a SEND_BATCH_MESSAGE batch atomically (one file, consecutive offsets)."""
+        if batch.sys_flag & TRANSACTION_TYPE_MASK != TRANSACTION_NOT_TYPE or batch.delay_level > 0:
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        if len(batch.body) > self.max_message_size:
+            log.warning("batch body of %d bytes exceeds %d", len(batch.body), self.max_message_size)
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        topic_bytes = batch.topic.encode()
+        if len(topic_bytes) > MAX_TOPIC_BYTES:
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        born_v6 = len(batch.born_host) == IPV6_HOST_LENGTH
+        store_v6 = self._store_v6
+        topic_len = len(topic_bytes)
+        batch_properties = batch.properties
+        records = []
+        total = 0
+        try:
+            for flag, body, inner_properties in iter_batch_messages(batch.body):
+                props = merge_batch_properties(inner_properties, batch_properties)
+                if len(props) > MAX_PROPERTIES_BYTES:
+                    return _failure(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+                size = record_size(len(body), topic_len, len(props), born_v6, store_v6)
+                total += size
+                properties = decode_properties_bytes(props)
+                records.append(
+                    (
+                        flag,
+                        body,
+                        props,
+                        size,
+                        compute_tags_code(properties.get(PROPERTY_TAGS)),
+                        properties.get(PROPERTY_KEYS),
+                        properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+                    )
+                )
+        except RecordError as exc:
+            log.warning("malformed batch body: %s", exc)
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        if not records:
+            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        topic = batch.topic
+        queue_id = batch.queue_id
+        sys_flag = batch.sys_flag
+        key = (topic, queue_id)
+        with self.lock:
+            store_timestamp = self._clock()
+            try:
+                mapped = self._file_with_room(total)
+            except StoreError as exc:
+                log.error("%s", exc)
+                return _failure(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
+            if mapped is None:
+                return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+            scratch = self._scratch_for(total)
+            start = mapped.wrote_position
+            base = mapped.file_from_offset + start
+            first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
+            offsets = []
+            pos = 0
+            for flag, body, props, size, _, _, _ in records:
+                encode_record_into(
+                    scratch,
+                    pos,
+                    queue_id=queue_id,
+                    flag=flag,
+                    queue_offset=queue_offset,
+                    physical_offset=base + pos,
+                    sys_flag=sys_flag,
+                    born_timestamp=batch.born_timestamp,
+                    born_host=batch.born_host,
+                    store_timestamp=store_timestamp,
+                    store_host=self.store_host,
+                    reconsume_times=batch.reconsume_times,
+                    prepared_transaction_offset=0,
+                    body=body,
+                    topic_bytes=topic_bytes,
+                    properties_bytes=props,
+                )
+                offsets.append(base + pos)
+                pos += size
+                queue_offset += 1
+            _commit(mapped, start, scratch, total)
+            mapped.appended(start + total, store_timestamp)
+            self.topic_queue_table[key] = queue_offset
+            dispatch = self._dispatch
+            queue_offset = first_queue_offset
+            for physical_offset, (_, _, _, size, tags_code, keys, uniq_key) in zip(
+                offsets, records, strict=True
+            ):
+                dispatch(
+                    topic,
+                    queue_id,
+                    queue_offset,
+                    physical_offset,
+                    size,
+                    tags_code,
+                    store_timestamp,
+                    sys_flag,
+                    keys,
+                    uniq_key,
+                )
+                queue_offset += 1
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK,
+            offsets[0],
+            total,
+            first_queue_offset,
+            store_timestamp,
+            self.store_host,
+            offsets,
+        )
+
+    def _scratch_for(self, size: int) -> memoryview:
+        """The preallocated encode buffer, grown when a batch needs more."""
+        if size > len(self._scratch):
+            self._scratch = memoryview(bytearray(size))
+        return self._scratch
+
+    def _file_with_room(self, size: int) -> MappedFile | None:
+        """The file to write ``size`` bytes to, closing the current one with a BLANK if needed.
+
+        None when ``size`` can never fit in one file.  Raises :class:`StoreError` when a new
+        file cannot be created (the current file is left untouched then).
+        """
+        queue = self.queue
+        needed = size + END_FILE_MIN_BLANK_LENGTH
+        if needed > queue.mapped_file_size:
+            log.warning(
+                "a %d-byte append does not fit a %d-byte commitlog file",
+                size,
+                queue.mapped_file_size,
+            )
+            return None
+        mapped = queue.get_last_mapped_file()
+        assert mapped is not None
+        if needed <= mapped.remaining():
+            return mapped
+        if mapped.wrote_position == 0:
+            return None
+        # Create the next file first: if that fails, nothing was written.
+        start = mapped.wrote_position
+        nxt = queue.create_next_file()
+        encode_blank_into(mapped.buffer, start, mapped.file_size - start)
+        mapped.appended(mapped.file_size)
+        return nxt
+
+    def _park_delayed(self, msg: InnerMessage) -> tuple[str, int, bytes, int]:
+        """Topic, queue, properties and delay level of a message parked for delivery later."""
+        level = clamp_delay_level(msg.delay_level, self.delay_levels)
+        properties = decode_properties_bytes(msg.properties)
+        properties[PROPERTY_DELAY_TIME_LEVEL] = str(level)
+        properties[PROPERTY_REAL_TOPIC] = msg.topic
+        properties[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+        return (
+            RMQ_SYS_SCHEDULE_TOPIC,
+            schedule_queue_id(level),
+            encode_properties_bytes(properties),
+            level,
+        )
+
+    def dispatch_tags_code(self, info: DispatchInfo) -> int:
+        """The consume-queue tags code of a record read back: delivery time when parked."""
+        if info.topic == RMQ_SYS_SCHEDULE_TOPIC:
+            level = info.properties.get(PROPERTY_DELAY_TIME_LEVEL, "")
+            if level.isdigit() and int(level) > 0:
+                return deliver_timestamp(int(level), info.store_timestamp, self.delay_levels)
+        return info.tags_code
+
+    # -- reading -------------------------------------------------------------------------
+
+    def min_offset(self) -> int:
+        """Offset of the first stored byte (-1 with no files)."""
+        return self.queue.min_offset()
+
+    def max_offset(self) -> int:
+        """Offset just past the last record (0 with no files)."""
+        return self.queue.max_offset()
+
+    def get_message(self, offset: int, size: int) -> memoryview | None:
+        """A zero-copy view of ``size`` bytes at ``offset``; None if not (or no longer) stored."""
+        found = self._locate(offset)
+        if found is None:
+            return None
+        mapped, pos = found
+        if pos + size > mapped.wrote_position:
+            return None
+        return _slice(mapped, pos, size)
+
+    def get_data(self, offset: int) -> memoryview | None:
+        """Everything written from ``offset`` to the end of its file (for replication)."""
+        found = self._locate(offset)
+        if found is None:
+            return None
+        mapped, pos = found
+        if pos >= mapped.wrote_position:
+            return None
+        return _slice(mapped, pos, mapped.wrote_position - pos)
+
+    def record_at(self, offset: int) -> memoryview | None:
+        """The whole record starting at ``offset`` (its TOTALSIZE read first), or None."""
+        found = self._locate(offset)
+        if found is None:
+            return None
+        mapped, pos = found
+        if pos + END_FILE_MIN_BLANK_LENGTH > mapped.wrote_position:
+            return None
+        header = _slice(mapped, pos, END_FILE_MIN_BLANK_LENGTH)
+        if header is None:
+            return None
+        size, magic = peek_size_magic(header, 0)
+        if magic != MESSAGE_MAGIC or size <= 0 or pos + size > mapped.wrote_position:
+            return None
+        return _slice(mapped, pos, size)
+
+    def _locate(self, offset: int) -> tuple[MappedFile, int] | None:
+        mapped = self.queue.find_mapped_file_by_offset(offset)
+        if mapped is None:
+            return None
+        return mapped, offset - mapped.file_from_offset
+
+    # -- replication ---------------------------------------------------------------------
+
+    def append_data(self, start_offset: int, data: bytes | memoryview) -> bool:
+        """Append raw commitlog bytes received from a master at ``start_offset``.
+
+        The data must continue the log exactly and stay within one file (a master sends
+        one file's bytes at a time).  Records are dispatched afterwards by the store.
+        """
+        with self.lock:
+            try:
+                mapped = self.queue.get_last_mapped_file(start_offset)
+            except StoreError as exc:
+                log.error("%s", exc)
+                return False
+            if mapped is None or mapped.file_from_offset + mapped.wrote_position != start_offset:
+                return False
+            return mapped.append(data)
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def scan(
+        self,
+        start_offset: int,
+        *,
+        check_crc: bool,
+        on_record: Callable[[DispatchInfo], None] | None = None,
+    ) -> int:
+        """Walk valid records from ``start_offset``; returns the offset where they end.
+
+        BLANK records lead to the next file; a zero size, an unknown magic, a record reaching
+        past the written bytes, a record that fails validation (length fields, CRC when
+        ``check_crc``) or one whose PHYSICALOFFSET field is not its own offset ends the walk.
+        ``on_record`` gets every valid record.  Only bytes below each file's wrote position
+        are read.
+        """
+        mapped = self.queue.find_mapped_file_by_offset(start_offset)
+        if mapped is None:
+            return start_offset
+        pos = start_offset - mapped.file_from_offset
+        while True:
+            limit = mapped.wrote_position
+            view = mapped.view[:limit]
+            base = mapped.file_from_offset
+            while pos + END_FILE_MIN_BLANK_LENGTH <= limit:
+                size, magic = peek_size_magic(view, pos)
+                if magic == BLANK_MAGIC and size == mapped.file_size - pos:
+                    break
+                if magic != MESSAGE_MAGIC or size <= 0 or pos + size > limit:
+                    return base + pos
+                try:
+                    info = read_dispatch_info(view, pos, check_crc=check_crc)
+                except RecordError as exc:
+                    log.warning("commitlog %s: %s", mapped.file_name, exc)
+                    return base + pos
+                if info.physical_offset != base + pos:
+                    log.warning(
+                        "commitlog %s: record at %d claims offset %d",
+                        mapped.file_name,
+                        pos,
+                        info.physical_offset,
+                    )
+                    return base + pos
+                if on_record is not None:
+                    on_record(info)
+                pos += size
+            else:
+                return base + pos
+            following = self.queue.find_mapped_file_by_offset(mapped.file_tail_offset)
+            if following is None:
+                return mapped.file_tail_offset
+            mapped, pos = following, 0
+
+    def recovery_start(self, abnormal: bool, min_timestamp: int) -> int:
+        """Where recovery starts walking.
+
+        Normal: the third file from the end.  Abnormal: the newest file whose first record
+        was stored at or before ``min_timestamp`` (from the checkpoint), else the first file.
+        """
+        files = self.queue.files
+        if not files:
+            return 0
+        if not abnormal:
+            return files[max(len(files) - NORMAL_RECOVERY_FILES, 0)].file_from_offset
+        for mapped in reversed(files):
+            size, magic = peek_size_magic(mapped.view, 0)
+            if magic != MESSAGE_MAGIC or size <= 0:
+                continue
+            stored = store_timestamp_at(mapped.view, 0)
+            if 0 < stored <= min_timestamp:
+                return mapped.file_from_offset
+        return files[0].file_from_offset
+
+    def truncate(self, end_offset: int) -> list[TruncatedRange]:
+        """Cut the log at ``end_offset`` (recovery); returns what was cut."""
+        with self.lock:
+            return self.queue.truncate_dirty_files(end_offset)
+
+    # -- expiry --------------------------------------------------------------------------
+
+    def delete_expired_files(
+        self, expired_before: float, clean_immediately: bool, max_files: int
+    ) -> list[MappedFile]:
+        """Delete up to ``max_files`` oldest files last modified before ``expired_before``.
+
+        ``expired_before`` is in seconds since the epoch; with ``clean_immediately`` age does
+        not matter.  Deletion stops at the first file to keep; the file being written is
+        never deleted.
+        """
+        deleted = 0
+
+        def expired(mapped: MappedFile) -> bool:
+            nonlocal deleted
+            if deleted >= max_files:
+                return False
+            if clean_immediately or mapped.mtime() < expired_before:
+                deleted += 1
+                return True
+            return False
+
+        return self.queue.delete_leading_files(expired)
