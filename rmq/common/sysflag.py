@@ -1,9 +1,12 @@
-"""Bit flags of messages and pull requests (RocketMQ ``MessageSysFlag`` / ``PullSysFlag``).
+"""Bit flags of messages, pull requests and topics (RocketMQ ``MessageSysFlag``,
+``PullSysFlag`` and ``TopicSysFlag``).
 
 The message sysFlag is stored in every commitlog record (SYSFLAG field) and sent with every
 send request.  Bits 0-7 are single flags or the two-bit transaction type; bits 8-10 name the
 compression codec of a compressed body, where 0 means ZLIB so that records written before the
 codec bits existed keep decoding.  The pull sysFlag travels in PULL_MESSAGE request headers.
+The topic sysFlag is a topic config's ``topicSysFlag`` (in ``topics.json``, registrations and
+routes): bit 0 marks a unit topic, bit 1 a topic with unit subscriptions.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ PULL_SUSPEND = 0x2
 PULL_SUBSCRIPTION = 0x4
 PULL_CLASS_FILTER = 0x8
 PULL_LITE_PULL_MESSAGE = 0x10
+
+# Topic sysFlag.
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 
 
 def transaction_type(sys_flag: int) -> int:
@@ -80,3 +87,16 @@ def build_pull_flag(
 def clear_commit_offset_flag(pull_flag: int) -> int:
     """The broker clears the commit-offset bit when it must not store the pulled offset."""
     return pull_flag & ~PULL_COMMIT_OFFSET
+
+
+def build_topic_sys_flag(*, unit: bool, unit_sub: bool) -> int:
+    """The topicSysFlag of a topic config (``TopicSysFlag.buildSysFlag``)."""
+    return (TOPIC_SYS_FLAG_UNIT if unit else 0) | (TOPIC_SYS_FLAG_UNIT_SUB if unit_sub else 0)
+
+
+def has_unit_flag(topic_sys_flag: int) -> bool:
+    return topic_sys_flag & TOPIC_SYS_FLAG_UNIT != 0
+
+
+def has_unit_sub_flag(topic_sys_flag: int) -> bool:
+    return topic_sys_flag & TOPIC_SYS_FLAG_UNIT_SUB != 0

@@ -42,10 +42,9 @@ from typing import Annotated, Any, NamedTuple, Self, TypeVar, cast
 
 from rmq.common import fastjson
 from rmq.common.javanames import camel_case
-from rmq.common.timeutil import now_millis
 from rmq.remoting.errors import RemotingError
 
-__all__ = ["Body", "BodyError", "Buffer", "JavaSet", "java_key", "now_millis"]
+__all__ = ["Body", "BodyError", "Buffer", "JavaSet", "java_key"]
 
 T = TypeVar("T")
 

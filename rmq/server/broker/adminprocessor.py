@@ -15,8 +15,8 @@ broker, with Apache's response codes and remarks (``AdminBrokerProcessor``):
 * Subscription groups: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP (with
   ``removeOffset`` the group's offsets go too), GET_ALL_SUBSCRIPTIONGROUP_CONFIG.  A slave
   refuses every topic and group change.
-* Offsets and lookups: GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET (``delayOffset.json``
-  as stored, ``{"offsetTable":{}}`` while there is none), GET_CONSUME_STATS (per read queue
+* Offsets and lookups: GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET (the schedule
+  service's live progress per delay level), GET_CONSUME_STATS (per read queue
   the broker's max offset, the group's offset and the store time of the last consumed
   message, plus the group's consume TPS), GET_MAX_OFFSET, GET_MIN_OFFSET,
   GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP.
@@ -29,7 +29,8 @@ broker, with Apache's response codes and remarks (``AdminBrokerProcessor``):
   (NO_PERMISSION "Can not update config in black list."), applies the rest, ignores keys
   neither a config nor the file has (as Apache does), bumps that data version and writes
   all settings to the ``-c`` file (else ``<storePathRootDir>/config/broker.properties``).
-  A change of ``brokerPermission`` re-registers with the name servers at once.
+  A change of ``brokerPermission`` bumps the topic table's data version (so that the name
+  servers take the new perm from the registration) and re-registers with them at once.
 * GET_BROKER_RUNTIME_INFO: a KVTable with the 4.9.8 keys.  Values are real where rmq has
   them (versions, put/get totals and TPS, latency, commitlog offsets, disk ratios, boot time,
   earliest message time, unflushed bytes, disk capacity); thread-pool queue sizes and wait
@@ -46,7 +47,7 @@ import logging
 import shutil
 from typing import TYPE_CHECKING
 
-from rmq.common import fastjson, javaprops
+from rmq.common import javaprops
 from rmq.common.config import (
     BrokerRole,
     ConfigBlackListError,
@@ -93,8 +94,7 @@ from rmq.remoting.headers import (
 )
 from rmq.server.broker.topicconfig import TopicConfigError
 from rmq.store.cleanup import disk_used_ratio
-from rmq.store.configfile import ConfigFileError, load_config, persist_config_text
-from rmq.store.layout import DELAY_OFFSET_JSON
+from rmq.store.configfile import persist_config_text
 
 if TYPE_CHECKING:
     from rmq.server.broker.controller import BrokerController
@@ -304,13 +304,7 @@ class AdminProcessor:
     async def get_all_delay_offset(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        path = self.controller.store.layout.config_file(DELAY_OFFSET_JSON)
-        try:
-            loaded = load_config(path)
-        except ConfigFileError as exc:
-            return _error(str(exc))
-        content = loaded.value if loaded is not None else {"offsetTable": {}}
-        return _success(body=fastjson.dumps_bytes(content))
+        return _success(body=self.controller.schedule_service.encode())
 
     async def get_consume_stats(
         self, connection: Connection, request: RemotingCommand
@@ -450,6 +444,7 @@ class AdminProcessor:
             log.error("updateBrokerConfig: cannot persist the config to %s: %s", path, exc)
             return _error(f"config updated in memory but not persisted to {path}: {exc.strerror}")
         if _BROKER_PERMISSION in props:
+            controller.topic_config_manager.next_data_version()
             controller.register_broker_all(force=True)
         return _success()
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rmq.common.config import BrokerConfig
+from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import (
     Connection,
     ConsumeFromWhere,
@@ -52,7 +53,6 @@ from rmq.remoting.bodies import (
     ProducerConnection,
     SubscriptionData,
 )
-from rmq.remoting.bodies.codec import now_millis
 from rmq.remoting.codes import LanguageCode
 
 log = logging.getLogger("rmq.broker")

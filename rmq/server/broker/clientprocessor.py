@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, cast
 
 from rmq.common.naming import retry_topic
 from rmq.common.perm import PERM_READ, PERM_WRITE
+from rmq.common.sysflag import build_topic_sys_flag
 from rmq.remoting.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
@@ -62,7 +63,6 @@ from rmq.remoting.headers import (
 from rmq.server.broker.clientmanager import ClientChannel, ClientChannelInfo
 from rmq.server.broker.pullprocessor import unsupported_filter_response
 from rmq.server.broker.rebalancelock import RebalanceLockManager
-from rmq.server.namesrv.routeinfo import TOPIC_SYS_FLAG_UNIT_SUB
 
 if TYPE_CHECKING:
     from rmq.server.broker.controller import BrokerController
@@ -137,7 +137,7 @@ class ClientProcessor:
                     retry_topic(group),
                     group_config.retry_queue_nums,
                     PERM_READ | PERM_WRITE,
-                    TOPIC_SYS_FLAG_UNIT_SUB if consumer.unit_mode else 0,
+                    build_topic_sys_flag(unit=False, unit_sub=consumer.unit_mode),
                 )
             change = broker.client_manager.register_consumer(
                 group,

@@ -8,7 +8,8 @@ file (``{"offsetTable":{"t@g":{0:12,1:7}}}``, queue ids as bare integers).  Desi
 * Commits (UPDATE_CONSUMER_OFFSET, and the offsets a pull request carries) only change
   memory; the broker calls :meth:`ConsumerOffsetManager.persist` every
   ``flushConsumerOffsetInterval`` (5 s) and at shutdown.  The file is written whole,
-  atomically, with the previous content kept as ``.bak``.  Committing an offset lower than
+  atomically, with the previous content kept as ``.bak``
+  (:class:`~rmq.server.broker.configmanager.ConfigManager`).  Committing an offset lower than
   the stored one is allowed (a consumer may rewind) and logged.
 * Reads answer the consumer and the admin requests: one queue's offset, a group's offsets
   on a topic, which topics a group has offsets for and which groups a topic has, cloning a
@@ -25,11 +26,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Collection
-from pathlib import Path
 
-from rmq.common import fastjson
 from rmq.remoting.bodies import ConsumerOffsetSerializeWrapper
-from rmq.store.configfile import load_config_file, persist_config
+from rmq.server.broker.configmanager import ConfigManager
 
 log = logging.getLogger("rmq.broker")
 
@@ -74,36 +73,22 @@ def _split_key(key: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-class ConsumerOffsetManager:
+class ConsumerOffsetManager(ConfigManager[ConsumerOffsetSerializeWrapper]):
     """The committed offsets of every group on one broker, persisted to
     ``consumerOffset.json``."""
 
+    content = "topic@group offset tables"
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        super().__init__(path, ConsumerOffsetSerializeWrapper, self.offset_wrapper)
         self._table: dict[str, dict[int, int]] = {}
 
     # -- persistence ---------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Read ``consumerOffset.json`` (or its ``.bak``), replacing the table.
-
-        A missing file means no offsets; a file that exists but neither it nor its backup
-        decodes raises :class:`~rmq.store.configfile.ConfigFileError`.
-        """
-        loaded = load_config_file(
-            self.path, lambda text: ConsumerOffsetSerializeWrapper.from_json(fastjson.loads(text))
-        )
-        if loaded is None:
-            return
-        self._table = loaded.value.offset_table
-        log.info("loaded offsets of %d topic@group keys from %s", len(self._table), loaded.path)
-
-    def persist(self) -> None:
-        """Write the table to ``consumerOffset.json``; a failure is logged, not raised."""
-        try:
-            persist_config(self.path, self.offset_wrapper().to_json())
-        except OSError as exc:
-            log.error("cannot persist consumer offsets to %s: %s", self.path, exc)
+    def _apply(self, body: ConsumerOffsetSerializeWrapper) -> int:
+        """The stored offsets replace the table."""
+        self._table = body.offset_table
+        return len(self._table)
 
     def offset_wrapper(self) -> ConsumerOffsetSerializeWrapper:
         """A snapshot of every offset (GET_ALL_CONSUMER_OFFSET, the file's content)."""

@@ -54,7 +54,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from rmq.common.config import BrokerConfigs
+from rmq.common.config import BrokerConfigs, BrokerRole
 from rmq.remoting.connection import Connection
 from rmq.remoting.server import RemotingServer
 from rmq.server.broker.adminprocessor import AdminProcessor
@@ -66,13 +66,23 @@ from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
 from rmq.server.broker.pullprocessor import PullMessageProcessor
 from rmq.server.broker.queryprocessor import QueryMessageProcessor
 from rmq.server.broker.registration import BrokerRegistration
+from rmq.server.broker.schedule import ScheduleMessageService
 from rmq.server.broker.sendprocessor import SendMessageProcessor
 from rmq.server.broker.stats import BrokerStats
 from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
 from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.server.broker.transaction import (
+    EndTransactionProcessor,
+    TransactionalMessageCheckService,
+)
 from rmq.server.runtime import exit_code_for, shutdown_signals
 from rmq.store.cleanup import CleanupResult
-from rmq.store.layout import CONSUMER_OFFSET_JSON, SUBSCRIPTION_GROUP_JSON, TOPICS_JSON
+from rmq.store.layout import (
+    CONSUMER_OFFSET_JSON,
+    DELAY_OFFSET_JSON,
+    SUBSCRIPTION_GROUP_JSON,
+    TOPICS_JSON,
+)
 from rmq.store.store import MessageStore
 
 log = logging.getLogger("rmq.broker")
@@ -170,6 +180,10 @@ class BrokerController:
         self.client_manager = ClientManager(self.broker_config)
         self.stats = BrokerStats()
         self.pull_hold = PullRequestHoldService(self.store, self.broker_config)
+        self.schedule_service = ScheduleMessageService(
+            self.store, self.store_config, layout.config_file(DELAY_OFFSET_JSON)
+        )
+        self.transaction_check_service = TransactionalMessageCheckService(self)
         self.registration = BrokerRegistration(
             self.broker_config,
             self.store_config,
@@ -191,6 +205,7 @@ class BrokerController:
             QueryMessageProcessor(self),
             ConsumerOffsetProcessor(self),
             self.client_processor,
+            EndTransactionProcessor(self),
         )
         for processor in processors:
             for code, handler in processor.handlers().items():
@@ -226,14 +241,20 @@ class BrokerController:
         if recovery.abnormal:
             log.warning("the previous run did not shut down cleanly; recovered the store")
         self.store.arrival_listener = self.pull_hold.notify_message_arriving
+        master = self.store_config.broker_role is not BrokerRole.SLAVE
         try:
+            if master:
+                await self.schedule_service.start()
             await self.server.start()
         except BaseException:
+            await self.schedule_service.stop()
             await asyncio.to_thread(self.store.shutdown)
             raise
         self.register_broker_all(force=True)
         await self.registration.wait_idle()
         self._start_timers()
+        if master:
+            await self.transaction_check_service.start()
         tip = (
             f"The broker[{self.broker_config.broker_name}, {self.broker_addr}] boot success. "
             "serializeType=JSON"
@@ -250,6 +271,8 @@ class BrokerController:
         self._timers.clear()
         await self.server.close()
         await self.registration.unregister()
+        await self.transaction_check_service.stop()
+        await self.schedule_service.stop()
         if self._cleanup is not None:
             with contextlib.suppress(Exception):
                 await self._cleanup

@@ -40,6 +40,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rmq.common.config import BrokerRole
+from rmq.common.faq import (
+    APPLY_TOPIC_URL,
+    SAME_GROUP_DIFFERENT_TOPIC,
+    SUBSCRIPTION_GROUP_NOT_EXIST,
+    suggest_todo,
+)
 from rmq.common.perm import is_readable
 from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import (
@@ -53,7 +59,6 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rmq.server.namesrv.processor import FAQ_URL, suggest_todo
 from rmq.store.store import GetMessageResult, GetMessageStatus, TagsFilter
 
 if TYPE_CHECKING:
@@ -162,7 +167,8 @@ class PullMessageProcessor:
         if group_config is None:
             return create_response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {suggest_todo(FAQ_URL)}",
+                f"subscription group [{group}] does not exist, "
+                + suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST),
             )
         if not group_config.consume_enable:
             return create_response(
@@ -173,7 +179,7 @@ class PullMessageProcessor:
             log.error("pull of topic %s, which does not exist, by %s", topic, connection)
             return create_response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {suggest_todo(FAQ_URL)}",
+                f"topic[{topic}] not exist, apply first please! {suggest_todo(APPLY_TOPIC_URL)}",
             )
         if not is_readable(topic_config.perm):
             return create_response(
@@ -237,7 +243,7 @@ class PullMessageProcessor:
             log.warning("pull of group %s, which has no consumer online", group)
             return create_response(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                f"the consumer's group info not exist{suggest_todo(FAQ_URL)}",
+                f"the consumer's group info not exist{suggest_todo(SAME_GROUP_DIFFERENT_TOPIC)}",
             )
         if (
             not group_config.consume_broadcast_enable
@@ -252,7 +258,7 @@ class PullMessageProcessor:
             log.warning("pull of group %s: no subscription of topic %s", group, header.topic)
             return create_response(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                f"the consumer's subscription not exist{suggest_todo(FAQ_URL)}",
+                f"the consumer's subscription not exist{suggest_todo(SAME_GROUP_DIFFERENT_TOPIC)}",
             )
         if subscription.sub_version < header.sub_version:
             log.warning("the broker's subscription of group %s is not the latest", group)

@@ -65,6 +65,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
+from rmq.common.faq import APPLY_TOPIC_URL, SUBSCRIPTION_GROUP_NOT_EXIST, suggest_todo
 from rmq.common.javahash import tags_code
 from rmq.common.msgconst import (
     PROPERTY_CLUSTER,
@@ -98,6 +99,7 @@ from rmq.common.sysflag import (
     MULTI_TAGS_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
+    build_topic_sys_flag,
     transaction_type,
     with_transaction_type,
 )
@@ -111,7 +113,6 @@ from rmq.remoting.headers import (
     SendMessageRequestHeader,
     SendMessageResponseHeader,
 )
-from rmq.server.namesrv.processor import FAQ_URL, suggest_todo
 from rmq.store.cleanup import disk_used_ratio
 from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
@@ -123,9 +124,6 @@ log = logging.getLogger("rmq.broker")
 
 DLQ_NUMS_PER_GROUP = 1
 """Queues of a ``%DLQ%<group>`` topic."""
-
-TOPIC_SYS_FLAG_UNIT = 0x1
-TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 
 _RANDOM_BOUND = 99_999_999
 _PERM_RW = PERM_READ | PERM_WRITE
@@ -316,11 +314,10 @@ class SendMessageProcessor:
         """Auto-create an unknown topic from its template, or a ``%RETRY%`` topic as is."""
         manager = self.controller.topic_config_manager
         topic = header.topic
-        topic_sys_flag = 0
-        if header.unit_mode:
-            topic_sys_flag = (
-                TOPIC_SYS_FLAG_UNIT_SUB if is_retry_topic(topic) else TOPIC_SYS_FLAG_UNIT
-            )
+        retry = is_retry_topic(topic)
+        topic_sys_flag = build_topic_sys_flag(
+            unit=header.unit_mode and not retry, unit_sub=header.unit_mode and retry
+        )
         log.warning("the topic %s does not exist, producer %s", topic, connection.remote_addr)
         config, _ = manager.create_in_send_message(
             topic,
@@ -329,12 +326,12 @@ class SendMessageProcessor:
             header.default_topic_queue_nums,
             topic_sys_flag,
         )
-        if config is None and is_retry_topic(topic):
+        if config is None and retry:
             config = manager.create_retry_topic_if_absent(topic, 1, _PERM_RW, topic_sys_flag)
         if config is None:
             raise SendRefused(
                 ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please!{suggest_todo(FAQ_URL)}",
+                f"topic[{topic}] not exist, apply first please!{suggest_todo(APPLY_TOPIC_URL)}",
             )
         return config
 
@@ -437,7 +434,8 @@ class SendMessageProcessor:
         if config is None:
             raise SendRefused(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group} {suggest_todo(FAQ_URL)}",
+                f"subscription group not exist, {group} "
+                + suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST),
             )
         return config
 
@@ -551,9 +549,11 @@ class SendMessageProcessor:
             return create_response(ResponseCode.SUCCESS)
         topic = retry_topic(header.group)
         queue_id = random_queue_id(group_config.retry_queue_nums)
-        topic_sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if header.unit_mode else 0
         config = manager.create_retry_topic_if_absent(
-            topic, group_config.retry_queue_nums, _PERM_RW, topic_sys_flag
+            topic,
+            group_config.retry_queue_nums,
+            _PERM_RW,
+            build_topic_sys_flag(unit=False, unit_sub=header.unit_mode),
         )
         if not is_writeable(config.perm):
             return create_response(

@@ -12,7 +12,8 @@ notify consumers of membership changes), its :class:`DataVersion` and the file. 
   group is created with the defaults when the broker's ``autoCreateSubscriptionGroup`` is on,
   or always for a system consumer group (``CID_RMQ_SYS_*``).  Without ``auto_create`` it is a
   plain lookup, for admin requests.
-* Every change bumps the DataVersion and rewrites the file whole (atomically, the previous
+* Every change bumps the DataVersion and rewrites the file whole
+  (:class:`~rmq.server.broker.configmanager.VersionedConfigManager`: atomically, the previous
   content kept as ``.bak``); a failed write is logged and the change stays in memory.
 
 The table is used from the broker's event loop only, so there are no locks.  Stored configs
@@ -24,9 +25,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
-from rmq.common import fastjson
 from rmq.common.config import BrokerConfig
 from rmq.common.naming import (
     CID_ONSAPI_OWNER_GROUP,
@@ -38,8 +37,8 @@ from rmq.common.naming import (
     TOOLS_CONSUMER_GROUP,
     is_sys_consumer_group,
 )
-from rmq.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from rmq.store.configfile import load_config_file, persist_config
+from rmq.remoting.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
+from rmq.server.broker.configmanager import VersionedConfigManager
 
 log = logging.getLogger("rmq.broker")
 
@@ -55,56 +54,27 @@ PREDEFINED_GROUPS = (
 """Groups every broker knows from the start, with the default settings."""
 
 
-class SubscriptionGroupManager:
+class SubscriptionGroupManager(VersionedConfigManager[SubscriptionGroupWrapper]):
     """The subscription-group table of one broker, persisted to ``subscriptionGroup.json``."""
 
+    content = "subscription groups"
+
     def __init__(self, broker_config: BrokerConfig, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        super().__init__(path, SubscriptionGroupWrapper, self.subscription_group_wrapper)
         self._broker_config = broker_config
         self._table = {
             group: SubscriptionGroupConfig(group_name=group) for group in PREDEFINED_GROUPS
         }
-        self._data_version = DataVersion()
 
     # -- persistence ---------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Read ``subscriptionGroup.json`` (or its ``.bak``) over the predefined groups.
-
-        A missing file leaves the table as constructed; a file that exists but neither it nor
-        its backup decodes raises :class:`~rmq.store.configfile.ConfigFileError`.
-        """
-        loaded = load_config_file(
-            self.path, lambda text: SubscriptionGroupWrapper.from_json(fastjson.loads(text))
-        )
-        if loaded is None:
-            return
-        wrapper = loaded.value
-        self._table.update(wrapper.subscription_group_table)
-        self._data_version = wrapper.data_version
-        log.info(
-            "loaded %d subscription groups from %s (data version %d)",
-            len(wrapper.subscription_group_table),
-            loaded.path,
-            wrapper.data_version.counter,
-        )
-
-    def persist(self) -> None:
-        """Write the table to ``subscriptionGroup.json``; a failure is logged, not raised."""
-        try:
-            persist_config(self.path, self.subscription_group_wrapper().to_json())
-        except OSError as exc:
-            log.error("cannot persist the subscription groups to %s: %s", self.path, exc)
-
-    def _changed(self) -> None:
-        self._data_version = self._data_version.next_version()
-        self.persist()
+    def _apply(self, body: SubscriptionGroupWrapper) -> int:
+        """The stored groups replace the predefined ones of the same name."""
+        self._table.update(body.subscription_group_table)
+        self._data_version = body.data_version
+        return len(body.subscription_group_table)
 
     # -- lookups -------------------------------------------------------------------------
-
-    @property
-    def data_version(self) -> DataVersion:
-        return self._data_version
 
     @property
     def subscription_group_table(self) -> Mapping[str, SubscriptionGroupConfig]:
@@ -131,7 +101,7 @@ class SubscriptionGroupManager:
         config = SubscriptionGroupConfig(group_name=group)
         self._table[group] = config
         log.info("auto create a subscription group %s", config)
-        self._changed()
+        self.next_data_version()
         return config
 
     # -- changes -------------------------------------------------------------------------
@@ -144,7 +114,7 @@ class SubscriptionGroupManager:
             log.info("create new subscription group %s", config)
         else:
             log.info("update subscription group config, old: %s new: %s", old, config)
-        self._changed()
+        self.next_data_version()
 
     def delete(self, group: str) -> bool:
         """Remove a group's settings (DELETE_SUBSCRIPTIONGROUP); False when it did not exist."""
@@ -153,5 +123,5 @@ class SubscriptionGroupManager:
             log.warning("delete subscription group failed, group %s does not exist", group)
             return False
         log.info("delete subscription group OK: %s", old)
-        self._changed()
+        self.next_data_version()
         return True

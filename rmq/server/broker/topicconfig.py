@@ -14,8 +14,11 @@ queues and which perm.
   DataVersion becomes the table's.  The cluster name, broker name, reply topic and enabled
   trace topic join the fixed system topics of :mod:`rmq.common.naming` for this broker.
 * Every change bumps the DataVersion (counter + 1, stamped now) and rewrites the file whole
-  (atomically, previous content kept as ``.bak``); a failed write is logged and the change
-  stays in memory, as in Apache.
+  (:class:`~rmq.server.broker.configmanager.VersionedConfigManager`: atomically, previous
+  content kept as ``.bak``); a failed write is logged and the change stays in memory, as in
+  Apache.  :meth:`TopicConfigManager.next_data_version` does the same without a change to the
+  table: UPDATE_BROKER_CONFIG calls it when ``brokerPermission`` changes, so that the name
+  servers take the next registration's topic perms.
 * A change the name servers must learn about (a topic created on send, on heartbeat or on
   send-back, or by UPDATE_AND_CREATE_TOPIC) calls :attr:`TopicConfigManager.on_register` with
   the new config once the file is written; the broker re-registers from there.  Deleting a
@@ -39,9 +42,7 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Collection, Mapping
-from pathlib import Path
 
-from rmq.common import fastjson
 from rmq.common.config import BrokerConfig
 from rmq.common.naming import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -55,8 +56,8 @@ from rmq.common.naming import (
     topic_error,
 )
 from rmq.common.perm import DEFAULT_TOPIC_PERM, PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited
-from rmq.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from rmq.store.configfile import load_config_file, persist_config
+from rmq.remoting.bodies import TopicConfig, TopicConfigSerializeWrapper
+from rmq.server.broker.configmanager import VersionedConfigManager
 
 log = logging.getLogger("rmq.broker")
 
@@ -86,8 +87,10 @@ def _topic(name: str, queue_nums: int, perm: int = DEFAULT_TOPIC_PERM) -> TopicC
     )
 
 
-class TopicConfigManager:
+class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
     """The topic table of one broker, persisted to ``topics.json``."""
+
+    content = "topics"
 
     def __init__(
         self,
@@ -96,11 +99,10 @@ class TopicConfigManager:
         *,
         on_register: RegisterHook | None = None,
     ) -> None:
-        self.path = Path(path)
+        super().__init__(path, TopicConfigSerializeWrapper, self.topic_config_wrapper)
         self.on_register = on_register
         self._broker_config = broker_config
         self._table: dict[str, TopicConfig] = {}
-        self._data_version = DataVersion()
         self._broker_topics = self._create_broker_topics()
 
     def _create_broker_topics(self) -> frozenset[str]:
@@ -139,49 +141,19 @@ class TopicConfigManager:
 
     # -- persistence ---------------------------------------------------------------------
 
-    def load(self) -> None:
-        """Read ``topics.json`` (or its ``.bak``) over the broker's own topics.
-
-        A missing file leaves the table as constructed; a file that exists but neither it nor
-        its backup decodes raises :class:`~rmq.store.configfile.ConfigFileError`.
-        """
-        loaded = load_config_file(
-            self.path, lambda text: TopicConfigSerializeWrapper.from_json(fastjson.loads(text))
-        )
-        if loaded is None:
-            return
-        wrapper = loaded.value
-        self._table.update(wrapper.topic_config_table)
-        self._data_version = wrapper.data_version
-        log.info(
-            "loaded %d topics from %s (data version %d)",
-            len(wrapper.topic_config_table),
-            loaded.path,
-            wrapper.data_version.counter,
-        )
-
-    def persist(self) -> None:
-        """Write the table to ``topics.json``; a failure is logged, not raised."""
-        try:
-            persist_config(self.path, self.topic_config_wrapper().to_json())
-        except OSError as exc:
-            log.error("cannot persist the topic table to %s: %s", self.path, exc)
-
-    def _changed(self) -> None:
-        self._data_version = self._data_version.next_version()
-        self.persist()
+    def _apply(self, body: TopicConfigSerializeWrapper) -> int:
+        """The stored topics replace the broker's own of the same name."""
+        self._table.update(body.topic_config_table)
+        self._data_version = body.data_version
+        return len(body.topic_config_table)
 
     def _put_and_register(self, config: TopicConfig) -> None:
         self._table[config.topic_name] = config
-        self._changed()
+        self.next_data_version()
         if self.on_register is not None:
             self.on_register(config)
 
     # -- lookups -------------------------------------------------------------------------
-
-    @property
-    def data_version(self) -> DataVersion:
-        return self._data_version
 
     @property
     def topic_config_table(self) -> Mapping[str, TopicConfig]:
@@ -263,7 +235,7 @@ class TopicConfigManager:
             log.warning("delete topic config failed, topic %s does not exist", topic)
             return False
         log.info("delete topic config OK: %s", old)
-        self._changed()
+        self.next_data_version()
         return True
 
     def create_in_send_message(
@@ -360,4 +332,4 @@ class TopicConfigManager:
                 changed = True
                 log.info("update order topic config, topic=%s, order=%s", name, order)
         if changed:
-            self._changed()
+            self.next_data_version()

@@ -35,6 +35,7 @@ from rmq.common.config import (
     to_properties,
     update_config,
 )
+from rmq.common.faq import APPLY_TOPIC_URL, suggest_todo
 from rmq.remoting.bodies import (
     BodyError,
     DataVersion,
@@ -71,14 +72,6 @@ from rmq.server.namesrv.routeinfo import RouteInfoManager
 from rmq.store.configfile import persist_config_text
 
 log = logging.getLogger("rmq.namesrv")
-
-FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
-
-
-def suggest_todo(url: str) -> str:
-    """The hint Apache appends to some error remarks (`FAQUrl.suggestTodo`)."""
-    return f"\nSee {url} for further details."
-
 
 Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand]]
 
@@ -284,7 +277,7 @@ class NamesrvProcessor:
             return create_response(
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No topic route info in name server for the topic: {header.topic}"
-                + suggest_todo(FAQ_URL),
+                + suggest_todo(APPLY_TOPIC_URL),
             )
         if self.configs.namesrv.order_message_enable:
             route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)

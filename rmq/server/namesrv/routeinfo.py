@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from rmq.common.perm import PERM_READ, PERM_WRITE
+from rmq.common.sysflag import has_unit_flag, has_unit_sub_flag
 from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import (
     MASTER_ID,
@@ -45,9 +46,6 @@ from rmq.remoting.bodies import (
     TopicList,
     TopicRouteData,
 )
-
-TOPIC_SYS_FLAG_UNIT = 0x1
-TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 
 
 @dataclass(slots=True)
@@ -344,15 +342,13 @@ class RouteInfoManager:
         return TopicList(topic_list=sorted(topics), broker_addr=broker_addr)
 
     def get_unit_topic_list(self) -> TopicList:
-        return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT))
+        return self._topics_where(has_unit_flag)
 
     def get_has_unit_sub_topic_list(self) -> TopicList:
-        return self._topics_where(lambda flag: bool(flag & TOPIC_SYS_FLAG_UNIT_SUB))
+        return self._topics_where(has_unit_sub_flag)
 
     def get_has_unit_sub_ununit_topic_list(self) -> TopicList:
-        return self._topics_where(
-            lambda flag: not flag & TOPIC_SYS_FLAG_UNIT and bool(flag & TOPIC_SYS_FLAG_UNIT_SUB)
-        )
+        return self._topics_where(lambda flag: not has_unit_flag(flag) and has_unit_sub_flag(flag))
 
     def _topics_where(self, predicate: Callable[[int], bool]) -> TopicList:
         """Topics whose first queue data's topic sysflag satisfies `predicate`."""

@@ -15,8 +15,14 @@ from typing import Any
 import pytest
 
 from rmq.common import fastjson, javaprops
-from rmq.common.config import build_broker_configs
-from rmq.remoting.bodies import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
+from rmq.common.config import build_broker_configs, build_namesrv_configs
+from rmq.remoting.bodies import (
+    ConsumeFromWhere,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+    TopicRouteData,
+)
 from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.headers import (
@@ -29,13 +35,18 @@ from rmq.remoting.headers import (
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     GetProducerConnectionListRequestHeader,
+    GetRouteInfoRequestHeader,
     GetTopicStatsInfoRequestHeader,
     SearchOffsetRequestHeader,
 )
 from rmq.server.broker.clientmanager import ClientChannelInfo
 from rmq.server.broker.controller import BrokerController
 from rmq.server.broker.stats import BrokerStats
+from rmq.server.namesrv.kvconfig import KVConfigManager
+from rmq.server.namesrv.processor import NamesrvProcessor
+from rmq.server.namesrv.routeinfo import RouteInfoManager
 from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from tests.unit.broker.helpers import FakeChannel
 
 BROKER = "broker-a"
 CLIENT = SimpleNamespace(remote_addr="127.0.0.1:50000")
@@ -90,17 +101,6 @@ RUNTIME_INFO_KEYS = {
     "commitLogMinOffset",
     "commitLogMaxOffset",
 }
-
-
-class FakeChannel:
-    """A client connection as the ClientManager sees it."""
-
-    def __init__(self, remote_addr: str) -> None:
-        self.remote_addr = remote_addr
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
 
 
 def make_controller(tmp_path: Path, **props: str) -> BrokerController:
@@ -398,6 +398,7 @@ def test_all_consumer_offsets_and_delay_offsets(controller: BrokerController) ->
     delay_file = controller.store.layout.config_file("delayOffset.json")
     delay_file.parent.mkdir(parents=True, exist_ok=True)
     delay_file.write_text('{\n\t"offsetTable":{1:5,3:0\n\t}\n}')
+    controller.schedule_service.load()
     response = call(controller, RequestCode.GET_ALL_DELAY_OFFSET)
     assert bytes(response.body or b"") == b'{"offsetTable":{1:5,3:0}}'
 
@@ -556,6 +557,49 @@ def test_update_broker_config_refuses_a_bad_value(controller: BrokerController) 
     assert response.code == ResponseCode.SYSTEM_ERROR
     assert "listenPort" in (response.remark or "")
     assert controller.netty_config.listen_port == 10911
+
+
+def test_a_broker_permission_change_reaches_the_name_server_with_the_next_registration(
+    controller: BrokerController, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configs, _ = build_namesrv_configs({})
+    namesrv = NamesrvProcessor(RouteInfoManager(), KVConfigManager(tmp_path / "kv.json"), configs)
+
+    def register_and_route() -> TopicRouteData:
+        """Hand the broker's REGISTER_BROKER to the name server; its route of Orders."""
+        header, data = controller.registration.registration()
+        registered = asyncio.run(
+            namesrv.register_broker(
+                CLIENT,  # type: ignore[arg-type]
+                create_request(RequestCode.REGISTER_BROKER, header, body=data),
+            )
+        )
+        assert registered.code == ResponseCode.SUCCESS
+        request = create_request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic="Orders")
+        )
+        route = asyncio.run(namesrv.get_route_info_by_topic(CLIENT, request))  # type: ignore[arg-type]
+        assert route.code == ResponseCode.SUCCESS
+        return TopicRouteData.decode(route.body or b"")
+
+    create_topic(controller, "Orders")
+    assert [queue.perm for queue in register_and_route().queue_datas] == [6]
+    version = controller.topic_config_manager.data_version
+    requested: list[bool] = []
+
+    def register_broker_all(force: bool = False) -> None:
+        requested.append(force)
+
+    monkeypatch.setattr(controller, "register_broker_all", register_broker_all)
+
+    response = call(controller, RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=4\n")
+
+    assert response.code == ResponseCode.SUCCESS
+    assert requested == [True]
+    assert controller.topic_config_manager.data_version.counter == version.counter + 1
+    stored = fastjson.loads(controller.topic_config_manager.path.read_text(encoding="utf-8"))
+    assert stored["dataVersion"]["counter"] == version.counter + 1
+    assert [queue.perm for queue in register_and_route().queue_datas] == [4]
 
 
 # -- runtime info ------------------------------------------------------------------------

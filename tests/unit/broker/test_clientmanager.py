@@ -16,31 +16,7 @@ from rmq.remoting.bodies import (
 )
 from rmq.remoting.codes import LanguageCode
 from rmq.server.broker.clientmanager import ClientChannelInfo, ClientManager, ConsumerGroupChange
-
-
-class FakeChannel:
-    def __init__(self, remote_addr: str) -> None:
-        self.remote_addr = remote_addr
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-
-    def __repr__(self) -> str:
-        return f"FakeChannel({self.remote_addr})"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
+from tests.unit.broker.helpers import Clock, FakeChannel
 
 
 @pytest.fixture

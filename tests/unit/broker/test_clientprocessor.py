@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -40,24 +38,13 @@ from rmq.remoting.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
-from tests.unit.broker.test_pullprocessor import (
-    TOPIC,
-    Serving,
-    heartbeat_request,
-    run,
-    running_broker,
-    until,
-)
+from tests.unit.broker.helpers import TOPIC, Serving, heartbeat_request, run, until
 from tests.unit.remoting.wire import cpp_request
+
+pytestmark = pytest.mark.serving_broker
 
 GROUP = "CID_members"
 CPP_EXT_FIELDS = {"AccessKey": "", "OnsChannel": "ALIYUN", "Signature": "x"}
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    with running_broker(tmp_path) as running:
-        yield running
 
 
 class Member:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +13,7 @@ from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.store.commitlog import InnerMessage
-from tests.unit.broker.test_pullprocessor import (
+from tests.unit.broker.helpers import (
     GROUP,
     SUSPEND_AND_SUBSCRIPTION,
     TOPIC,
@@ -23,18 +22,14 @@ from tests.unit.broker.test_pullprocessor import (
     put,
     records,
     run,
-    running_broker,
+    serving_broker,
     until,
 )
 from tests.unit.remoting.wire import cpp_request
 
+pytestmark = pytest.mark.serving_broker
+
 HOLD_MS = 10_000  # far longer than any test waits: only an arrival can answer in time
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    with running_broker(tmp_path) as running:
-        yield running
 
 
 def parked_pull(serving: Serving, **fields: object) -> asyncio.Task[RemotingCommand]:
@@ -196,5 +191,5 @@ def test_short_polling_holds_for_the_short_polling_time_whatever_arrives(tmp_pat
         assert [r.body for r in records(response)] == [b"later"]
         assert 0.3 <= elapsed < 3.0
 
-    with running_broker(tmp_path, long_polling_enable=False, short_polling_time_mills=300) as b:
+    with serving_broker(tmp_path, long_polling_enable=False, short_polling_time_mills=300) as b:
         run(scenario(b))

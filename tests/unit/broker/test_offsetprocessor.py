@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,18 +9,10 @@ import pytest
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor, offset_in_disk
-from rmq.server.broker.sendprocessor import SendMessageProcessor
-from tests.unit.broker.test_sendprocessor import call, decoded, make_broker, offset_of, send_v1
+from tests.unit.broker.helpers import call, decoded, send_v1, stored_offset
 from tests.unit.remoting.wire import cpp_request
 
 NOT_FOUND = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    controller = make_broker(tmp_path)
-    yield controller
-    controller.store.shutdown()
 
 
 @pytest.fixture
@@ -31,10 +21,7 @@ def processor(broker: SimpleNamespace) -> ConsumerOffsetProcessor:
 
 
 def send(broker: SimpleNamespace, queue_id: int = 0, body: bytes = b"m") -> int:
-    processor = SendMessageProcessor(broker)
-    response = call(processor.send_message, send_v1(queue_id=queue_id, body=body))
-    assert response.code == ResponseCode.SUCCESS and response.ext_fields is not None
-    return offset_of(response.ext_fields["msgId"])
+    return stored_offset(broker, send_v1(queue_id=queue_id, body=body))
 
 
 def query(group: str = "CG", topic: str = "TopicTest", queue_id: int = 0) -> RemotingCommand:

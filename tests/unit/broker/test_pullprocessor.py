@@ -1,240 +1,50 @@
 """PULL_MESSAGE: every store status and error answer, tag filtering and commit offsets.
 
-The broker here is a stand-in holding the controller's attributes (a real MessageStore with
+The broker here is the served stand-in of ``helpers.serving_broker`` (a real MessageStore with
 small files in tmp_path, the real topic / group / offset / client managers, the long-polling
 service and the stats), served by a real RemotingServer on 127.0.0.1 with the pull and client
-processors registered, and driven by rmq's RemotingClient.  The other broker processor tests
-of this package reuse it.
+processors registered (``helpers.Serving``), and driven by rmq's RemotingClient.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 import struct
-from collections.abc import Callable, Coroutine, Iterator
-from pathlib import Path
-from types import SimpleNamespace, TracebackType
-from typing import Any
+from types import SimpleNamespace
 
 import pytest
 
-from rmq.common.config import BrokerConfig, BrokerRole, MessageStoreConfig
-from rmq.common.javahash import java_hash
-from rmq.common.message import MessageRecord, iter_records
+from rmq.common.config import BrokerRole
+from rmq.common.message import iter_records
 from rmq.common.perm import PERM_READ, PERM_WRITE
 from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import (
-    ConsumeFromWhere,
-    ConsumerData,
-    ConsumeType,
-    HeartbeatData,
     MessageModel,
     SubscriptionData,
     SubscriptionGroupConfig,
     TopicConfig,
 )
-from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode, SerializeType
-from rmq.remoting.command import RemotingCommand, create_request
-from rmq.remoting.headers import PullMessageRequestHeader
-from rmq.remoting.server import RemotingServer
-from rmq.server.broker.clientmanager import ClientManager
-from rmq.server.broker.clientprocessor import ClientProcessor
-from rmq.server.broker.consumeroffset import ConsumerOffsetManager
-from rmq.server.broker.longpolling import PullRequestHoldService
-from rmq.server.broker.pullprocessor import PullMessageProcessor
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
-from rmq.server.broker.topicconfig import TopicConfigManager
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
-from rmq.store.store import GetMessageResult, GetMessageStatus, MessageStore
+from rmq.remoting.command import RemotingCommand
+from rmq.store.store import GetMessageResult, GetMessageStatus
+from tests.unit.broker.helpers import (
+    GROUP,
+    QUEUE_NUMS,
+    TOPIC,
+    Serving,
+    heartbeat_request,
+    pull_request,
+    put,
+    records,
+    run,
+)
 from tests.unit.remoting.wire import cpp_request
 
-TOPIC = "TopicTest"
-GROUP = "CID_pull_test"
-QUEUE_NUMS = 4
+pytestmark = pytest.mark.serving_broker
+
 FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
-SUSPEND_AND_SUBSCRIPTION = PULL_SUSPEND | PULL_SUBSCRIPTION
-
-
-def make_broker(root: Path, **broker_settings: Any) -> SimpleNamespace:
-    """The controller's attributes around a started store with small files in ``root``."""
-    broker_config = BrokerConfig(broker_name="broker-a", broker_ip1="127.0.0.1", **broker_settings)
-    store_config = MessageStoreConfig(
-        store_path_root_dir=str(root / "store"),
-        mapped_file_size_commit_log=64 * 1024,
-        mapped_file_size_consume_queue=50 * 20,
-        max_hash_slot_num=64,
-        max_index_num=256,
-    )
-    store = MessageStore(store_config, store_host="127.0.0.1:10911")
-    store.start()
-    config_dir = root / "store" / "config"
-    broker = SimpleNamespace(
-        broker_config=broker_config,
-        store_config=store_config,
-        store=store,
-        topic_config_manager=TopicConfigManager(broker_config, config_dir / "topics.json"),
-        subscription_group_manager=SubscriptionGroupManager(
-            broker_config, config_dir / "subscriptionGroup.json"
-        ),
-        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
-        client_manager=ClientManager(broker_config),
-        pull_hold=PullRequestHoldService(store, broker_config),
-        stats=BrokerStats(),
-    )
-    broker.topic_config_manager.update(
-        TopicConfig(topic_name=TOPIC, read_queue_nums=QUEUE_NUMS, write_queue_nums=QUEUE_NUMS)
-    )
-    return broker
-
-
-@contextlib.contextmanager
-def running_broker(root: Path, **broker_settings: Any) -> Iterator[SimpleNamespace]:
-    """:func:`make_broker`, with the store shut down at the end."""
-    running = make_broker(root, **broker_settings)
-    try:
-        yield running
-    finally:
-        running.store.shutdown()
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    with running_broker(tmp_path) as running:
-        yield running
-
-
-def run(scenario: Coroutine[Any, Any, None], timeout: float = 10.0) -> None:
-    """Run an async scenario to completion within ``timeout`` seconds."""
-    asyncio.run(asyncio.wait_for(scenario, timeout))
-
-
-async def until(condition: Callable[[], bool], timeout: float = 3.0) -> None:
-    """Wait until ``condition()`` holds (checked every few milliseconds)."""
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.005)
-
-
-def put(
-    broker: SimpleNamespace,
-    tag: str | None = "TagA",
-    *,
-    queue_id: int = 0,
-    body: bytes = b"hello",
-    topic: str = TOPIC,
-) -> PutMessageResult:
-    """Store one message and report its arrival, as the broker's store hook does."""
-    properties = b"" if tag is None else b"TAGS\x01" + tag.encode()
-    tags_code = 0 if tag is None else java_hash(tag)
-    result = broker.store.put_message(
-        InnerMessage(topic, queue_id, body, properties=properties, tags_code=tags_code)
-    )
-    assert result.status is PutMessageStatus.PUT_OK
-    broker.pull_hold.notify_message_arriving(topic, queue_id, result.queue_offset + 1, tags_code)
-    return result
-
-
-def pull_request(
-    *,
-    topic: str = TOPIC,
-    group: str = GROUP,
-    queue_id: int = 0,
-    offset: int = 0,
-    max_msg_nums: int = 32,
-    sys_flag: int = PULL_SUBSCRIPTION,
-    commit_offset: int = 0,
-    suspend_ms: int = 0,
-    subscription: str | None = "*",
-    sub_version: int = 0,
-    expression_type: str | None = None,
-) -> RemotingCommand:
-    header = PullMessageRequestHeader(
-        consumer_group=group,
-        topic=topic,
-        queue_id=queue_id,
-        queue_offset=offset,
-        max_msg_nums=max_msg_nums,
-        sys_flag=sys_flag,
-        commit_offset=commit_offset,
-        suspend_timeout_millis=suspend_ms,
-        subscription=subscription,
-        sub_version=sub_version,
-        expression_type=expression_type,
-    )
-    return create_request(RequestCode.PULL_MESSAGE, header)
-
-
-def heartbeat_request(
-    client_id: str,
-    group: str,
-    subscriptions: list[SubscriptionData],
-    model: MessageModel = MessageModel.CLUSTERING,
-) -> RemotingCommand:
-    data = HeartbeatData(
-        client_id=client_id,
-        consumer_data_set=[
-            ConsumerData(
-                group_name=group,
-                consume_type=ConsumeType.CONSUME_PASSIVELY,
-                message_model=model,
-                consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-                subscription_data_set=subscriptions,
-            )
-        ],
-    )
-    return create_request(RequestCode.HEART_BEAT, body=data.encode())
-
-
-class Serving:
-    """The pull and client processors of ``broker`` on a RemotingServer at 127.0.0.1, with
-    the connection-closed callbacks the broker registers, and a client talking to it."""
-
-    def __init__(self, broker: SimpleNamespace) -> None:
-        self.broker = broker
-        self.server = RemotingServer("127.0.0.1", 0)
-        self.client_processor = ClientProcessor(broker)
-        handlers = {
-            **PullMessageProcessor(broker).handlers(),
-            **self.client_processor.handlers(),
-        }
-        for code, handler in handlers.items():
-            self.server.register(code, handler)
-        self.server.on_connection_closed(broker.pull_hold.channel_closed)
-        self.server.on_connection_closed(self.client_processor.channel_closed)
-        self.client = RemotingClient()
-
-    @property
-    def addr(self) -> str:
-        return f"127.0.0.1:{self.server.port}"
-
-    async def __aenter__(self) -> Serving:
-        await self.server.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.client.close()
-        await self.server.close()
-
-    async def invoke(self, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
-        return await self.client.invoke(self.addr, request, timeout)
-
-    async def pull(self, **fields: Any) -> RemotingCommand:
-        return await self.invoke(pull_request(**fields))
-
-
-def records(response: RemotingCommand) -> list[MessageRecord]:
-    assert response.body is not None
-    return [record for _, record in iter_records(response.body)]
 
 
 def offsets(response: RemotingCommand) -> tuple[str, str, str, str]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -12,23 +10,15 @@ import pytest
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.queryprocessor import QueryMessageProcessor
-from rmq.server.broker.sendprocessor import SendMessageProcessor
-from tests.unit.broker.test_sendprocessor import (
+from tests.unit.broker.helpers import (
     STORE_TIME,
     call,
     decoded,
-    make_broker,
-    offset_of,
+    record_bytes,
     send_v1,
+    stored_offset,
 )
 from tests.unit.remoting.wire import cpp_request
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    controller = make_broker(tmp_path)
-    yield controller
-    controller.store.shutdown()
 
 
 @pytest.fixture
@@ -39,9 +29,7 @@ def processor(broker: SimpleNamespace) -> QueryMessageProcessor:
 def send(broker: SimpleNamespace, topic: str, keys: str, uniq: str, body: bytes) -> int:
     """Store one message through the send path; returns its commitlog offset."""
     props = {"UNIQ_KEY": uniq, "KEYS": keys, "TAGS": "TagA"}
-    response = call(SendMessageProcessor(broker).send_message, send_v1(topic, body, props=props))
-    assert response.code == ResponseCode.SUCCESS and response.ext_fields is not None
-    return offset_of(response.ext_fields["msgId"])
+    return stored_offset(broker, send_v1(topic, body, props=props))
 
 
 def query(
@@ -71,13 +59,6 @@ def body_records(response: RemotingCommand) -> list[bytes]:
     return records
 
 
-def stored_bytes(broker: SimpleNamespace, physical_offset: int) -> bytes:
-    files = sorted((Path(broker.store_config.store_path_root_dir) / "commitlog").iterdir())
-    data = files[0].read_bytes()
-    (size,) = struct.unpack_from(">i", data, physical_offset)
-    return data[physical_offset : physical_offset + size]
-
-
 def test_query_by_key_returns_the_stored_records(
     broker: SimpleNamespace, processor: QueryMessageProcessor
 ) -> None:
@@ -89,7 +70,7 @@ def test_query_by_key_returns_the_stored_records(
     response = call(processor.query_message, query("shared"))
 
     assert response.code == ResponseCode.SUCCESS and response.remark is None
-    assert body_records(response) == [stored_bytes(broker, first), stored_bytes(broker, third)]
+    assert body_records(response) == [record_bytes(broker, first), record_bytes(broker, third)]
     assert all(isinstance(segment, memoryview) for segment in response.body_segments)
     ext = response.ext_fields
     assert ext is not None
@@ -107,7 +88,7 @@ def test_query_by_unique_key_caps_max_num(
 
     assert len(body_records(plain)) == 40
     # The index walks from the newest entry: the 32 latest messages, oldest first.
-    assert body_records(unique) == [stored_bytes(broker, offset) for offset in offsets[-32:]]
+    assert body_records(unique) == [record_bytes(broker, offset) for offset in offsets[-32:]]
 
 
 def test_query_with_a_colliding_hash_is_filtered(
@@ -120,7 +101,7 @@ def test_query_with_a_colliding_hash_is_filtered(
 
     response = call(processor.query_message, query("Aa"))
 
-    assert body_records(response) == [stored_bytes(broker, aa)]
+    assert body_records(response) == [record_bytes(broker, aa)]
 
 
 def test_query_without_a_match(broker: SimpleNamespace, processor: QueryMessageProcessor) -> None:
@@ -156,7 +137,7 @@ def test_view_message_by_offset(broker: SimpleNamespace, processor: QueryMessage
 
     assert response.code == ResponseCode.SUCCESS
     assert response.body is not None
-    assert bytes(response.body) == stored_bytes(broker, second)
+    assert bytes(response.body) == record_bytes(broker, second)
 
 
 @pytest.mark.parametrize("offset", [1, 10**9, -5])

@@ -6,15 +6,10 @@ import pytest
 
 from rmq.remoting.bodies import MessageQueue
 from rmq.server.broker.rebalancelock import RebalanceLockManager
-from tests.unit.broker.test_clientmanager import Clock
+from tests.unit.broker.helpers import Clock
 
 GROUP = "CID_orderly"
 Q0, Q1, Q2 = (MessageQueue("TopicTest", "broker-a", n) for n in range(3))
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

@@ -8,92 +8,44 @@ and parsed with the spec's layout (§3.1, §4.4), not with rmq's record codec.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import struct
 import zlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from rmq.common.config import BrokerConfig, FlushDiskType, MessageStoreConfig
+from rmq.common.config import FlushDiskType
 from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig, TopicFilterType
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
-from rmq.remoting.connection import Connection, RemotingEndpoint
-from rmq.remoting.frame import decode_frame
-from rmq.server.broker.consumeroffset import ConsumerOffsetManager
 from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
-from rmq.server.broker.topicconfig import TopicConfigManager
 from rmq.store.commitlog import PutMessageStatus
-from rmq.store.store import MessageStore
+from tests.unit.broker.helpers import (
+    BORN_TIME,
+    BROKER_IP,
+    SEP_NV,
+    SEP_P,
+    STORE_HOST,
+    STORE_TIME,
+    USER_PROPS,
+    call,
+    commitlog_bytes,
+    decoded,
+    offset_of,
+    properties_text,
+    record_bytes,
+    running_broker,
+    send_v1,
+)
 from tests.unit.remoting.wire import binary_header, cpp_request, frame
 
-STORE_TIME = 1_700_000_000_000
-BORN_TIME = 1_699_999_999_000
-PEER = ("10.1.2.3", 40000)
-BROKER_IP = "192.168.0.10"
-STORE_HOST = struct.pack(">4Bi", 192, 168, 0, 10, 10911)
 TAG_A = 2598919  # "TagA".hashCode(), spec §8.1
 MESSAGE_MAGIC = 0xDAA320A7
-SEP_NV, SEP_P = "\x01", "\x02"
-
-
-# -- the broker under test ----------------------------------------------------------------
-
-
-def make_broker(
-    root: Path,
-    *,
-    broker: dict[str, Any] | None = None,
-    store: dict[str, Any] | None = None,
-) -> SimpleNamespace:
-    """A started store plus the real managers, under the controller's attribute names."""
-    broker_config = BrokerConfig(broker_name="broker-a", broker_ip1=BROKER_IP, **(broker or {}))
-    settings: dict[str, Any] = {
-        "store_path_root_dir": str(root / "store"),
-        "mapped_file_size_commit_log": 256 * 1024,
-        "mapped_file_size_consume_queue": 100 * 20,
-        "max_hash_slot_num": 64,
-        "max_index_num": 256,
-        "flush_interval_commit_log": 20,
-        "flush_interval_consume_queue": 20,
-    }
-    settings.update(store or {})
-    store_config = MessageStoreConfig(**settings)
-    message_store = MessageStore(
-        store_config, store_host=f"{BROKER_IP}:10911", clock=lambda: STORE_TIME
-    )
-    message_store.start()
-    registered: list[TopicConfig] = []
-    config_dir = root / "store" / "config"
-    return SimpleNamespace(
-        broker_config=broker_config,
-        store_config=store_config,
-        store=message_store,
-        topic_config_manager=TopicConfigManager(
-            broker_config, config_dir / "topics.json", on_register=registered.append
-        ),
-        subscription_group_manager=SubscriptionGroupManager(
-            broker_config, config_dir / "subscriptionGroup.json"
-        ),
-        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
-        stats=BrokerStats(),
-        registered=registered,
-    )
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    controller = make_broker(tmp_path)
-    yield controller
-    controller.store.shutdown()
 
 
 @pytest.fixture
@@ -101,75 +53,9 @@ def processor(broker: SimpleNamespace) -> SendMessageProcessor:
     return SendMessageProcessor(broker)
 
 
-Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand | None]]
-
-
-def call(
-    handler: Handler, request: RemotingCommand, peer: tuple[str, int] = PEER
-) -> RemotingCommand:
-    """Run one handler on a connection from ``peer``; the handler must answer."""
-
-    async def run() -> RemotingCommand | None:
-        connection = Connection(RemotingEndpoint(max_frame_size=1 << 24, idle_timeout=None))
-        connection.remote_address = peer
-        return await handler(connection, request)
-
-    response = asyncio.run(run())
-    assert response is not None
-    return response
-
-
-def decoded(raw: bytes) -> RemotingCommand:
-    """The command a connection would hand to a processor for this frame."""
-    return decode_frame(memoryview(raw)[4:])
-
-
-def properties_text(pairs: dict[str, str]) -> str:
-    return SEP_P.join(f"{name}{SEP_NV}{value}" for name, value in pairs.items())
-
-
 def parse_properties(raw: bytes) -> dict[str, str]:
     text = raw.decode()
     return dict(segment.split(SEP_NV, 1) for segment in text.split(SEP_P)) if text else {}
-
-
-USER_PROPS = {
-    "UNIQ_KEY": "0A01020300002A9F0000000000000001",
-    "WAIT": "true",
-    "TAGS": "TagA",
-    "KEYS": "order-1 order-2",
-    "city": "Zürich",
-}
-
-
-def send_v1(
-    topic: str = "TopicTest",
-    body: bytes = b"hello rocketmq",
-    *,
-    queue_id: int = 0,
-    props: dict[str, str] | None = None,
-    code: int = RequestCode.SEND_MESSAGE,
-    **fields: object,
-) -> RemotingCommand:
-    """A SEND_MESSAGE frame as the C++ client writes it (numbers as JSON numbers)."""
-    ext: dict[str, object] = {
-        "producerGroup": "PG",
-        "topic": topic,
-        "defaultTopic": "TBW102",
-        "defaultTopicQueueNums": 4,
-        "queueId": queue_id,
-        "sysFlag": 0,
-        "bornTimestamp": BORN_TIME,
-        "flag": 7,
-        "properties": properties_text(USER_PROPS if props is None else props),
-        "reconsumeTimes": 0,
-        "unitMode": "false",
-        "AccessKey": "",
-        "Signature": "x",
-        "OnsChannel": "ALIYUN",
-    }
-    ext.update(fields)
-    return decoded(cpp_request(code, 1, ext, body))
 
 
 def send_v2(
@@ -213,16 +99,9 @@ def send_v2(
 # -- reading what the store holds, with the spec's layout ------------------------------------
 
 
-def offset_of(msg_id: str) -> int:
-    raw = bytes.fromhex(msg_id)
-    assert raw[:8] == STORE_HOST, "offset msg id = store host + port + physical offset"
-    return int.from_bytes(raw[8:], "big")
-
-
 def stored_record(broker: SimpleNamespace, physical_offset: int) -> dict[str, Any]:
     """The record at ``physical_offset``, read from the commitlog file per spec §3.1."""
-    files = sorted((Path(broker.store_config.store_path_root_dir) / "commitlog").iterdir())
-    data = files[0].read_bytes()
+    data = commitlog_bytes(broker)
     pos = physical_offset
     (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = struct.unpack_from(
         ">iIiiiqqiq", data, pos
@@ -336,9 +215,7 @@ def test_send_v1_stores_the_record_apache_stores(
 
 
 def len_of(broker: SimpleNamespace, physical_offset: int) -> int:
-    files = sorted((Path(broker.store_config.store_path_root_dir) / "commitlog").iterdir())
-    size: int = struct.unpack_from(">i", files[0].read_bytes(), physical_offset)[0]
-    return size
+    return len(record_bytes(broker, physical_offset))
 
 
 def test_send_v2_short_keys_and_consecutive_offsets(
@@ -446,9 +323,25 @@ def test_unknown_topic_is_created_from_tbw102(
     )
 
 
+def test_unit_mode_marks_the_topics_it_creates(
+    broker: SimpleNamespace, processor: SendMessageProcessor
+) -> None:
+    sent = call(processor.send_message, send_v1("UnitTopic", unitMode="true"))
+    call(processor.send_message, send_v1("%RETRY%UnitGroup", unitMode="true"))
+    assert sent.ext_fields is not None
+    back = send_back(offset_of(sent.ext_fields["msgId"]), group="G2", unitMode="true")
+    assert call(processor.consumer_send_msg_back, back).code == ResponseCode.SUCCESS
+
+    flags = {
+        topic: broker.topic_config_manager.select(topic).topic_sys_flag
+        for topic in ("UnitTopic", "%RETRY%UnitGroup", "%RETRY%G2")
+    }
+    # TopicSysFlag: bit 0 a unit topic, bit 1 a topic with unit subscriptions.
+    assert flags == {"UnitTopic": 1, "%RETRY%UnitGroup": 2, "%RETRY%G2": 2}
+
+
 def test_unknown_topic_without_auto_create(tmp_path: Path) -> None:
-    broker = make_broker(tmp_path, broker={"auto_create_topic_enable": False})
-    try:
+    with running_broker(tmp_path, broker={"auto_create_topic_enable": False}) as broker:
         response = call(SendMessageProcessor(broker).send_message, send_v1("BrandNew"))
         assert_refused(
             response,
@@ -458,21 +351,16 @@ def test_unknown_topic_without_auto_create(tmp_path: Path) -> None:
         )
         assert broker.topic_config_manager.select("BrandNew") is None
         assert broker.store.max_physical_offset() == 0
-    finally:
-        broker.store.shutdown()
 
 
 def test_unknown_retry_topic_is_created_with_one_queue(tmp_path: Path) -> None:
-    broker = make_broker(tmp_path, broker={"auto_create_topic_enable": False})
-    try:
+    with running_broker(tmp_path, broker={"auto_create_topic_enable": False}) as broker:
         processor = SendMessageProcessor(broker)
         response = call(processor.send_message, send_v1("%RETRY%G1"))
         assert response.code == ResponseCode.SUCCESS
         config = broker.topic_config_manager.select("%RETRY%G1")
         assert (config.read_queue_nums, config.write_queue_nums, config.perm) == (1, 1, 6)
         assert [created.topic_name for created in broker.registered] == ["%RETRY%G1"]
-    finally:
-        broker.store.shutdown()
 
 
 ILLEGAL_CHARACTERS = (
@@ -531,8 +419,7 @@ def test_queue_id_beyond_the_queues_is_refused(
 
 
 def test_read_only_broker_refuses_only_order_topics(tmp_path: Path) -> None:
-    broker = make_broker(tmp_path, broker={"broker_permission": 4})
-    try:
+    with running_broker(tmp_path, broker={"broker_permission": 4}) as broker:
         processor = SendMessageProcessor(broker)
         broker.topic_config_manager.update(TopicConfig(topic_name="Ordered", order=True))
         assert_refused(
@@ -541,15 +428,12 @@ def test_read_only_broker_refuses_only_order_topics(tmp_path: Path) -> None:
             f"the broker[{BROKER_IP}] sending message is forbidden",
         )
         assert call(processor.send_message, send_v1("TopicTest")).code == ResponseCode.SUCCESS
-    finally:
-        broker.store.shutdown()
 
 
 def test_sends_before_the_accept_time_are_refused(tmp_path: Path) -> None:
-    broker = make_broker(
+    with running_broker(
         tmp_path, broker={"start_accept_send_request_time_stamp": 4_102_444_800_000}
-    )
-    try:
+    ) as broker:
         response = call(SendMessageProcessor(broker).send_message, send_v1())
         assert response.code == ResponseCode.SYSTEM_ERROR
         assert re.fullmatch(
@@ -557,8 +441,6 @@ def test_sends_before_the_accept_time_are_refused(tmp_path: Path) -> None:
             response.remark or "",
         )
         assert_send_ext_fields(response)
-    finally:
-        broker.store.shutdown()
 
 
 # -- sizes and store failures ----------------------------------------------------------------
@@ -570,8 +452,7 @@ ILLEGAL_REMARK = (
 
 
 def test_body_and_properties_limits(tmp_path: Path) -> None:
-    broker = make_broker(tmp_path, store={"max_message_size": 1024})
-    try:
+    with running_broker(tmp_path, store={"max_message_size": 1024}) as broker:
         processor = SendMessageProcessor(broker)
         assert call(processor.send_message, send_v1(body=b"x" * 1024)).code == ResponseCode.SUCCESS
         assert_refused(
@@ -585,8 +466,6 @@ def test_body_and_properties_limits(tmp_path: Path) -> None:
             ILLEGAL_REMARK,
         )
         assert (broker.stats.put_total, broker.stats.put_failed) == (1, 2)
-    finally:
-        broker.store.shutdown()
 
 
 def test_stopped_store_answers_service_not_available(
@@ -611,9 +490,8 @@ def test_stopped_store_answers_service_not_available(
 
 @pytest.fixture
 def sync_broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    controller = make_broker(tmp_path, store={"flush_disk_type": FlushDiskType.SYNC_FLUSH})
-    yield controller
-    controller.store.shutdown()
+    with running_broker(tmp_path, store={"flush_disk_type": FlushDiskType.SYNC_FLUSH}) as running:
+        yield running
 
 
 def test_sync_flush_answers_after_the_flush(sync_broker: SimpleNamespace) -> None:
@@ -679,8 +557,7 @@ def test_client_max_reconsume_times_from_version_3_4_9(
 
 
 def test_retry_topic_of_an_unknown_group(tmp_path: Path) -> None:
-    broker = make_broker(tmp_path, broker={"auto_create_subscription_group": False})
-    try:
+    with running_broker(tmp_path, broker={"auto_create_subscription_group": False}) as broker:
         response = call(SendMessageProcessor(broker).send_message, send_v1("%RETRY%G9"))
         assert_refused(
             response,
@@ -688,8 +565,6 @@ def test_retry_topic_of_an_unknown_group(tmp_path: Path) -> None:
             "subscription group not exist, G9 "
             "\nSee http://rocketmq.apache.org/docs/faq/ for further details.",
         )
-    finally:
-        broker.store.shutdown()
 
 
 def test_delayed_message_is_parked_with_wait_kept(
@@ -740,8 +615,7 @@ def test_transactional_message_becomes_a_half_message(
 
 
 def test_transactional_messages_refused_when_configured(tmp_path: Path) -> None:
-    broker = make_broker(tmp_path, broker={"reject_transaction_message": True})
-    try:
+    with running_broker(tmp_path, broker={"reject_transaction_message": True}) as broker:
         processor = SendMessageProcessor(broker)
         response = call(processor.send_message, send_v1(props={"TRAN_MSG": "TRUE"}, sysFlag=4))
         assert_refused(
@@ -750,8 +624,6 @@ def test_transactional_messages_refused_when_configured(tmp_path: Path) -> None:
             f"the broker[{BROKER_IP}] sending transaction message is forbidden",
         )
         assert broker.store.max_physical_offset() == 0
-    finally:
-        broker.store.shutdown()
 
 
 # -- batches ---------------------------------------------------------------------------------
@@ -952,10 +824,9 @@ def test_send_back_to_a_group_without_retry_queues_drops_the_message(
 
 
 def test_send_back_refusals(tmp_path: Path) -> None:
-    broker = make_broker(
+    with running_broker(
         tmp_path, broker={"auto_create_subscription_group": False, "broker_permission": 4}
-    )
-    try:
+    ) as broker:
         processor = SendMessageProcessor(broker)
         unknown = call(processor.consumer_send_msg_back, send_back(0, group="G9"))
         read_only = call(processor.consumer_send_msg_back, send_back(0, group="TOOLS_CONSUMER"))
@@ -968,8 +839,6 @@ def test_send_back_refusals(tmp_path: Path) -> None:
             ResponseCode.NO_PERMISSION,
             f"the broker[{BROKER_IP}] sending message is forbidden",
         )
-    finally:
-        broker.store.shutdown()
 
 
 def test_a_delay_level_that_is_not_a_number_is_illegal(

@@ -367,3 +367,21 @@ def test_wrapper_for_registration_of_a_read_only_broker(tmp_path: Path) -> None:
     assert manager.topic_config_wrapper(broker_permission=6).topic_config_table == dict(
         manager.topic_config_table
     )
+
+
+def test_next_data_version_is_persisted_without_touching_the_table(tmp_path: Path) -> None:
+    registered: list[TopicConfig] = []
+    manager = make_manager(tmp_path, registered)
+    manager.update(TopicConfig(topic_name="T"))
+    before = manager.data_version
+    table = dict(manager.topic_config_table)
+
+    manager.next_data_version()
+
+    assert manager.data_version.counter == before.counter + 1
+    assert manager.data_version.timestamp >= before.timestamp
+    assert dict(manager.topic_config_table) == table
+    assert registered == [TopicConfig(topic_name="T")], "the caller decides to re-register"
+    restarted = make_manager(tmp_path)
+    restarted.load()
+    assert restarted.data_version == manager.data_version

@@ -1,0 +1,23 @@
+"""The FAQ links RocketMQ appends to some error remarks (Apache's ``FAQUrl``).
+
+Clients show a remark as it comes, and tools compare remarks, so the broker and the name
+server end the same remarks with the same hint as Apache: ``suggest_todo(url)``, i.e.
+``"\\nSee <url> for further details."``.  Every FAQ url of Apache 4.9.8 is the same page; the
+names say which topic of that page a remark points to, as Apache's constants do.
+"""
+
+from __future__ import annotations
+
+_FAQ_PAGE = "http://rocketmq.apache.org/docs/faq/"
+
+APPLY_TOPIC_URL = _FAQ_PAGE
+"""A topic that does not exist (send, pull, route lookup)."""
+SUBSCRIPTION_GROUP_NOT_EXIST = _FAQ_PAGE
+"""A subscription group the broker does not know and may not create."""
+SAME_GROUP_DIFFERENT_TOPIC = _FAQ_PAGE
+"""A pull whose group or subscription the broker has not seen in a heartbeat."""
+
+
+def suggest_todo(url: str) -> str:
+    """The hint ending a remark that points to ``url`` (``FAQUrl.suggestTodo``)."""
+    return f"\nSee {url} for further details."
