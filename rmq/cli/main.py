@@ -66,6 +66,8 @@ COMMANDS: dict[str, str] = {
     "namesrv": "rmq.cli.namesrv:app",
     "broker": "rmq.cli.broker:app",
     "standalone": "rmq.cli.standalone:app",
+    "topic": "rmq.cli.topic:app",
+    "cluster": "rmq.cli.cluster:app",
     "profile": "rmq.cli.profile:app",
     "completion": "rmq.cli.completion:app",
 }
