@@ -1,0 +1,51 @@
+"""rmq's consumers: the push consumer, the pull consumer and what they are built from.
+
+* :mod:`.push`: :class:`PushConsumer`, rebalanced queues pulled with long polling and fed to
+  an async listener, concurrently or in queue order;
+* :mod:`.pull`: :class:`PullConsumer`, explicit reads of chosen queues and offsets;
+* :mod:`.rebalance`: which queues a push consumer owns and where each starts;
+* :mod:`.allocate`: the allocation strategies (averagely, by circle, consistent hash);
+* :mod:`.offsetstore`: offsets on the brokers (clustering) or in a local file (broadcasting);
+* :mod:`.processqueue`: the in-memory state of one owned queue;
+* :mod:`.message`: :class:`MessageExt`, the consumed message, and pull-body decoding.
+"""
+
+from rmq.client.consumer.allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueConsistentHash,
+    AllocateStrategy,
+    strategy_by_name,
+)
+from rmq.client.consumer.message import MessageExt
+from rmq.client.consumer.offsetstore import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from rmq.client.consumer.pull import PullConsumer, PullResult, PullStatus
+from rmq.client.consumer.push import ConsumeStatus, MessageListener, PushConsumer
+from rmq.remoting.bodies import ConsumeFromWhere, MessageModel, MessageQueue
+
+__all__ = [
+    "AllocateMessageQueueAveragely",
+    "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueConsistentHash",
+    "AllocateStrategy",
+    "ConsumeFromWhere",
+    "ConsumeStatus",
+    "LocalFileOffsetStore",
+    "MessageExt",
+    "MessageListener",
+    "MessageModel",
+    "MessageQueue",
+    "OffsetStore",
+    "PullConsumer",
+    "PullResult",
+    "PullStatus",
+    "PushConsumer",
+    "ReadOffsetType",
+    "RemoteBrokerOffsetStore",
+    "strategy_by_name",
+]

@@ -1,0 +1,723 @@
+"""The push consumer: pulls the queues rebalance gives it and feeds a listener, as RocketMQ's
+``DefaultMQPushConsumer`` does.
+
+    consumer = PushConsumer("my-group", "127.0.0.1:9876")
+    consumer.subscribe("TopicA", "TagA || TagB")
+    consumer.register_listener(handle)          # async def handle(msgs) -> ConsumeStatus
+    await consumer.start()
+    ...
+    await consumer.shutdown()
+
+Moving parts, all tasks on the caller's event loop:
+
+* **Rebalance** (:mod:`rmq.client.consumer.rebalance`) every ``rebalance_interval`` (20 s)
+  and at once on NOTIFY_CONSUMER_IDS_CHANGED (:meth:`rebalance_now`); it starts one pull
+  loop per newly owned queue.  In clustering mode the group's ``%RETRY%<group>`` topic is
+  subscribed too, so messages sent back for a retry come round again.
+* **Pull loop** per owned queue: PULL_MESSAGE with long polling (the broker holds the
+  request up to 15 s when nothing is new; the client waits 30 s), carrying the committed
+  offset (FLAG_COMMIT_OFFSET) in clustering mode.  Flow control: no pull while the process
+  queue holds more than ``pull_threshold_for_queue`` messages (1000) or
+  ``pull_threshold_size_for_queue`` MiB (100), or, consuming concurrently, spans more than
+  ``consume_concurrently_max_span`` offsets (2000); it retries after 50 ms.  A failed pull
+  retries after 3 s (20 ms when the broker answered FLOW_CONTROL).  An illegal offset drops
+  the queue, commits the broker's suggested offset and lets the next rebalance re-add it.
+  Messages whose tag string is not subscribed are dropped (the broker filters by tag hash).
+* **Concurrent consumption** (default): pulled messages are cut into batches of
+  ``consume_message_batch_max_size`` (1) and consumed by ``consume_concurrency`` (20)
+  workers.  A batch the listener fails (RECONSUME_LATER, an exception, or None) is, in
+  clustering mode, sent back to the broker (CONSUMER_SEND_MSG_BACK: the broker schedules a
+  redelivery through the retry topic, delay level 3 + reconsume times, or moves it to the
+  DLQ after ``max_reconsume_times``, 16 by default); a message that cannot be sent back is
+  consumed again locally after 5 s.  In broadcasting mode a failed message is only logged.
+  The committed offset is the process queue's smallest unfinished offset.
+* **Orderly consumption** (``register_listener(..., orderly=True)``): one task per queue
+  consumes its messages strictly in queue order.  In clustering mode a queue is consumed
+  only while this client holds its broker lock (LOCK_BATCH_MQ before the first pull,
+  renewed every 20 s, trusted for 30 s, released when rebalance takes the queue away and at
+  shutdown).  A failed batch is retried, in order, after ``suspend_current_queue_time``
+  (1 s), without limit unless ``max_reconsume_times`` is set; past it the message goes to
+  the DLQ (CONSUMER_SEND_MSG_BACK with delay level -1).
+* **Offsets**: clustering commits to the brokers (:class:`RemoteBrokerOffsetStore`) every
+  ``persist_consumer_offset_interval`` (5 s) and at shutdown, waiting for the answers then;
+  broadcasting keeps them in a local file (:class:`LocalFileOffsetStore`).
+
+Delivery is at least once: a message whose listener call finished is never committed past
+unless it succeeded or was handed to the retry topic; a crash redelivers what was in flight.
+
+The listener is an async callable taking the list of :class:`MessageExt` and returning a
+:class:`ConsumeStatus`.  Messages redelivered from the retry topic show their original
+topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rmq.client import api
+from rmq.client.consumer.allocate import AllocateMessageQueueAveragely, AllocateStrategy
+from rmq.client.consumer.message import MessageExt, decode_pull_body
+from rmq.client.consumer.offsetstore import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from rmq.client.consumer.processqueue import REBALANCE_LOCK_INTERVAL, ProcessQueue
+from rmq.client.consumer.rebalance import PullRequest, Rebalance, broker_address
+from rmq.client.errors import ClientError, MQBrokerError, MQClientError
+from rmq.client.instance import ClientInstance
+from rmq.common.naming import (
+    DEFAULT_CONSUMER_GROUP,
+    RETRY_GROUP_TOPIC_PREFIX,
+    group_error,
+    retry_topic,
+)
+from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
+from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies import (
+    SUB_ALL,
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    MessageModel,
+    MessageQueue,
+    SubscriptionData,
+)
+from rmq.remoting.codes import ResponseCode
+from rmq.remoting.errors import RemotingError
+from rmq.remoting.headers import ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader
+
+__all__ = ["ConsumeStatus", "MessageListener", "PushConsumer"]
+
+log = logging.getLogger(__name__)
+
+BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
+CONSUMER_TIMEOUT_WHEN_SUSPEND = 30.0
+PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
+PULL_DELAY_WHEN_BROKER_FLOW_CONTROL = 0.02
+PULL_DELAY_WHEN_EXCEPTION = 3.0
+OFFSET_FIX_DELAY = 10.0  # an illegal offset is corrected this long after the pull said so
+RECONSUME_DELAY = 5.0  # a message that could not be sent back is consumed again after this
+SEND_BACK_TIMEOUT = 5.0
+MAX_TIME_CONSUME_CONTINUOUSLY = 60.0  # an orderly task yields its queue after this long
+DEFAULT_MAX_RECONSUME_TIMES = 16
+CONSUME_TIMESTAMP_LOOKBACK_MS = 30 * 60 * 1000  # Java's consumeTimestamp default: 30 min ago
+_MIB = 1024 * 1024
+
+
+class ConsumeStatus(enum.Enum):
+    """What a listener says about a batch.  In orderly mode RECONSUME_LATER suspends the
+    queue for a moment and retries the same batch (Java's SUSPEND_CURRENT_QUEUE_A_MOMENT)."""
+
+    CONSUME_SUCCESS = 0
+    RECONSUME_LATER = 1
+
+
+MessageListener = Callable[[list[MessageExt]], Awaitable[ConsumeStatus | None]]
+"""An async callable consuming a batch; None (or an exception) means RECONSUME_LATER."""
+
+
+@dataclass(slots=True)
+class _ConsumeRequest:
+    messages: list[MessageExt]
+    pq: ProcessQueue
+    mq: MessageQueue
+
+
+class PushConsumer:
+    """A push consumer of group ``group`` (see the module docstring).
+
+    ``namesrv_addrs`` makes the consumer create, start and shut down its own
+    `ClientInstance` (named "DEFAULT" in broadcasting mode, as Java names it, so that the
+    local offset file is found again after a restart); an ``instance`` given instead is
+    shared and left running.  ``consume_timestamp`` (ms) is where CONSUME_FROM_TIMESTAMP
+    starts, 30 minutes before :meth:`start` by default.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addrs: str | None = None,
+        *,
+        instance: ClientInstance | None = None,
+        instance_name: str | None = None,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: int | None = None,
+        allocate_strategy: AllocateStrategy | None = None,
+        consume_concurrency: int = 20,
+        consume_message_batch_max_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_interval: float = 0.0,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100,
+        consume_concurrently_max_span: int = 2000,
+        max_reconsume_times: int = -1,
+        suspend_current_queue_time: float = 1.0,
+        persist_consumer_offset_interval: float = 5.0,
+        rebalance_interval: float = 20.0,
+        post_subscription_when_pull: bool = False,
+        offset_store_dir: Path | None = None,
+    ) -> None:
+        if instance is None:
+            if namesrv_addrs is None:
+                raise ValueError("a consumer needs name server addresses or a client instance")
+            if instance_name is None and message_model is MessageModel.BROADCASTING:
+                instance_name = "DEFAULT"
+            instance = ClientInstance(namesrv_addrs, instance_name)
+            self._owns_instance = True
+        else:
+            self._owns_instance = False
+        if consume_concurrency < 1 or consume_message_batch_max_size < 1 or pull_batch_size < 1:
+            raise ValueError("consume concurrency and batch sizes must be at least 1")
+        self.group = group
+        self.instance = instance
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp = consume_timestamp
+        self.allocate_strategy = allocate_strategy or AllocateMessageQueueAveragely()
+        self.consume_concurrency = consume_concurrency
+        self.consume_message_batch_max_size = consume_message_batch_max_size
+        self.pull_batch_size = pull_batch_size
+        self.pull_interval = pull_interval
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.persist_consumer_offset_interval = persist_consumer_offset_interval
+        self.rebalance_interval = rebalance_interval
+        self.post_subscription_when_pull = post_subscription_when_pull
+        self.offset_store_dir = offset_store_dir
+        self.orderly = False
+        self._listener: MessageListener | None = None
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._offset_store: OffsetStore | None = None
+        self._rebalance: Rebalance | None = None
+        self._rebalance_wanted = asyncio.Event()
+        self._consume_requests: asyncio.Queue[_ConsumeRequest] = asyncio.Queue()
+        self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
+        self._services: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._running = False
+
+    # --- configuration --------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str | None = SUB_ALL) -> None:
+        """Consume ``topic``, filtered by a tag expression ("*", "TagA || TagB"); a running
+        consumer rebalances at once."""
+        self._subscriptions[topic] = SubscriptionData.from_expression(topic, expression)
+        if self._running:
+            self.rebalance_now()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
+        self._subscriptions.pop(topic, None)
+
+    def register_listener(self, listener: MessageListener, *, orderly: bool = False) -> None:
+        """Set the listener; ``orderly`` consumes each queue in order (see the module
+        docstring).  Must be called before :meth:`start`."""
+        if self._running:
+            raise MQClientError(-1, "the listener must be registered before the consumer starts")
+        self._listener = listener
+        self.orderly = orderly
+
+    @property
+    def _clustering(self) -> bool:
+        return self.message_model is MessageModel.CLUSTERING
+
+    @property
+    def offset_store(self) -> OffsetStore:
+        """The offset store (available once started)."""
+        if self._offset_store is None:
+            raise MQClientError(-1, f"the consumer {self.group} is not started")
+        return self._offset_store
+
+    @property
+    def process_queue_table(self) -> dict[MessageQueue, ProcessQueue]:
+        """The queues this consumer owns now (empty before it starts)."""
+        return self._rebalance.process_queue_table if self._rebalance is not None else {}
+
+    # --- what the client instance asks of a registered consumer --------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_PASSIVELY,
+            message_model=self.message_model,
+            consume_from_where=self.consume_from_where,
+            subscription_data_set=list(self._subscriptions.values()),
+        )
+
+    def rebalance_now(self) -> None:
+        self._rebalance_wanted.set()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register with the instance (starting an owned one), send a heartbeat and
+        rebalance at once."""
+        if self._rebalance is not None:
+            raise MQClientError(-1, f"The consumer {self.group} was started before")
+        self._check_config()
+        if self._clustering:
+            self.subscribe(retry_topic(self.group), SUB_ALL)
+        if self._owns_instance:
+            await self.instance.start()
+        self._offset_store = self._create_offset_store()
+        self._offset_store.load()
+        self._rebalance = Rebalance(
+            self.instance,
+            self.group,
+            self.message_model,
+            self.allocate_strategy,
+            self._offset_store,
+            consume_from_where=self.consume_from_where,
+            consume_timestamp=(
+                self.consume_timestamp
+                if self.consume_timestamp is not None
+                else now_millis() - CONSUME_TIMESTAMP_LOOKBACK_MS
+            ),
+            orderly=self.orderly,
+            dispatch_pull=self._dispatch_pull,
+        )
+        self._rebalance.subscriptions = self._subscriptions
+        self.instance.register_consumer(self)
+        self._running = True
+        self._services = [
+            self._service(self._rebalance_service(), "rebalance"),
+            self._service(
+                self._every(self.persist_consumer_offset_interval, self._persist_offsets),
+                "offset commit",
+            ),
+        ]
+        if not self.orderly:
+            self._services += [
+                self._service(self._consume_worker(), f"consumer {i}")
+                for i in range(self.consume_concurrency)
+            ]
+        elif self._clustering:
+            self._services.append(
+                self._service(
+                    self._every(REBALANCE_LOCK_INTERVAL / 1000, self._rebalance.lock_all, 1.0),
+                    "lock renewal",
+                )
+            )
+        for topic in self._subscriptions:
+            try:
+                await self.instance.get_route(topic, refresh=True)
+            except (ClientError, RemotingError) as exc:
+                # The retry topic appears once a broker has had the group's first heartbeat.
+                level = (
+                    logging.DEBUG if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else logging.WARNING
+                )
+                log.log(level, "group %s: no route for topic %s yet: %s", self.group, topic, exc)
+        await self.instance.send_heartbeat_to_all_brokers()
+        self.rebalance_now()
+        log.info("push consumer %s started (%s)", self.group, self.message_model.name)
+
+    async def shutdown(self) -> None:
+        """Stop pulling and consuming, commit the offsets (waiting for the brokers), release
+        orderly locks, unregister from the brokers and shut an owned instance down.
+
+        Listener calls still running are cancelled; their messages are not committed.
+        """
+        if not self._running:
+            return
+        self._running = False
+        tasks = [*self._services, *self._tasks]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._services = []
+        self._tasks.clear()
+        rebalance = self._rebalance
+        assert rebalance is not None
+        if self.orderly and self._clustering:
+            await rebalance.unlock_all()
+        await self.offset_store.persist_all(rebalance.process_queue_table, oneway=False)
+        await self.instance.unregister_consumer(self.group)
+        await rebalance.destroy()
+        if self._owns_instance:
+            await self.instance.shutdown()
+        log.info("push consumer %s shut down", self.group)
+
+    async def __aenter__(self) -> PushConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.shutdown()
+
+    def _check_config(self) -> None:
+        error = group_error(self.group)
+        if error is not None:
+            raise MQClientError(-1, error)
+        if self.group == DEFAULT_CONSUMER_GROUP:
+            raise MQClientError(
+                -1,
+                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, "
+                "please specify another one.",
+            )
+        if self._listener is None:
+            raise MQClientError(-1, "messageListener is null: call register_listener first")
+        if not self._subscriptions:
+            raise MQClientError(-1, "no subscription: call subscribe first")
+
+    def _create_offset_store(self) -> OffsetStore:
+        if self._clustering:
+            instance = self.instance
+
+            async def find_broker(mq: MessageQueue) -> str:
+                return await broker_address(instance, mq)
+
+            return RemoteBrokerOffsetStore(instance.remoting, self.group, find_broker)
+        return LocalFileOffsetStore(self.instance.client_id, self.group, self.offset_store_dir)
+
+    # --- background tasks -----------------------------------------------------------------
+
+    def _service(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(coroutine, name=f"{self.group} {name}")
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run a task owned by this consumer (cancelled at shutdown)."""
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("group %s: task failed", self.group, exc_info=task.exception())
+
+    def _later(self, delay: float, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``job(*args)`` after ``delay`` seconds."""
+
+        async def run() -> None:
+            await asyncio.sleep(delay)
+            await job(*args)
+
+        self._spawn(run())
+
+    async def _every(
+        self, interval: float, job: Callable[[], Awaitable[None]], first_delay: float | None = None
+    ) -> None:
+        await asyncio.sleep(interval if first_delay is None else first_delay)
+        while True:
+            try:
+                await job()
+            except Exception:
+                log.exception("group %s: periodic task failed", self.group)
+            await asyncio.sleep(interval)
+
+    async def _rebalance_service(self) -> None:
+        rebalance = self._rebalance
+        assert rebalance is not None
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._rebalance_wanted.wait(), self.rebalance_interval)
+            self._rebalance_wanted.clear()
+            try:
+                await rebalance.do_rebalance()
+            except Exception:
+                log.exception("group %s: rebalance failed", self.group)
+
+    async def _persist_offsets(self) -> None:
+        await self.offset_store.persist_all(self.process_queue_table)
+
+    # --- pulling --------------------------------------------------------------------------
+
+    def _dispatch_pull(self, request: PullRequest) -> None:
+        self._spawn(self._pull_loop(request))
+
+    async def _pull_loop(self, request: PullRequest) -> None:
+        while self._running and not request.pq.dropped:
+            delay = await self._pull_once(request)
+            if delay is None:
+                return
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+    async def _pull_once(self, request: PullRequest) -> float | None:
+        """One step of a queue's pull loop: the delay before the next, None to stop."""
+        pq, mq = request.pq, request.mq
+        pq.last_pull_timestamp = now_millis()
+        if pq.msg_count > self.pull_threshold_for_queue:
+            return PULL_DELAY_WHEN_FLOW_CONTROL
+        if pq.msg_size > self.pull_threshold_size_for_queue * _MIB:
+            return PULL_DELAY_WHEN_FLOW_CONTROL
+        if not self.orderly:
+            if pq.max_span() > self.consume_concurrently_max_span:
+                return PULL_DELAY_WHEN_FLOW_CONTROL
+        elif not pq.locked:
+            return PULL_DELAY_WHEN_EXCEPTION
+        elif not request.previously_locked:
+            # Now that the queue is locked, start where its previous owner committed.
+            try:
+                offset = await self._rebalance_of().compute_pull_from_where(mq)
+            except (ClientError, RemotingError) as exc:
+                log.warning("group %s: cannot fix the offset of %s: %s", self.group, mq, exc)
+                return PULL_DELAY_WHEN_EXCEPTION
+            if offset < 0:
+                return PULL_DELAY_WHEN_EXCEPTION
+            request.next_offset = offset
+            request.previously_locked = True
+        subscription = self._subscriptions.get(mq.topic)
+        if subscription is None:
+            return PULL_DELAY_WHEN_EXCEPTION
+        try:
+            result = await self._pull(request, subscription)
+        except MQBrokerError as exc:
+            if not mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                log.warning("group %s: pulling %s failed: %s", self.group, mq, exc)
+            if exc.code == ResponseCode.FLOW_CONTROL:
+                return PULL_DELAY_WHEN_BROKER_FLOW_CONTROL
+            return PULL_DELAY_WHEN_EXCEPTION
+        except (ClientError, RemotingError) as exc:
+            log.warning("group %s: pulling %s failed: %s", self.group, mq, exc)
+            return PULL_DELAY_WHEN_EXCEPTION
+        return self._pull_done(request, subscription, result)
+
+    async def _pull(self, request: PullRequest, subscription: SubscriptionData) -> api.PullResult:
+        mq = request.mq
+        commit_offset = 0
+        if self._clustering:
+            commit_offset = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+        sys_flag = PULL_SUSPEND
+        if commit_offset > 0:
+            sys_flag |= PULL_COMMIT_OFFSET
+        expression = None
+        if self.post_subscription_when_pull and not subscription.class_filter_mode:
+            expression = subscription.sub_string
+            sys_flag |= PULL_SUBSCRIPTION
+        addr = await broker_address(self.instance, mq, master_only=False)
+        if addr != self.instance.find_broker_addr(mq.broker_name):
+            sys_flag &= ~PULL_COMMIT_OFFSET  # a slave does not take commits
+        header = PullMessageRequestHeader(
+            consumer_group=self.group,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=request.next_offset,
+            max_msg_nums=self.pull_batch_size,
+            sys_flag=sys_flag,
+            commit_offset=max(commit_offset, 0),
+            suspend_timeout_millis=BROKER_SUSPEND_MAX_TIME_MILLIS,
+            subscription=expression,
+            sub_version=subscription.sub_version,
+            expression_type=subscription.expression_type,
+            bname=mq.broker_name,
+        )
+        return await api.pull_message(
+            self.instance.remoting, addr, header, CONSUMER_TIMEOUT_WHEN_SUSPEND
+        )
+
+    def _pull_done(
+        self, request: PullRequest, subscription: SubscriptionData, result: api.PullResult
+    ) -> float | None:
+        pq, mq = request.pq, request.mq
+        status = result.status
+        if status is api.PullStatus.FOUND:
+            tags = () if subscription.class_filter_mode else subscription.tags_set
+            messages = decode_pull_body(
+                result.body, mq.broker_name, tags, result.min_offset, result.max_offset
+            )
+            request.next_offset = result.next_begin_offset
+            if not messages:
+                return 0.0
+            dispatch = pq.put_messages(messages)
+            if self.orderly:
+                if dispatch:
+                    self._spawn(self._consume_orderly(mq, pq))
+            else:
+                self._submit(messages, pq, mq)
+            return self.pull_interval
+        if status in (api.PullStatus.NO_NEW_MSG, api.PullStatus.NO_MATCHED_MSG):
+            request.next_offset = result.next_begin_offset
+            if pq.msg_count == 0:
+                self.offset_store.update_offset(mq, request.next_offset, increase_only=True)
+            return 0.0
+        log.warning(
+            "group %s: offset %d of %s is illegal, moving to %d",
+            self.group,
+            request.next_offset,
+            mq,
+            result.next_begin_offset,
+        )
+        request.next_offset = result.next_begin_offset
+        pq.dropped = True
+        self._later(OFFSET_FIX_DELAY, self._fix_offset, mq, result.next_begin_offset)
+        return None
+
+    async def _fix_offset(self, mq: MessageQueue, offset: int) -> None:
+        self.offset_store.update_offset(mq, offset, increase_only=False)
+        await self.offset_store.persist(mq)
+        await self._rebalance_of().remove_process_queue(mq)
+
+    def _rebalance_of(self) -> Rebalance:
+        assert self._rebalance is not None
+        return self._rebalance
+
+    # --- the listener ---------------------------------------------------------------------
+
+    async def _call_listener(self, messages: list[MessageExt]) -> ConsumeStatus:
+        for message in messages:
+            message.restore_retry_topic(self.group)
+        listener = self._listener
+        assert listener is not None
+        try:
+            status: object = await listener(messages)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "group %s: the listener failed on %d message(s)", self.group, len(messages)
+            )
+            return ConsumeStatus.RECONSUME_LATER
+        if not isinstance(status, ConsumeStatus):
+            log.warning(
+                "group %s: the listener returned %r, not a ConsumeStatus", self.group, status
+            )
+            return ConsumeStatus.RECONSUME_LATER
+        return status
+
+    async def _send_message_back(
+        self, message: MessageExt, mq: MessageQueue, delay_level: int
+    ) -> bool:
+        """CONSUMER_SEND_MSG_BACK of a failed message; True when the broker took it."""
+        max_times = self.max_reconsume_times
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=message.commit_log_offset,
+            group=self.group,
+            delay_level=delay_level,
+            origin_msg_id=message.msg_id,
+            origin_topic=message.topic,
+            max_reconsume_times=DEFAULT_MAX_RECONSUME_TIMES if max_times == -1 else max_times,
+            bname=mq.broker_name,
+        )
+        try:
+            addr = await broker_address(self.instance, mq)
+            await api.consumer_send_msg_back(
+                self.instance.remoting, addr, header, SEND_BACK_TIMEOUT
+            )
+        except (ClientError, RemotingError) as exc:
+            log.warning("group %s: sending %s back failed: %s", self.group, message.msg_id, exc)
+            return False
+        return True
+
+    # --- concurrent consumption -----------------------------------------------------------
+
+    def _submit(self, messages: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        size = self.consume_message_batch_max_size
+        for start in range(0, len(messages), size):
+            self._consume_requests.put_nowait(
+                _ConsumeRequest(messages[start : start + size], pq, mq)
+            )
+
+    async def _consume_worker(self) -> None:
+        while True:
+            request = await self._consume_requests.get()
+            if not request.pq.dropped:
+                status = await self._call_listener(request.messages)
+                if not request.pq.dropped:
+                    await self._consume_done(request, status)
+
+    async def _consume_done(self, request: _ConsumeRequest, status: ConsumeStatus) -> None:
+        pq, mq = request.pq, request.mq
+        done = request.messages
+        if status is ConsumeStatus.RECONSUME_LATER:
+            if self._clustering:
+                retry_here = []
+                for message in done:
+                    if not await self._send_message_back(message, mq, 0):
+                        message.reconsume_times += 1
+                        retry_here.append(message)
+                if retry_here:
+                    done = [message for message in done if message not in retry_here]
+                    self._later(RECONSUME_DELAY, self._resubmit, retry_here, pq, mq)
+            else:
+                for message in done:
+                    log.warning(
+                        "group %s: broadcast message %s dropped", self.group, message.msg_id
+                    )
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            self.offset_store.update_offset(mq, offset, increase_only=True)
+
+    async def _resubmit(
+        self, messages: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
+    ) -> None:
+        self._submit(messages, pq, mq)
+
+    # --- orderly consumption --------------------------------------------------------------
+
+    async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """Consume ``mq``'s messages in order while this client may (one task at a time)."""
+        if pq.dropped:
+            return
+        lock = self._queue_locks.setdefault(mq, asyncio.Lock())
+        async with lock:
+            if self._clustering and not (pq.locked and not pq.is_lock_expired()):
+                if not pq.dropped:
+                    self._later(0.1, self._lock_and_consume, mq, pq)
+                return
+            begin = time.monotonic()
+            while not pq.dropped:
+                if self._clustering and (not pq.locked or pq.is_lock_expired()):
+                    self._later(0.01, self._lock_and_consume, mq, pq)
+                    return
+                if time.monotonic() - begin > MAX_TIME_CONSUME_CONTINUOUSLY:
+                    self._later(0.01, self._consume_orderly, mq, pq)
+                    return
+                messages = pq.take_messages(self.consume_message_batch_max_size)
+                if not messages or not await self._consume_orderly_batch(messages, mq, pq):
+                    return
+
+    async def _consume_orderly_batch(
+        self, messages: list[MessageExt], mq: MessageQueue, pq: ProcessQueue
+    ) -> bool:
+        """Consume one batch under the queue's consume lock; True to go on with the next."""
+        async with pq.consume_lock:
+            if pq.dropped:  # rebalance gave the queue away while we waited for the lock
+                return False
+            status = await self._call_listener(messages)
+        return await self._orderly_done(messages, status, mq, pq)
+
+    async def _orderly_done(
+        self, messages: list[MessageExt], status: ConsumeStatus, mq: MessageQueue, pq: ProcessQueue
+    ) -> bool:
+        """Commit or schedule a retry; True to go on with the queue's next messages."""
+        if status is ConsumeStatus.RECONSUME_LATER and await self._must_suspend(messages, mq):
+            pq.make_messages_to_consume_again(messages)
+            self._later(self.suspend_current_queue_time, self._consume_orderly, mq, pq)
+            return False
+        offset = pq.commit()
+        if offset >= 0 and not pq.dropped:
+            self.offset_store.update_offset(mq, offset, increase_only=False)
+        return True
+
+    async def _must_suspend(self, messages: list[MessageExt], mq: MessageQueue) -> bool:
+        """Whether a failed orderly batch is retried: yes unless every message has used up
+        ``max_reconsume_times`` and went to the DLQ."""
+        max_times = self.max_reconsume_times
+        suspend = False
+        for message in messages:
+            if 0 <= max_times <= message.reconsume_times and await self._send_message_back(
+                message, mq, -1
+            ):
+                continue
+            suspend = True
+            message.reconsume_times += 1
+        return suspend
+
+    async def _lock_and_consume(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        locked = self._running and await self._rebalance_of().lock(mq)
+        self._later(0.01 if locked else 3.0, self._consume_orderly, mq, pq)
