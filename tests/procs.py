@@ -33,7 +33,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +43,12 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.errors import RemotingError
+from rmq.remoting.headers import (
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+)
 
 LOOPBACK = "127.0.0.1"
 
@@ -420,3 +426,29 @@ class RemotingSession:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def queue_offset_ranges(
+    broker_addr: str, topic: str, queue_ids: Iterable[int]
+) -> dict[int, tuple[int, int]]:
+    """Queue id -> (min, max) queue offset of each queue of `topic`, as the broker answers
+    GET_MIN_OFFSET and GET_MAX_OFFSET."""
+    ranges = {}
+    with RemotingSession() as session:
+        for queue_id in queue_ids:
+            low = session.invoke(
+                broker_addr,
+                RequestCode.GET_MIN_OFFSET,
+                GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id),
+            )
+            high = session.invoke(
+                broker_addr,
+                RequestCode.GET_MAX_OFFSET,
+                GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id),
+            )
+            assert low.code == high.code == ResponseCode.SUCCESS, (low, high)
+            ranges[queue_id] = (
+                low.read_header(GetMinOffsetResponseHeader).offset,
+                high.read_header(GetMaxOffsetResponseHeader).offset,
+            )
+    return ranges

@@ -1,17 +1,21 @@
 """C++ client push consumer driver: collect messages of one topic, print them as JSON.
 
-Run by tests/interop/cpp_client.py (see there for the spec and result format).
+Run by tests/interop/cpp_client.py (see there for the spec and result format).  Collection
+ends `linger` seconds after `count` messages arrived (so late duplicates are seen too), after
+`max_wait` seconds, or on SIGTERM, whichever comes first.  Progress (on stderr) counts the
+messages received.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import threading
 import time
 from typing import Any
 
+from driverio import Progress, start_driver, stop_requested, write_result
 from rocketmq.client import PushConsumer
+
+STOP_CHECK_INTERVAL = 0.05
 
 
 def text(value: bytes | str | None) -> str | None:
@@ -21,12 +25,13 @@ def text(value: bytes | str | None) -> str | None:
 
 
 def main() -> None:
-    spec = json.loads(sys.argv[1])
+    spec, result_stream = start_driver()
     wanted = int(spec.get("count", 1))
     property_names = spec.get("properties", [])
     received: list[dict[str, Any]] = []
     enough = threading.Event()
     lock = threading.Lock()
+    progress = Progress()
 
     def on_message(message: Any) -> None:
         record = {
@@ -44,6 +49,7 @@ def main() -> None:
             received.append(record)
             if len(received) >= wanted:
                 enough.set()
+        progress.add()
 
     consumer = PushConsumer(spec["group"], orderly=bool(spec.get("orderly", False)))
     consumer.set_instance_name(spec["instance"])
@@ -51,14 +57,15 @@ def main() -> None:
     consumer.subscribe(spec["topic"], on_message, spec.get("expression", "*"))
     consumer.start()
     started = time.monotonic()
-    enough.wait(float(spec.get("max_wait", 15)))
+    deadline = started + float(spec.get("max_wait", 15))
+    while not stop_requested.is_set() and not enough.is_set() and time.monotonic() < deadline:
+        enough.wait(STOP_CHECK_INTERVAL)
+    if enough.is_set():
+        stop_requested.wait(min(float(spec.get("linger", 0)), max(deadline - time.monotonic(), 0)))
     consumer.shutdown()
     with lock:
         messages = list(received)
-    print(
-        json.dumps({"messages": messages, "elapsed": time.monotonic() - started}),
-        flush=True,
-    )
+    write_result(result_stream, {"messages": messages, "elapsed": time.monotonic() - started})
 
 
 if __name__ == "__main__":

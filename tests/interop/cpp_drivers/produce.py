@@ -1,15 +1,19 @@
-"""C++ client producer driver: send the messages of a JSON spec, print the results as JSON.
+"""C++ client producer driver: send the messages of a JSON spec, report every outcome as JSON.
 
-Run by tests/interop/cpp_client.py (see there for the spec and result format).
+Run by tests/interop/cpp_client.py (see there for the spec and result format).  A failed send
+does not end the run: the outcome is recorded and the next message goes.  With `retry_for`
+a failed message is sent again (the same `Message`, so the same message id) every
+`retry_interval` seconds until it is acknowledged or `retry_for` seconds have passed since
+its first attempt.  SIGTERM ends the run early: the messages not sent are reported as
+`Stopped`.  Progress (on stderr) counts acknowledged messages.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from typing import Any
 
+from driverio import Progress, start_driver, stop_requested, write_result
 from rocketmq.client import Message, Producer
 from rocketmq.exceptions import ffi_check
 from rocketmq.ffi import dll
@@ -30,7 +34,10 @@ def build_message(topic: str, fields: dict[str, Any]) -> Message:
     return message
 
 
-def send(producer: Producer, message: Message, spec: dict[str, Any]) -> dict[str, Any]:
+def send(
+    producer: Producer, message: Message, spec: dict[str, Any], orderly_arg: int
+) -> dict[str, Any]:
+    """Send once; the acknowledgement's fields (`queue_id` only where the driver chose it)."""
     mode = spec.get("mode", "sync")
     if mode == "sync":
         result = producer.send_sync(message)
@@ -39,32 +46,75 @@ def send(producer: Producer, message: Message, spec: dict[str, Any]) -> dict[str
         producer.send_oneway(message)
         return {}
     if mode == "orderly":
-        result = producer.send_orderly(message, int(spec.get("orderly_arg", 0)))
-        return {"status": result.status.name, "msg_id": result.msg_id, "offset": result.offset}
+        chosen: list[int] = []
+
+        def select_queue(queue_count: int, selected: Any, user_arg: Any) -> int:
+            chosen.append(orderly_arg % queue_count)
+            return chosen[-1]
+
+        result = producer.send_orderly(
+            message,
+            orderly_arg,
+            retry_times=int(spec.get("orderly_retries", 3)),
+            queue_selector=select_queue,
+        )
+        return {
+            "status": result.status.name,
+            "msg_id": result.msg_id,
+            "offset": result.offset,
+            "queue_id": chosen[-1],
+        }
     raise ValueError(f"unknown send mode {mode!r}")
 
 
+def send_with_retries(
+    producer: Producer, spec: dict[str, Any], fields: dict[str, Any]
+) -> dict[str, Any]:
+    """Send one message, again and again while it fails and `retry_for` allows."""
+    orderly_arg = int(fields.get("orderly_arg", spec.get("orderly_arg", 0)))
+    retry_for = float(spec.get("retry_for", 0))
+    retry_interval = float(spec.get("retry_interval", 0.2))
+    started = time.monotonic()
+    message: Message | None = None
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            if message is None:
+                message = build_message(spec["topic"], fields)
+            outcome = {"ok": True, **send(producer, message, spec, orderly_arg)}
+        except Exception as exc:
+            outcome = {"ok": False, "error_type": type(exc).__name__, "error": str(exc)}
+        elapsed = time.monotonic() - started
+        if outcome["ok"] or stop_requested.is_set() or elapsed + retry_interval > retry_for:
+            return {**outcome, "attempts": attempts, "elapsed": elapsed}
+        time.sleep(retry_interval)
+
+
 def main() -> None:
-    spec = json.loads(sys.argv[1])
+    spec, result_stream = start_driver()
     producer = Producer(spec["group"])
     ffi_check(dll.SetProducerInstanceName(producer._handle, spec["instance"].encode()))
     producer.set_namesrv_addr(spec["namesrv"])
     if spec.get("send_timeout_ms"):
         producer.set_timeout(int(spec["send_timeout_ms"]))
     producer.start()
+    progress = Progress()
     results = []
     try:
         for fields in spec.get("messages", [{}]):
-            started = time.monotonic()
-            try:
-                outcome = {"ok": True, **send(producer, build_message(spec["topic"], fields), spec)}
-            except Exception as exc:
-                outcome = {"ok": False, "error_type": type(exc).__name__, "error": str(exc)}
-            outcome["elapsed"] = time.monotonic() - started
+            if stop_requested.is_set():
+                results.append(
+                    {"ok": False, "error_type": "Stopped", "error": "not sent", "attempts": 0}
+                )
+                continue
+            outcome = send_with_retries(producer, spec, fields)
             results.append(outcome)
+            if outcome["ok"]:
+                progress.add()
     finally:
         producer.shutdown()
-    print(json.dumps({"results": results}), flush=True)
+    write_result(result_stream, {"results": results})
 
 
 if __name__ == "__main__":
