@@ -13,26 +13,31 @@ and dispatch always on (consume queue entry + index entries for one key and the 
   buffered 4 MiB writes and no fsync (best of three), measured in the same run right after
   the store case, expressed in records per second; ``ratio`` = appends/s / raw writes/s;
 * without_index: the batched 1 KiB ASYNC case again with ``messageIndexEnable=false``, to
-  show what the index costs.
+  show what the index costs;
+* breakdown: microseconds per message of the parts of a batched 1 KiB append (best of three,
+  each on a fresh store): the commitlog append alone (a ``CommitLog`` whose dispatch does
+  nothing), ``MessageStore.dispatch`` alone (consume queue entry + two index keys), and the
+  consume queue put and the index put on their own.
 
     python bench/store_bench.py
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rmq.common.config import FlushDiskType, MessageStoreConfig
 from rmq.common.message import encode_batch
-from rmq.common.msgid import UniqueIdGenerator
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.common.msgid import UniqueIdGenerator, pack_host
+from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
 
 MESSAGES = 64_000
@@ -42,6 +47,8 @@ TOPIC = "BenchmarkTest"
 RAW_CHUNK = 4 * 1024 * 1024
 WINDOW_SINGLE = 64
 WINDOW_BATCH = 4
+TAGS_CODE = 2598919  # "TagA"
+BREAKDOWN_ROUNDS = 3
 
 
 def properties(key: str, uniq: str) -> bytes:
@@ -153,18 +160,32 @@ def raw_write(directory: str, sample: bytes, total: int) -> float:
     return best
 
 
+@contextlib.contextmanager
+def scratch_directory() -> Iterator[str]:
+    """A fresh directory under ``$RMQ_BENCH_DIR`` (default: the system temp dir), removed after."""
+    directory = tempfile.mkdtemp(prefix="rmq-store-bench-", dir=os.environ.get("RMQ_BENCH_DIR"))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def body_of(size: int) -> bytes:
+    return bytes(range(256)) * (size // 256) if size >= 256 else bytes(size)
+
+
 def run_case(
     body_size: int, batched: bool, flush: FlushDiskType, index: bool = True
 ) -> dict[str, Any]:
-    directory = tempfile.mkdtemp(prefix="rmq-store-bench-", dir=os.environ.get("RMQ_BENCH_DIR"))
-    try:
+    with scratch_directory() as directory:
         config = MessageStoreConfig(
             store_path_root_dir=directory, flush_disk_type=flush, message_index_enable=index
         )
         store = MessageStore(config)
         store.start()
         ids = UniqueIdGenerator(bytes([10, 0, 0, 1]), pid=1, salt=1)
-        body = bytes(range(256)) * (body_size // 256) if body_size >= 256 else bytes(body_size)
+        body = body_of(body_size)
+        put: Callable[[InnerMessage], PutMessageResult]
         if batched:
             items, put, window = batches(body, ids), store.put_messages, WINDOW_BATCH
         else:
@@ -174,8 +195,6 @@ def run_case(
         sample = bytes(store.commitlog.get_message(0, min(wrote, RAW_CHUNK)) or b"")
         store.shutdown()
         raw_seconds = raw_write(directory, sample, wrote)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
     if read != MESSAGES:
         raise SystemExit(f"read {read} of {MESSAGES} messages")
     appends = MESSAGES / append_seconds
@@ -195,6 +214,92 @@ def run_case(
     }
 
 
+def append_only_seconds(items: list[InnerMessage]) -> float:
+    """Seconds to append ``items`` (batches) to a bare commitlog that dispatches nothing."""
+    with scratch_directory() as directory:
+        config = MessageStoreConfig()
+        commitlog = CommitLog(
+            directory,
+            config.mapped_file_size_commit_log,
+            store_host=pack_host("10.0.0.1", 10911),
+            max_message_size=config.max_message_size,
+            dispatch=lambda *fields: None,
+        )
+        commitlog.queue.load()
+        start = time.perf_counter()
+        for item in items:
+            commitlog.put_messages(item)
+        seconds = time.perf_counter() - start
+        commitlog.queue.close()
+        return seconds
+
+
+def seconds_on_fresh_store(drive: Callable[[MessageStore], None]) -> float:
+    """Seconds ``drive(store)`` takes on a freshly started store with default settings."""
+    with scratch_directory() as directory:
+        store = MessageStore(MessageStoreConfig(store_path_root_dir=directory))
+        store.start()
+        start = time.perf_counter()
+        drive(store)
+        seconds = time.perf_counter() - start
+        store.shutdown()
+        return seconds
+
+
+def breakdown() -> list[dict[str, Any]]:
+    """Microseconds per message of the parts of a batched 1 KiB append (best of three).
+
+    The dispatch parts see what the append of the same batches would hand them: records of
+    1,205 bytes laid end to end, spread over the queues, key ``order-<n>`` and a unique key.
+    """
+    ids = UniqueIdGenerator(bytes([10, 0, 0, 1]), pid=1, salt=1)
+    items = batches(body_of(1024), ids)
+    keys = [f"order-{n}" for n in range(MESSAGES)]
+    uniq_keys = [ids.next_id() for _ in range(MESSAGES)]
+    size = 1205
+    stored = time.time_ns() // 1_000_000
+
+    def dispatch(store: MessageStore) -> None:
+        for n in range(MESSAGES):
+            store.dispatch(
+                TOPIC,
+                n % QUEUES,
+                n // QUEUES,
+                n * size,
+                size,
+                TAGS_CODE,
+                stored,
+                0,
+                keys[n],
+                uniq_keys[n],
+            )
+
+    def put_entries(store: MessageStore) -> None:
+        for n in range(MESSAGES):
+            store.consume_queues.put(
+                TOPIC, n % QUEUES, n // QUEUES, n * size, size, TAGS_CODE, stored
+            )
+
+    def put_keys(store: MessageStore) -> None:
+        assert store.index is not None
+        for n in range(MESSAGES):
+            store.index.put_keys(TOPIC, (keys[n],), uniq_keys[n], n * size, stored)
+
+    parts: dict[str, Callable[[], float]] = {
+        "commitlog_append_without_dispatch": lambda: append_only_seconds(items),
+        "dispatch": lambda: seconds_on_fresh_store(dispatch),
+        "consume_queue_put": lambda: seconds_on_fresh_store(put_entries),
+        "index_put_two_keys": lambda: seconds_on_fresh_store(put_keys),
+    }
+    return [
+        {
+            "part": name,
+            "us_per_message": min(measure() for _ in range(BREAKDOWN_ROUNDS)) / MESSAGES * 1e6,
+        }
+        for name, measure in parts.items()
+    ]
+
+
 def main() -> None:
     cases = [
         run_case(body_size, batched, flush)
@@ -209,6 +314,7 @@ def main() -> None:
                 "index_keys": "one key + the unique key per message",
                 "cases": cases,
                 "without_index": [run_case(1024, True, FlushDiskType.ASYNC_FLUSH, index=False)],
+                "breakdown": breakdown(),
             }
         )
     )

@@ -7,8 +7,16 @@ Written out, ``h = sum(unit[i] * 31**(n-1-i)) mod 2**32``; we evaluate that sum 
 ASCII strings (nearly every tag and key) use their bytes as the code units directly; other
 strings go through UTF-16 once.
 
-Tags repeat across messages, so ``tags_code`` keeps a bounded cache; index keys
-(``topic#key``) are mostly unique and are hashed without one.
+Tags repeat across messages, so ``tags_code`` keeps a bounded cache.  Index keys
+(``topic#key``) are hashed for every dispatched message and are mostly unique, but the keys a
+producer sends one after another share all but their last characters (``order-10041``,
+``order-10042``; a unique key is a fixed per-process prefix, the time and a counter in its last
+four hex digits).  The hash extends over a suffix as ``h(head + tail) = h(head) * 31**len(tail)
++ h(tail)`` (mod 2**32), so ``index_key_hash`` caches the hash of an ASCII key's head (all but
+the last four characters) and adds the four tail characters in line: a few hundred nanoseconds
+instead of one to two microseconds for a 40-character key.  The head cache is a plain dict
+emptied when it reaches its bound, so keys with nothing in common cost one insertion more than
+an uncached hash.
 """
 
 from __future__ import annotations
@@ -17,11 +25,13 @@ import functools
 import operator
 import sys
 import threading
+from typing import Final
 
-_MASK32 = 0xFFFFFFFF
-_SIGN32 = 0x80000000
-_INT_MIN = -0x80000000
-_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+_MASK32: Final = 0xFFFFFFFF
+_SIGN32: Final = 0x80000000
+_UTF16_NATIVE: Final = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+_TAIL: Final = 4  # characters added to a cached head hash; index_key_hash spells out four
+_HEAD_CACHE_SIZE: Final = 4096
 
 
 def _powers_of_31(count: int) -> list[int]:
@@ -48,13 +58,19 @@ def _powers_for(length: int) -> list[int]:
     return powers
 
 
-def java_hash(text: str) -> int:
-    """Return Java's ``text.hashCode()`` as a signed 32-bit int."""
+def _unsigned_hash(text: str) -> int:
+    """``text.hashCode()`` as an unsigned 32-bit int."""
     if text.isascii():
         units: bytes | memoryview = text.encode("ascii")
     else:
         units = memoryview(text.encode(_UTF16_NATIVE)).cast("H")
-    h: int = sum(map(operator.mul, reversed(units), _powers_for(len(units)))) & _MASK32
+    h: int = sum(map(operator.mul, reversed(units), _powers_for(len(units))))
+    return h & _MASK32
+
+
+def java_hash(text: str) -> int:
+    """Return Java's ``text.hashCode()`` as a signed 32-bit int."""
+    h = _unsigned_hash(text)
     return h - 0x100000000 if h & _SIGN32 else h
 
 
@@ -70,9 +86,25 @@ def tags_code(tags: str | None) -> int:
     return _cached_tags_code(tags)
 
 
+# Unsigned hashes of ASCII key heads (a key without its last _TAIL characters).  Reads and
+# writes of a dict are atomic, so threads share it without a lock.
+_head_hashes: dict[str, int] = {}
+
+
 def index_key_hash(key: str) -> int:
     """The index-file hash of a key string ``topic#key``: ``abs(hashCode)``, MIN_VALUE -> 0."""
-    h = java_hash(key)
-    if h == _INT_MIN:
-        return 0
-    return -h if h < 0 else h
+    if len(key) > _TAIL and key.isascii():
+        head = key[:-_TAIL]
+        h = _head_hashes.get(head)
+        if h is None:
+            h = _unsigned_hash(head)
+            if len(_head_hashes) >= _HEAD_CACHE_SIZE:
+                _head_hashes.clear()
+            _head_hashes[head] = h
+        tail = key[-_TAIL:].encode("ascii")
+        h = (h * 31**4 + tail[0] * 31**3 + tail[1] * 31**2 + tail[2] * 31 + tail[3]) & _MASK32
+    else:
+        h = _unsigned_hash(key)
+    if h < _SIGN32:
+        return h
+    return 0x100000000 - h if h != _SIGN32 else 0

@@ -15,7 +15,11 @@ offsets.  The second one lets searches over a queue (the first entry at or past 
 minimum, the last entry before a truncation point) be binary searches.
 
 Re-dispatching a message (recovery replays the commitlog tail) is harmless: an entry for a
-queue offset that is already written is skipped.
+queue offset that is already written is skipped, except that the queue's last entry is
+rewritten when it differs.  A process killed while writing an entry leaves it half written,
+and such an entry can look valid (its offset and part of its size written, its tags code
+not); the replay of its record puts it right.  Only the last entry can be torn, as entries are
+appended one at a time.
 
 :class:`ConsumeQueueStore` holds every consume queue of a store directory: it loads the
 existing ones at start, creates queues on first dispatch, and runs recovery, flush and expiry
@@ -42,6 +46,7 @@ CQ_STORE_UNIT_SIZE: Final = 20
 PRE_BLANK_SIZE: Final = 0x7FFFFFFF
 ENTRY: Final = struct.Struct(">qiq")
 PRE_BLANK_ENTRY: Final = ENTRY.pack(0, PRE_BLANK_SIZE, 0)
+_NO_QUEUES: Final[dict[int, ConsumeQueue]] = {}
 
 
 class CqEntry(NamedTuple):
@@ -155,36 +160,42 @@ class ConsumeQueue:
         tags_code: int,
         store_timestamp: int = 0,
     ) -> bool:
-        """Write the entry for ``queue_offset``; False when it was already there (skipped).
+        """Write the entry for ``queue_offset``; False when it was already there.
 
         A queue created at a non-zero offset, or one with a gap before ``queue_offset``, is
-        padded with pre-blank entries.  Raises :class:`StoreError` when a file cannot be
-        created (disk full).
+        padded with pre-blank entries.  An entry already there is left alone, except the
+        queue's last one when it differs: that is an entry a crash left half written, and it
+        is rewritten.  Raises :class:`StoreError` when a file cannot be created (disk full).
         """
         expected = queue_offset * CQ_STORE_UNIT_SIZE
-        files = self._files
-        if files.last_file() is None:
-            first = files.get_last_mapped_file(expected)
-            assert first is not None
-            self._min_logic_offset = expected
-            end = first.file_from_offset
-        else:
-            end = files.max_offset()
-        if expected < end:
-            self._check_repeated(queue_offset, physical_offset, size, tags_code)
-            return False
-        if expected > end:
-            if end > self._min_logic_offset:
-                log.warning(
-                    "consume queue %s-%d: gap before queue offset %d (queue ends at %d), "
-                    "filled with blank entries",
-                    self.topic,
-                    self.queue_id,
-                    queue_offset,
-                    end // CQ_STORE_UNIT_SIZE,
-                )
-            self._fill_pre_blank(end, expected)
-        mapped = self._writable_file(expected)
+        mapped = self._files.last_file()
+        if (
+            mapped is None
+            or mapped.wrote_position >= mapped.file_size
+            or mapped.file_from_offset + mapped.wrote_position != expected
+        ):
+            if mapped is None:
+                first = self._files.get_last_mapped_file(expected)
+                assert first is not None
+                self._min_logic_offset = expected
+                end = first.file_from_offset
+            else:
+                end = self._files.max_offset()
+            if expected < end:
+                self._put_repeated(queue_offset, physical_offset, size, tags_code, end)
+                return False
+            if expected > end:
+                if end > self._min_logic_offset:
+                    log.warning(
+                        "consume queue %s-%d: gap before queue offset %d (queue ends at %d), "
+                        "filled with blank entries",
+                        self.topic,
+                        self.queue_id,
+                        queue_offset,
+                        end // CQ_STORE_UNIT_SIZE,
+                    )
+                self._fill_pre_blank(end, expected)
+            mapped = self._writable_file(expected)
         pos = mapped.wrote_position
         ENTRY.pack_into(mapped.buffer, pos, physical_offset, size, tags_code)
         mapped.appended(pos + CQ_STORE_UNIT_SIZE, store_timestamp)
@@ -206,19 +217,39 @@ class ConsumeQueue:
             mapped.appended(pos + count * CQ_STORE_UNIT_SIZE)
             position += count * CQ_STORE_UNIT_SIZE
 
-    def _check_repeated(
-        self, queue_offset: int, physical_offset: int, size: int, tags: int
+    def _put_repeated(
+        self, queue_offset: int, physical_offset: int, size: int, tags: int, end: int
     ) -> None:
-        existing = self.entry_at(queue_offset)
-        if existing is not None and existing != (physical_offset, size, tags):
+        """A re-dispatched entry: rewrite the queue's last entry if it differs (a kill in the
+        middle of writing it leaves it torn, possibly still looking valid), else only log
+        a difference."""
+        position = queue_offset * CQ_STORE_UNIT_SIZE
+        mapped = self._files.find_mapped_file_by_offset(position)
+        if mapped is None:  # below the queue's first file
+            return
+        pos = position - mapped.file_from_offset
+        existing = CqEntry(*ENTRY.unpack_from(mapped.buffer, pos))
+        if existing == (physical_offset, size, tags):
+            return
+        if position + CQ_STORE_UNIT_SIZE == end:
             log.warning(
-                "consume queue %s-%d: queue offset %d already holds %s, ignoring %s",
+                "consume queue %s-%d: rewrote the torn last entry at queue offset %d (was %s)",
                 self.topic,
                 self.queue_id,
                 queue_offset,
                 tuple(existing),
-                (physical_offset, size, tags),
             )
+            ENTRY.pack_into(mapped.buffer, pos, physical_offset, size, tags)
+            self.max_physical_offset = physical_offset + size
+            return
+        log.warning(
+            "consume queue %s-%d: queue offset %d already holds %s, ignoring %s",
+            self.topic,
+            self.queue_id,
+            queue_offset,
+            tuple(existing),
+            (physical_offset, size, tags),
+        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -380,7 +411,7 @@ class ConsumeQueueStore:
         return max((queue.max_physical_offset for queue in self), default=-1)
 
     def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self._queues.get(topic, {}).get(queue_id)
+        return self._queues.get(topic, _NO_QUEUES).get(queue_id)
 
     def find_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
         """The queue of (topic, queue id), created (without files yet) when missing."""
@@ -412,9 +443,10 @@ class ConsumeQueueStore:
         store_timestamp: int,
     ) -> bool:
         """Dispatch one message's entry (see :meth:`ConsumeQueue.put`)."""
-        written = self.find_or_create(topic, queue_id).put(
-            queue_offset, physical_offset, size, tags_code, store_timestamp
-        )
+        queue = self.find(topic, queue_id)
+        if queue is None:
+            queue = self.find_or_create(topic, queue_id)
+        written = queue.put(queue_offset, physical_offset, size, tags_code, store_timestamp)
         self._last_dispatched_timestamp = store_timestamp
         return written
 

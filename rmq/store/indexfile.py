@@ -11,14 +11,30 @@ One index file is a hash table with chaining, laid out in place (Apache 4.9, byt
   slot (int32, 0 = end of chain).
 
 Entries are numbered from 1 (``indexCount`` is the next number; a file that never held a key
-has 0 or 1 there), so appending an entry is: write it at ``indexCount``, point it at the old
-slot value, point the slot at it, bump the counters.  A lookup reads the slot and walks the
-chain from newest to oldest, keeping entries whose stored hash and time match; the hash is
-``abs(String.hashCode("topic#key"))``, so callers re-check a message's keys.  Two quirks are
-part of the format and kept: the first entry's time difference is taken against the header's
-beginTimestamp *before* that field is set to the entry's own store time (0 in the first file,
-relative to the previous file's end in a rolled file), and a slot or chain pointer larger than
-``indexCount`` counts as empty.
+has 0 or 1 there).  A lookup reads the slot and walks the chain from newest to oldest, keeping
+entries whose stored hash and time match; the hash is ``abs(String.hashCode("topic#key"))``,
+so callers re-check a message's keys.  Two quirks are part of the format and kept: the first
+entry's time difference is taken against the header's beginTimestamp *before* that field is
+set to the entry's own store time (0 in the first file, relative to the previous file's end
+in a rolled file), and a slot or chain pointer past the counted entries counts as empty
+(Apache tests ``> indexCount``; we also treat ``== indexCount``, a pointer at the entry not
+counted yet, which only a crash leaves, as empty).
+
+Writing is crash-safe against the process being killed at any instant (the page cache keeps
+every byte already stored in the mapping).  For each key of a message the entry is written
+past ``indexCount``, pointing at its slot's current head, then the slot is pointed at it; the
+header comes last, once per message, ``indexCount`` after the other fields.  That is Apache's
+order (entry, slot, header); slots and ``indexCount`` are written with one 4-byte copy each,
+as ``struct.pack_into`` writes byte by byte and a kill in between could leave a number that
+is neither the old nor the new one.  Until the header is written the message's entries do not
+count, so a kill before leaves entries past ``indexCount``, some slots pointing at them.
+:meth:`IndexFile.repair`, run when a store opens its index files, removes them newest first,
+pointing a slot that names one back at the entry's predecessor, and takes the header's begin
+and end offsets from the entries if they disagree.  Without the repair the next put would take
+the uncounted entry's number again and, its slot naming that number already, chain the entry
+to itself, cutting every older key of that slot off (the writer also never chains an entry to
+a number at or past its own).  Recovery truncation removes entries newest first, uncounting
+each (header) before unlinking and zeroing it, so its crash states are the same.
 
 A file does not record its slot and entry counts.  The writer creates files with the
 configured ones (``maxHashSlotNum``, ``maxIndexNum``); opening a file infers them from its
@@ -33,7 +49,13 @@ the newest one is full, answers queries newest file first, cuts entries past the
 the commitlog during recovery, and deletes files that only point below the commitlog minimum.
 Recovery truncates entries in place, newest first (each removed entry was the head of its
 chain, so its slot goes back to the entry's predecessor); Apache instead deletes whole index
-files newer than the checkpoint and loses their keys.
+files newer than the checkpoint and loses their keys.  Re-dispatching a message (recovery
+replays the commitlog tail) adds nothing for a message below the newest indexed one and, for
+the newest one, only the keys whose hash is not indexed at its offset yet: a kill between two
+keys of a message leaves the rest to be added then.  A key listed twice in KEYS gets two
+entries on the first dispatch, as in Apache, but one when completed after a crash;
+``MessageStore.query_message`` returns each offset once either way.  Flushing ``msync``s
+outside the service lock, so a slow disk never holds up dispatch.
 """
 
 from __future__ import annotations
@@ -52,7 +74,7 @@ from typing import Final, NamedTuple
 from rmq.common.javahash import index_key_hash
 from rmq.store.errors import StoreError
 from rmq.store.layout import index_file_name, index_file_time, list_index_files
-from rmq.store.mappedfile import MappedFile
+from rmq.store.mappedfile import MappedFile, remove_stale_temp_files
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +86,11 @@ DEFAULT_INDEX_NUM: Final = DEFAULT_HASH_SLOT_NUM * 4
 INT32_MAX: Final = 0x7FFFFFFF
 
 HEADER: Final = struct.Struct(">qqqqii")
+HEADER_BEFORE_COUNT: Final = struct.Struct(">qqqqi")
+INDEX_COUNT_POSITION: Final = 36
 SLOT: Final = struct.Struct(">i")
 ENTRY: Final = struct.Struct(">iqii")
+EMPTY_ENTRY: Final = bytes(INDEX_ENTRY_SIZE)
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
@@ -119,7 +144,8 @@ class IndexFile:
     """One index file over a mapping: read-write (a store's) or read-only (offline).
 
     Header fields are kept as attributes and written through to the mapping on every change,
-    as the format's readers expect the header to be current.
+    as the format's readers expect the header to be current.  One writer at a time (the
+    service lock); :meth:`sync` may run concurrently with it and with :meth:`destroy`.
     """
 
     __slots__ = (
@@ -127,6 +153,7 @@ class IndexFile:
         "_dirty",
         "_entries_base",
         "_mapped",
+        "_sync_lock",
         "begin_phy_offset",
         "begin_timestamp",
         "end_phy_offset",
@@ -160,6 +187,7 @@ class IndexFile:
         self.hash_slot_count = header[4]
         self.index_count = max(header[5], 1)
         self._dirty = False
+        self._sync_lock = threading.Lock()
 
     @classmethod
     def create(
@@ -253,89 +281,139 @@ class IndexFile:
 
     def put_key(self, key: str, physical_offset: int, store_timestamp: int) -> bool:
         """Index ``key`` (``topic#key``) for the record at ``physical_offset``; False if full."""
+        return self.put_hashes((index_key_hash(key),), physical_offset, store_timestamp) == 1
+
+    def put_hashes(
+        self, key_hashes: Sequence[int], physical_offset: int, store_timestamp: int
+    ) -> int:
+        """Add one entry per key hash for the record at ``physical_offset``; returns how many
+        fit (the others belong in the next file).
+
+        Each entry is written, then its slot; the header, which makes them count, comes last
+        (see the module docstring).
+        """
         count = self.index_count
-        if count >= self.index_num:
-            return False
+        room = self.index_num - count
+        if room <= 0:
+            return 0
+        if len(key_hashes) > room:
+            key_hashes = key_hashes[:room]
         buf = self._buf
-        key_hash = index_key_hash(key)
-        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        (head,) = SLOT.unpack_from(buf, slot_pos)
-        if head <= 0 or head > count:
-            head = 0
+        slot_num = self.hash_slot_num
         begin = self.begin_timestamp
-        # Floor division differs from Java's truncation only below zero, which clamps to 0.
-        time_diff = 0 if begin <= 0 else min(max((store_timestamp - begin) // 1000, 0), INT32_MAX)
-        ENTRY.pack_into(
-            buf,
-            self._entries_base + count * INDEX_ENTRY_SIZE,
-            key_hash,
-            physical_offset,
-            time_diff,
-            head,
-        )
-        SLOT.pack_into(buf, slot_pos, count)
+        if begin <= 0:
+            time_diff = 0
+        else:
+            # Floor division differs from Java's truncation only below zero, clamped to 0.
+            time_diff = (store_timestamp - begin) // 1000
+            if time_diff < 0:
+                time_diff = 0
+            elif time_diff > INT32_MAX:
+                time_diff = INT32_MAX
+        number = count
+        position = self._entries_base + count * INDEX_ENTRY_SIZE
+        for key_hash in key_hashes:
+            slot_pos = INDEX_HEADER_SIZE + key_hash % slot_num * HASH_SLOT_SIZE
+            (head,) = SLOT.unpack_from(buf, slot_pos)
+            if head <= 0 or head >= number:
+                head = 0
+                self.hash_slot_count += 1
+            ENTRY.pack_into(buf, position, key_hash, physical_offset, time_diff, head)
+            buf[slot_pos : slot_pos + 4] = SLOT.pack(number)  # one store, never half written
+            if number <= 1:
+                # The file's first entry sets beginTimestamp: later ones are 0 s after it.
+                time_diff = 0
+            number += 1
+            position += INDEX_ENTRY_SIZE
         if count <= 1:
             self.begin_phy_offset = physical_offset
             self.begin_timestamp = store_timestamp
-        if head == 0:
-            self.hash_slot_count += 1
-        self.index_count = count + 1
+        self.index_count = number
         self.end_phy_offset = physical_offset
         self.end_timestamp = store_timestamp
         self._write_header()
-        return True
+        return number - count
 
     def truncate(self, max_physical_offset: int) -> int:
         """Remove the newest entries pointing at or past ``max_physical_offset``; returns how many.
 
-        Each removed entry is the newest of its chain, so its slot is pointed back at the
-        entry's predecessor; the removed bytes are zeroed.  The header's end values move to
+        Each removed entry is uncounted first (header), then its slot is pointed back at the
+        entry's predecessor (it was the newest of its chain) and its bytes are zeroed, so a
+        crash in between leaves what :meth:`repair` undoes.  The header's end values move to
         the newest remaining entry (its time to the second, as entries store it).
         """
-        buf = self._buf
-        base = self._entries_base
         removed = 0
-        count = self.index_count
-        while count > 1:
-            number = count - 1
-            pos = base + number * INDEX_ENTRY_SIZE
-            key_hash, physical_offset, _, prev = ENTRY.unpack_from(buf, pos)
+        while self.index_count > 1:
+            number = self.index_count - 1
+            _, physical_offset, _, prev = self.entry(number)
             if physical_offset < max_physical_offset:
                 break
-            slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-            if 0 < prev < number:
-                SLOT.pack_into(buf, slot_pos, prev)
-            else:
-                SLOT.pack_into(buf, slot_pos, 0)
+            self.index_count = number
+            if not 0 < prev < number:
                 self.hash_slot_count = max(self.hash_slot_count - 1, 0)
-            buf[pos : pos + INDEX_ENTRY_SIZE] = bytes(INDEX_ENTRY_SIZE)
-            count = number
+            self._write_header()
+            self._remove_entry(number)
             removed += 1
         if removed:
-            self.index_count = count
-            if count > 1:
-                _, physical_offset, time_diff, _ = ENTRY.unpack_from(
-                    buf, base + (count - 1) * INDEX_ENTRY_SIZE
-                )
-                self.end_phy_offset = physical_offset
-                self.end_timestamp = max(self.begin_timestamp + time_diff * 1000, 0)
-            else:
-                self.end_phy_offset = self.begin_phy_offset
-                self.end_timestamp = self.begin_timestamp
+            self._end_from_newest_entry()
             self._write_header()
         return removed
 
-    def flush(self) -> None:
-        """Write the header and ``msync`` the file if it changed since the last flush."""
-        if self._mapped is None or not self._dirty:
-            return
-        self._write_header()
-        self._buf.flush()
-        self._dirty = False
+    def repair(self) -> int:
+        """Undo what a kill in the middle of a put or a truncation left; returns how many
+        entries and headers it changed (0 for an intact file).
+
+        Entries past ``indexCount`` are removed, newest first (a slot pointing at one goes
+        back to the entry's predecessor); a header whose begin or end offsets disagree with
+        the entries takes them from the entries.
+        """
+        if self._mapped is None or self.index_count > self.index_num:
+            return 0
+        count = self.index_count
+        uncounted = count
+        while (
+            uncounted < self.index_num
+            and self._buf[self.entry_position(uncounted) : self.entry_position(uncounted + 1)]
+            != EMPTY_ENTRY
+        ):
+            uncounted += 1
+        for number in range(uncounted - 1, count - 1, -1):
+            self._remove_entry(number)
+        fixed = uncounted - count
+        if self.header_problem() is not None:
+            self.begin_phy_offset = self.entry(1).physical_offset
+            self._end_from_newest_entry()
+            fixed += 1
+        if fixed:
+            self._write_header()
+        return fixed
+
+    def _remove_entry(self, number: int) -> None:
+        """Zero entry ``number`` (no longer counted); a slot still pointing at it goes back to
+        the entry's predecessor."""
+        position = self.entry_position(number)
+        key_hash, _, _, prev = ENTRY.unpack_from(self._buf, position)
+        slot_pos = self._slot_position(key_hash)
+        if SLOT.unpack_from(self._buf, slot_pos)[0] == number:
+            self._buf[slot_pos : slot_pos + 4] = SLOT.pack(prev if 0 < prev < number else 0)
+        self._buf[position : position + INDEX_ENTRY_SIZE] = EMPTY_ENTRY
+
+    def _end_from_newest_entry(self) -> None:
+        if self.index_count > 1:
+            _, physical_offset, time_diff, _ = self.entry(self.index_count - 1)
+            self.end_phy_offset = physical_offset
+            self.end_timestamp = max(self.begin_timestamp + time_diff * 1000, 0)
+        else:
+            self.end_phy_offset = self.begin_phy_offset
+            self.end_timestamp = self.begin_timestamp
+
+    def _slot_position(self, key_hash: int) -> int:
+        return INDEX_HEADER_SIZE + key_hash % self.hash_slot_num * HASH_SLOT_SIZE
 
     def _write_header(self) -> None:
+        """Write the header, ``indexCount`` last and in one 4-byte store."""
         self._dirty = True
-        HEADER.pack_into(
+        HEADER_BEFORE_COUNT.pack_into(
             self._buf,
             0,
             self.begin_timestamp,
@@ -343,8 +421,38 @@ class IndexFile:
             self.begin_phy_offset,
             self.end_phy_offset,
             self.hash_slot_count,
-            self.index_count,
         )
+        # One 4-byte store: pack_into writes byte by byte, and a kill in between could leave
+        # a count that is neither the old nor the new one.
+        self._buf[INDEX_COUNT_POSITION : INDEX_COUNT_POSITION + 4] = SLOT.pack(self.index_count)
+
+    # -- flushing ------------------------------------------------------------------------
+
+    def begin_flush(self) -> bool:
+        """Whether the file changed since the last flush; if so, write the header (a file
+        never written holds indexCount 0 until then) and clear the mark.  Call it with
+        writes excluded, then :meth:`sync`."""
+        if self._mapped is None or not self._dirty:
+            return False
+        self._write_header()
+        self._dirty = False
+        return True
+
+    def sync(self) -> None:
+        """``msync`` the file; safe while the writer continues or the file is destroyed."""
+        with self._sync_lock:
+            if self._buf.closed:
+                return
+            try:
+                self._buf.flush()
+            except OSError:
+                self._dirty = True
+                raise
+
+    def flush(self) -> None:
+        """Write the header and ``msync`` the file if it changed since the last flush."""
+        if self.begin_flush():
+            self.sync()
 
     # -- reading -------------------------------------------------------------------------
 
@@ -365,7 +473,7 @@ class IndexFile:
         (number,) = SLOT.unpack_from(
             buf, INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
         )
-        if number <= 0 or number > count:
+        if number <= 0 or number >= count:
             return
         base = self._entries_base
         file_begin = self.begin_timestamp
@@ -378,7 +486,7 @@ class IndexFile:
             entry_time = file_begin + time_diff * 1000
             if hash_read == key_hash and begin <= entry_time <= end:
                 found.append(physical_offset)
-            if prev <= 0 or prev > count or prev == number or entry_time < begin:
+            if prev <= 0 or prev >= count or prev == number or entry_time < begin:
                 break
             number = prev
 
@@ -410,23 +518,29 @@ class IndexFile:
             finally:
                 region.release()
 
+    def entry(self, number: int) -> IndexEntry:
+        """Entry ``number`` as stored."""
+        return IndexEntry._make(ENTRY.unpack_from(self._buf, self.entry_position(number)))
+
     def entry_position(self, number: int) -> int:
         """Byte offset in the file of entry ``number``."""
         return self._entries_base + number * INDEX_ENTRY_SIZE
 
     def close(self) -> None:
         """Unmap the file (it stays mapped while a slice of it is still referenced)."""
-        if self._mapped is not None:
-            self._mapped.close()
-        else:
-            with contextlib.suppress(BufferError):
-                self._buf.close()
+        with self._sync_lock:
+            if self._mapped is not None:
+                self._mapped.close()
+            else:
+                with contextlib.suppress(BufferError):
+                    self._buf.close()
 
     def destroy(self) -> None:
         """Unmap and delete the file (read-write files only)."""
         if self._mapped is None:
             raise StoreError(f"{self.path} is open read-only")
-        self._mapped.destroy()
+        with self._sync_lock:
+            self._mapped.destroy()
 
 
 def query_index_files(
@@ -451,7 +565,8 @@ class IndexService:
     """The index files of one store's ``index/`` directory.
 
     Thread-safe: the dispatcher adds keys, pull/query threads look keys up, the flush thread
-    flushes, and the cleanup timer deletes old files, all under one lock.
+    flushes, and the cleanup timer deletes old files, all under one lock, except that the
+    flush ``msync``s outside it.
     """
 
     def __init__(self, directory: str | os.PathLike[str], hash_slot_num: int, index_num: int):
@@ -467,12 +582,24 @@ class IndexService:
         self._lock = threading.Lock()
 
     def load(self) -> None:
-        """Map every index file of the directory (created when missing), oldest first."""
+        """Map every index file of the directory (created when missing), oldest first,
+        repairing what a crash left half written; leftovers of an interrupted file creation
+        are deleted."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        for leftover in remove_stale_temp_files(self.directory):
+            log.warning("deleted %s, left by an interrupted index file creation", leftover)
         files = []
         try:
             for path in list_index_files(self.directory):
-                files.append(IndexFile.open(path, self.hash_slot_num, self.index_num))
+                index_file = IndexFile.open(path, self.hash_slot_num, self.index_num)
+                files.append(index_file)
+                repaired = index_file.repair()
+                if repaired:
+                    log.warning(
+                        "index file %s: undid or completed %d writes a crash interrupted",
+                        path,
+                        repaired,
+                    )
         except StoreError:
             for index_file in files:
                 index_file.close()
@@ -516,24 +643,44 @@ class IndexService:
 
         ``keys`` are the tokens of the KEYS property (``keys_property.split(" ")`` may be passed
         as is; empty tokens are skipped).  Whether a message is indexed at all (ROLLBACK
-        records are not) is the caller's decision.  A message at or below the newest indexed
-        offset is skipped, so re-dispatching during recovery does not duplicate entries.
-        Raises :class:`StoreError` when a new index file is needed but cannot be created.
+        records are not) is the caller's decision.  Re-dispatching is harmless: a message
+        below the newest indexed one is skipped, and the newest one gets only the keys whose
+        hash is not indexed at its offset yet.  Raises :class:`StoreError` when a new index
+        file is needed but cannot be created (the keys written so far stay; dispatching the
+        message again adds the rest).
         """
+        key_hashes = [index_key_hash(index_key(topic, uniq_key))] if uniq_key else []
+        for key in keys:
+            if key:
+                key_hashes.append(index_key_hash(index_key(topic, key)))
         with self._lock:
-            if physical_offset <= self.indexed_up_to():
+            newest = self.indexed_up_to()
+            if physical_offset <= newest:
+                if physical_offset < newest:
+                    return
+                indexed = self._hashes_at(physical_offset)
+                key_hashes = [key_hash for key_hash in key_hashes if key_hash not in indexed]
+            if not key_hashes:
                 return
-            if uniq_key:
-                self._put(index_key(topic, uniq_key), physical_offset, store_timestamp)
-            for key in keys:
-                if key:
-                    self._put(index_key(topic, key), physical_offset, store_timestamp)
+            if not self._files:
+                self._roll()
+            while True:
+                written = self._files[-1].put_hashes(key_hashes, physical_offset, store_timestamp)
+                if written == len(key_hashes):
+                    return
+                key_hashes = key_hashes[written:]
+                self._roll()
 
-    def _put(self, key: str, physical_offset: int, store_timestamp: int) -> None:
-        files = self._files
-        if not files or files[-1].is_full():
-            self._roll()
-        self._files[-1].put_key(key, physical_offset, store_timestamp)
+    def _hashes_at(self, physical_offset: int) -> set[int]:
+        """Key hashes of the newest entries, those pointing at ``physical_offset``."""
+        found: set[int] = set()
+        for index_file in reversed(self._files):
+            for number in range(index_file.index_count - 1, 0, -1):
+                entry = index_file.entry(number)
+                if entry.physical_offset != physical_offset:
+                    return found
+                found.add(entry.key_hash)
+        return found
 
     def _roll(self) -> None:
         previous = self._files[-1] if self._files else None
@@ -578,11 +725,17 @@ class IndexService:
     def flush(self) -> int:
         """``msync`` the index files changed since the last flush; returns the store time of
         the newest indexed message, now on disk (the checkpoint's ``indexMsgTimestamp``; a
-        file rolled but still empty carries its predecessor's), 0 when nothing is indexed."""
+        file rolled but still empty carries its predecessor's), 0 when nothing is indexed.
+
+        Only noting what to flush takes the lock; the ``msync`` runs outside it, so dispatch
+        goes on meanwhile (what it writes then is flushed next time).
+        """
         with self._lock:
-            for index_file in self._files:
-                index_file.flush()
-            return self._files[-1].end_timestamp if self._files else 0
+            changed = [index_file for index_file in self._files if index_file.begin_flush()]
+            timestamp = self._files[-1].end_timestamp if self._files else 0
+        for index_file in changed:
+            index_file.sync()
+        return timestamp
 
     def delete_expired(self, min_commitlog_offset: int) -> int:
         """Delete the oldest files whose newest entry points below ``min_commitlog_offset``

@@ -18,8 +18,10 @@ flushes everything, removes the ``abort`` file and releases the lock.
 Dispatch.  :meth:`MessageStore.dispatch` writes one record's consume queue entry (unless it
 is a transactional PREPARED or ROLLBACK record) and its index keys (the unique key and every
 KEYS token, unless ROLLBACK).  It is the one dispatch function: the commitlog calls it inline
-after each append, recovery and replication call it for records read back.  Both targets skip
-what they already hold, so dispatching a record twice is harmless.
+after each append, recovery and replication call it for records read back.  Dispatching a
+record again is harmless and completes what a kill interrupted: the consume queue skips an
+entry it holds (rewriting its last entry when that differs, i.e. was left half written), and
+the index adds, for the newest message it holds, only the keys it lacks.
 
 Reads.  :meth:`MessageStore.get_messages` is the pull path: consume-queue entries from the
 requested offset, filtered by tags code (and optionally by the record), returned as

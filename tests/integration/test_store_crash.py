@@ -7,7 +7,8 @@ and checks what a user relies on:
 
 * every message acknowledged in the cycle (and a sample of earlier ones) is readable at its
   physical offset with the same body, queue id, queue offset and key, and is found through
-  its consume queue and its key; every message ever acknowledged is still queued;
+  its consume queue, its key and its unique key; every message ever acknowledged is still
+  queued;
 * queue offsets are dense: entry ``i`` of every consume queue is a record with queue offset
   ``i`` in that queue, and the consume queues hold exactly the records of the commitlog, each
   message once;
@@ -132,8 +133,9 @@ def verify(store: MessageStore, acks: dict[int, Ack], all_acked: dict[int, Ack])
         assert store.get_commitlog_offset_in_queue(TOPIC, ack.queue_id, ack.queue_offset) == (
             ack.physical_offset
         )
-        found = store.query_message(TOPIC, f"k{n}", 32, 0, 2**62).physical_offsets
-        assert found == [ack.physical_offset], n
+        for key in (f"k{n}", f"U{n}"):
+            found = store.query_message(TOPIC, key, 32, 0, 2**62).physical_offsets
+            assert found == [ack.physical_offset], (n, key)
 
     in_commitlog: dict[int, int] = {}
 

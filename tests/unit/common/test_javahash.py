@@ -60,3 +60,27 @@ def test_index_key_hash_is_absolute_value_with_min_value_zero() -> None:
     assert index_key_hash("TopicTest#OrderID001") % 5_000_000 == 1272886
     assert index_key_hash("TagA") == 2598919
     assert index_key_hash("polygenelubricants") == 0
+
+
+def reference_index_key_hash(key: str) -> int:
+    h = reference_hash(key)
+    return 0 if h == -(2**31) else abs(h)
+
+
+@given(
+    st.sampled_from(["TopicTest#", "T#", "%RETRY%group#", "Topic-ü#"]),
+    st.text(max_size=40) | st.from_regex(r"order-[0-9]{1,8}", fullmatch=True),
+)
+def test_index_key_hash_matches_java(topic_prefix: str, key: str) -> None:
+    assert index_key_hash(topic_prefix + key) == reference_index_key_hash(topic_prefix + key)
+
+
+def test_index_key_hash_of_keys_sharing_a_head_and_after_the_head_cache_fills() -> None:
+    prefix = "BenchmarkTest#0A0000010001000000010" + "8F1A2B3"
+    for counter in range(0, 0x10000, 97):
+        key = f"{prefix}{counter:04X}"
+        assert index_key_hash(key) == reference_index_key_hash(key)
+    for n in range(10_000):  # more distinct heads than the cache holds
+        key = f"T#{n * 7919:012d}key{n}"
+        assert index_key_hash(key) == reference_index_key_hash(key)
+    assert index_key_hash("TopicTest#OrderID001") == 1231272886

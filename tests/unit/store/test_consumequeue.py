@@ -84,6 +84,34 @@ def test_repeated_put_is_skipped_and_changes_nothing(tmp_path: Path) -> None:
     assert queue.max_offset == 3
 
 
+def test_redispatch_rewrites_a_last_entry_a_kill_left_half_written(tmp_path: Path) -> None:
+    queue = make_queue(tmp_path)
+    fill(queue, 0, 3, size=300)
+    queue.close()
+    # Killed while writing entry 2 (1600, 300, 2): the offset and the low byte of the size
+    # were written, the rest not.  It still looks like a valid entry.
+    path = queue.directory / "00000000000000000000"
+    data = bytearray(path.read_bytes())
+    data[40 + 8 : 40 + 20] = struct.pack(">i", 0x2C) + bytes(8)
+    path.write_bytes(bytes(data))
+
+    reopened = make_queue(tmp_path)
+    reopened.load()
+    reopened.recover()
+    assert reopened.entry_at(2) == (1600, 0x2C, 0)
+    assert not reopened.put(2, 1600, 300, 2)
+    assert reopened.entry_at(2) == (1600, 300, 2)
+    assert reopened.max_physical_offset == 1900
+    assert queue_files(reopened.directory)["00000000000000000000"][40:60] == SPEC_ENTRY.pack(
+        1600, 300, 2
+    )
+    # Entries before the last one are never rewritten.
+    assert not reopened.put(1, 7777, 1, 1)
+    assert reopened.entry_at(1) == (1300, 300, 1)
+    assert reopened.put(3, 1900, 300, 3)
+    assert reopened.max_offset == 4
+
+
 def test_get_entries_is_a_view_limited_to_one_file(tmp_path: Path) -> None:
     queue = make_queue(tmp_path)
     fill(queue, 0, 8)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import struct
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from rmq.common.javahash import index_key_hash
 from rmq.store import indexfile
 from rmq.store.errors import StoreError
 from rmq.store.indexfile import (
@@ -280,3 +282,220 @@ def test_file_names_keep_sorting_by_age_when_the_clock_goes_back(
     assert names == sorted(names) and len(set(names)) == 3
     index_service.close()
     assert [p.name for p in sorted((tmp_path / "index").iterdir())] == names
+
+
+# -- crash safety ------------------------------------------------------------------------
+
+SLOTS_1 = 1  # one slot: every key chains to the one before
+
+
+def index_path(tmp_path: Path) -> Path:
+    (path,) = (tmp_path / "index").iterdir()
+    return path
+
+
+def patch(path: Path, position: int, data: bytes) -> None:
+    with open(path, "r+b") as file:
+        file.seek(position)
+        file.write(data)
+
+
+def read_header(path: Path) -> tuple[int, ...]:
+    return SPEC_HEADER.unpack(path.read_bytes()[:40])
+
+
+def read_slot(path: Path, slot: int = 0) -> int:
+    return SPEC_SLOT.unpack_from(path.read_bytes(), 40 + slot * 4)[0]
+
+
+def test_put_killed_before_the_header_update_keeps_older_keys_reachable(tmp_path: Path) -> None:
+    # Entry and slot are written before the header (as Apache does): a kill before the
+    # header leaves entry 2 written and the slot pointing at it, but indexCount still 2.
+    first = service(tmp_path, slots=SLOTS_1)
+    first.put_keys("T", ["a"], None, 100, T0)
+    first.put_keys("T", ["b"], None, 200, T0 + 1_000)
+    first.close()
+    path = index_path(tmp_path)
+    patch(path, 36, SPEC_SLOT.pack(2))
+
+    reopened = service(tmp_path, slots=SLOTS_1)
+    assert reopened.query("T", "a", 10, 0, 2**62) == [100]
+    assert reopened.indexed_up_to() == 100
+    # The entry the header never counted is gone and its slot points back at entry 1.
+    data = path.read_bytes()
+    assert data[40 + 4 + 2 * 20 : 40 + 4 + 3 * 20] == bytes(20)
+    assert read_slot(path) == 1
+    assert read_header(path)[3:] == (100, 1, 2)
+    # Re-dispatch adds "b" again; the next put chains to it instead of to itself.
+    reopened.put_keys("T", ["b"], None, 200, T0 + 1_000)
+    reopened.put_keys("T", ["c"], None, 300, T0 + 2_000)
+    assert reopened.query("T", "a", 10, 0, 2**62) == [100]
+    assert reopened.query("T", "b", 10, 0, 2**62) == [200]
+    assert reopened.query("T", "c", 10, 0, 2**62) == [300]
+    assert SPEC_ENTRY.unpack_from(path.read_bytes(), 40 + 4 + 3 * 20) == (
+        index_key_hash("T#c"),
+        300,
+        2,
+        2,
+    )
+
+
+def test_writer_never_chains_an_entry_to_itself_even_without_repair(tmp_path: Path) -> None:
+    # Even a file that skipped repair (offline copy) never gets a self-pointing entry: a slot
+    # naming the uncounted entry is treated as empty by the writer.
+    path = tmp_path / "20240222172627123"
+    index_file = IndexFile.create(path, SLOTS_1, 8)
+    index_file.put_key("T#a", 100, T0)
+    index_file.put_key("T#b", 200, T0)
+    index_file.close()
+    patch(path, 36, SPEC_SLOT.pack(2))
+    reopened = IndexFile.open(path, SLOTS_1, 8)
+    reopened.put_key("T#c", 300, T0)
+    assert SPEC_ENTRY.unpack_from(path.read_bytes(), 40 + 4 + 2 * 20)[3] == 0
+
+
+def test_message_killed_before_its_header_update_is_undone_key_by_key(tmp_path: Path) -> None:
+    # Each key's entry and slot are written, the header once for the message: a kill before
+    # it leaves three uncounted entries chained through the one slot.
+    first = service(tmp_path, slots=SLOTS_1)
+    first.put_keys("T", ["a"], None, 100, T0)
+    first.close()
+    path = index_path(tmp_path)
+    header = path.read_bytes()[:40]
+    second = service(tmp_path, slots=SLOTS_1)
+    second.put_keys("T", ["b", "c"], "u", 200, T0 + 1_000)
+    second.close()
+    assert read_slot(path) == 4
+    patch(path, 0, header)
+
+    reopened = service(tmp_path, slots=SLOTS_1)
+    assert read_slot(path) == 1
+    assert path.read_bytes()[40 + 4 + 2 * 20 :] == bytes(6 * 20)
+    assert reopened.query("T", "a", 10, 0, 2**62) == [100]
+    assert reopened.query("T", "b", 10, 0, 2**62) == []
+    reopened.put_keys("T", ["b", "c"], "u", 200, T0 + 1_000)
+    for key, expected in (("a", [100]), ("b", [200]), ("c", [200]), ("u", [200])):
+        assert reopened.query("T", key, 10, 0, 2**62) == expected, key
+
+
+def test_put_killed_after_some_entries_before_the_header_drops_them(tmp_path: Path) -> None:
+    first = service(tmp_path, slots=SLOTS_1)
+    first.put_keys("T", ["a"], None, 100, T0)
+    first.close()
+    path = index_path(tmp_path)
+    before = path.read_bytes()
+    # Entries 2 and 3 of the next message written, nothing else.
+    base = 40 + 4
+    patch(path, base + 2 * 20, SPEC_ENTRY.pack(index_key_hash("T#b"), 200, 1, 1))
+    patch(path, base + 3 * 20, SPEC_ENTRY.pack(index_key_hash("T#c"), 200, 1, 2))
+
+    reopened = service(tmp_path, slots=SLOTS_1)
+    assert path.read_bytes() == before
+    assert reopened.query("T", "a", 10, 0, 2**62) == [100]
+    reopened.put_keys("T", ["b", "c"], None, 200, T0 + 1_000)
+    assert reopened.query("T", "a", 10, 0, 2**62) == [100]
+    assert reopened.query("T", "c", 10, 0, 2**62) == [200]
+
+
+def test_truncation_killed_after_uncounting_an_entry_is_finished_on_load(tmp_path: Path) -> None:
+    first = service(tmp_path, slots=SLOTS_1)
+    for n in range(1, 4):
+        first.put_keys("T", [f"k{n}"], None, 100 * n, T0 + n)
+    first.close()
+    path = index_path(tmp_path)
+    patch(path, 36, SPEC_SLOT.pack(3))  # entry 3 uncounted, slot and entry not touched yet
+
+    reopened = service(tmp_path, slots=SLOTS_1)
+    assert read_slot(path) == 2
+    assert reopened.query("T", "k1", 10, 0, 2**62) == [100]
+    assert reopened.query("T", "k3", 10, 0, 2**62) == []
+    assert reopened.indexed_up_to() == 200
+
+
+def test_redispatch_adds_the_keys_a_kill_left_out(tmp_path: Path) -> None:
+    index_service = service(tmp_path)
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    # Only the unique key of the message at 200 is indexed (a kill between its keys).
+    index_service.put_keys("T", [], "u", 200, T0 + 1_000)
+    index_service.put_keys("T", ["b", "", "c"], "u", 200, T0 + 1_000)
+    assert index_service.query("T", "b", 10, 0, 2**62) == [200]
+    assert index_service.query("T", "c", 10, 0, 2**62) == [200]
+    assert index_service.query("T", "u", 10, 0, 2**62) == [200]
+    assert index_service.files[0].index_count == 5
+    # Once complete, dispatching it again adds nothing.
+    index_service.put_keys("T", ["b", "c"], "u", 200, T0 + 1_000)
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    assert index_service.files[0].index_count == 5
+
+
+def test_redispatch_completes_a_message_whose_keys_span_two_files(tmp_path: Path) -> None:
+    index_service = service(tmp_path, slots=10, entries=3)  # two keys per file
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    index_service.put_keys("T", ["b"], None, 200, T0)  # fills the first file
+    index_service.put_keys("T", ["c", "d"], "u", 300, T0)  # u, c in file 2; d in file 3
+    assert len(index_service.files) == 3
+    index_service.truncate_dirty(300)
+    index_service.put_keys("T", ["c"], "u", 300, T0)  # as if killed before "d"
+    assert len(index_service.files) == 2
+    index_service.put_keys("T", ["c", "d"], "u", 300, T0)
+    assert [f.index_count for f in index_service.files] == [3, 3, 2]
+    for key in "abcdu":
+        assert len(index_service.query("T", key, 10, 0, 2**62)) == 1, key
+
+
+def test_flush_does_not_hold_up_puts_while_it_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index_service = service(tmp_path)
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    syncing = threading.Event()
+    release = threading.Event()
+
+    def slow_sync(self: IndexFile) -> None:
+        syncing.set()
+        release.wait(10)
+
+    monkeypatch.setattr(IndexFile, "sync", slow_sync)
+    flusher = threading.Thread(target=index_service.flush)
+    flusher.start()
+    try:
+        assert syncing.wait(10)
+        putter = threading.Thread(
+            target=index_service.put_keys, args=("T", ["b"], None, 200, T0 + 1)
+        )
+        putter.start()
+        putter.join(5)
+        assert not putter.is_alive(), "put_keys waited for the msync"
+        assert index_service.query("T", "b", 10, 0, 2**62) == [200]
+    finally:
+        release.set()
+        flusher.join(10)
+
+
+def test_flush_syncs_only_files_changed_since_the_last_flush(tmp_path: Path) -> None:
+    index_service = service(tmp_path)
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    assert index_service.flush() == T0
+    assert index_service.flush() == T0
+    assert not index_service.files[0].begin_flush()
+    index_service.put_keys("T", ["b"], None, 200, T0 + 5)
+    assert index_service.files[0].begin_flush()
+
+
+def test_load_deletes_temporary_files_of_an_interrupted_creation(tmp_path: Path) -> None:
+    index_service = service(tmp_path)
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    index_service.close()
+    leftover = tmp_path / "index" / "20990101000000000.tmp"
+    leftover.write_bytes(bytes(100))
+    reloaded = service(tmp_path)
+    assert not leftover.exists()
+    assert reloaded.query("T", "a", 10, 0, 2**62) == [100]
+
+
+def test_a_message_without_keys_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    index_service = service(tmp_path)
+    index_service.put_keys("T", ["a"], None, 100, T0)
+    index_service.put_keys("T", ["", ""], None, 200, T0 + 1_000)
+    assert index_service.indexed_up_to() == 100
+    assert index_service.last_update_timestamp == T0

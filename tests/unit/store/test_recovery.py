@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,14 @@ import pytest
 from rmq.common.message import decode_record
 from rmq.store.commitlog import PutMessageResult
 from rmq.store.store import MessageStore
-from tests.unit.store.test_store import BASE_TIME, Clock, message, put_ok, small_config
+from tests.unit.store.test_store import (
+    BASE_TIME,
+    TAG_A,
+    Clock,
+    message,
+    put_ok,
+    small_config,
+)
 
 FILE_SIZE = 4096
 
@@ -132,6 +140,53 @@ def test_abnormal_recovery_starts_at_the_file_the_checkpoint_vouches_for(tmp_pat
         assert_all_readable(reopened, results)
     finally:
         reopened.shutdown()
+
+
+def test_abnormal_recovery_rewrites_a_torn_last_consume_queue_entry(tmp_path: Path) -> None:
+    results = fill(tmp_path, 10)
+    last = results[-1]  # queue 1, queue offset 4
+    queue_file = tmp_path / "consumequeue" / "TopicTest" / "1" / f"{0:020d}"
+    # Killed while writing the entry: offset and size written, tags code not.
+    patch_file(queue_file, 4 * 20 + 12, bytes(8))
+    (tmp_path / "abort").touch()
+    store = reopen(tmp_path)
+    try:
+        queue = store.consume_queues.find("TopicTest", 1)
+        assert queue is not None
+        assert queue.entry_at(4) == (last.physical_offset, last.wrote_bytes, TAG_A)
+        got = store.get_messages("TopicTest", 1, 4, 1, tags_filter=lambda code: code == TAG_A)
+        assert got.physical_offsets == [last.physical_offset]
+    finally:
+        store.shutdown()
+
+
+def test_abnormal_recovery_indexes_the_keys_a_kill_left_out(tmp_path: Path) -> None:
+    results = fill(tmp_path, 10)
+    # The index holds the unique key of the last message but not its KEYS token, as a kill
+    # between them leaves a file written key by key (or a message whose keys straddle two
+    # index files): uncount the newest entry, point its slot back, zero it.
+    (index_file,) = (tmp_path / "index").iterdir()
+    data = bytearray(index_file.read_bytes())
+    slots = 64
+    count = struct.unpack_from(">i", data, 36)[0]
+    newest = 40 + slots * 4 + (count - 1) * 20
+    key_hash, physical_offset, _, prev = struct.unpack_from(">iqii", data, newest)
+    assert physical_offset == results[-1].physical_offset
+    struct.pack_into(">i", data, 36, count - 1)
+    struct.pack_into(">i", data, 40 + key_hash % slots * 4, prev)
+    data[newest : newest + 20] = bytes(20)
+    index_file.write_bytes(bytes(data))
+    (tmp_path / "abort").touch()
+    store = reopen(tmp_path)
+    try:
+        for key in ("key9", "UNIQ9"):
+            found = store.query_message("TopicTest", key, 32, 0, 2**62).physical_offsets
+            assert found == [results[-1].physical_offset], key
+        index = store.index
+        assert index is not None
+        assert index.files[0].index_count == count
+    finally:
+        store.shutdown()
 
 
 @pytest.mark.parametrize("abnormal", [False, True])
