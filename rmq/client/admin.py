@@ -12,7 +12,7 @@ What each operation sends, after mqadmin (`DefaultMQAdminExt` of 4.9.8):
 
 * reads that only the name server can answer (cluster info, routes, topic lists, KV) go to
   one name server: the one that answered last, then the others in order when it cannot be
-  reached or times out (a refusal is final);
+  reached or times out (a refusal is final): the client instance's `NameServerList`;
 * `create_or_update_topic` sends UPDATE_AND_CREATE_TOPIC to one broker, or to every master
   (broker id 0) of a cluster; with `config.order` it also writes the topic's order conf
   (`brokerName:writeQueueNums;...`) to the ORDER_TOPIC_CONFIG namespace of every name server,
@@ -49,12 +49,11 @@ from typing import Self, TypeVar
 
 from rmq.client import api
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError, RouteNotFound
-from rmq.client.instance import parse_namesrv_addrs
+from rmq.client.instance import NameServerList, parse_namesrv_addrs
 from rmq.remoting.bodies import MASTER_ID, ClusterInfo, TopicConfig, TopicRouteData
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode, code_name
 from rmq.remoting.command import RemotingCommand
-from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
 
 T = TypeVar("T")
 
@@ -179,7 +178,7 @@ class AdminClient:
         self.timeout = timeout
         self._remoting = remoting if remoting is not None else RemotingClient()
         self._owns_remoting = remoting is None
-        self._namesrv_index = 0
+        self._namesrvs = NameServerList(self.namesrv_addrs)
 
     async def __aenter__(self) -> Self:
         return self
@@ -372,26 +371,18 @@ class AdminClient:
     # -- sending -----------------------------------------------------------------------------
 
     async def _ask_namesrv(self, call: Callable[[str], Awaitable[T]]) -> T:
-        """`call(addr)` on the preferred name server, failing over to the next ones while
+        """`call(addr)` on the current name server, failing over to the next ones while
         they cannot be reached; a refusal is raised as AdminError naming the name server."""
-        count = len(self.namesrv_addrs)
-        unreachable: RemotingConnectError | RemotingTimeoutError | None = None
-        for step in range(count):
-            index = (self._namesrv_index + step) % count
-            addr = self.namesrv_addrs[index]
+
+        async def refusal_named(addr: str) -> T:
             try:
-                result = await call(addr)
-            except (RemotingConnectError, RemotingTimeoutError) as exc:
-                unreachable = exc
-                continue
+                return await call(addr)
             except RouteNotFound:
                 raise
             except MQClientError as exc:
                 raise AdminError(f"name server {addr} refused: {describe(exc)}") from exc
-            self._namesrv_index = index
-            return result
-        assert unreachable is not None
-        raise unreachable
+
+        return await self._namesrvs.call(refusal_named)
 
     async def _on_each(
         self, addrs: Sequence[str], action: str, call: Callable[[str], Awaitable[T]]

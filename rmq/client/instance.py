@@ -6,14 +6,18 @@ A `ClientInstance` is Java's `MQClientInstance` in asyncio form.  It owns
   for requests brokers send to clients: NOTIFY_CONSUMER_IDS_CHANGED makes every registered
   consumer rebalance now; every other code is answered REQUEST_CODE_NOT_SUPPORTED by the
   remoting layer;
-* the name server list (`"host:port;host:port"`), used one at a time: a request goes to
-  the current name server and moves on to the next when it cannot connect or times out;
+* the name server list (`"host:port;host:port"`), used one at a time through a
+  `NameServerList` (also the admin client's): a request goes to the current name server and
+  moves on to the next when it cannot connect or times out;
 * the route cache: topic -> `TopicRouteData` as the name server last answered, the broker
-  address table built from every cached route (broker name -> broker id -> address) and,
-  per topic a producer sends to, the `TopicPublishInfo` (its write queues);
+  address table built from every cached route (broker name -> broker id -> address; the
+  address of a queue's broker is `broker_address`) and, per topic a producer sends to, the
+  `TopicPublishInfo` (its write queues);
 * the producer groups and consumers registered with it, for heartbeats (every 30 s, to
   every broker master; to slaves too while a consumer is registered) and for
-  UNREGISTER_CLIENT when they leave;
+  UNREGISTER_CLIENT when they leave.  A heartbeat asked for while one is in flight is sent
+  once that one is answered, built afresh (one follow-up however many asked meanwhile), so a
+  changed subscription version never waits for the next period;
 * two background tasks, started by `start` and cancelled by `shutdown`: the route refresh
   (every 30 s, `pollNameServerInterval`) of every topic in use, and the heartbeat.
 
@@ -24,7 +28,9 @@ the route of the auto-create template topic TBW102 with each broker's queue coun
 topic on the first send, and the next refresh picks up its real route.
 
 A consumer registers an object that satisfies `RegisteredConsumer`: its group, the
-`ConsumerData` its heartbeats carry, and a `rebalance_now()` hook.
+`ConsumerData` its heartbeats carry, and a `rebalance_now()` hook.  Producers and consumers
+get their instance from `client_instance_for` (their own, or a shared one) and check their
+group with `check_group`; `run_periodically` is the loop of every periodic task.
 """
 
 from __future__ import annotations
@@ -34,13 +40,13 @@ import logging
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Collection, Coroutine
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Collection
+from typing import Protocol, TypeVar
 
 from rmq.client import api
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
 from rmq.common.config import local_address
-from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
+from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC, group_error
 from rmq.common.perm import is_readable, is_writeable
 from rmq.remoting.bodies import (
     MASTER_ID,
@@ -81,6 +87,67 @@ def default_instance_name() -> str:
     """Java's replacement for the instance name "DEFAULT": `<pid>#<nanoTime>`, so that two
     clients of one process never share a client id."""
     return f"{os.getpid()}#{time.monotonic_ns()}"
+
+
+def check_group(group: str, role: str, reserved: str | None = None) -> None:
+    """MQClientError, worded as Java words it, when `group` is not a valid group name or is
+    `reserved`, the default group of the `role` ("producer", "consumer")."""
+    error = group_error(group)
+    if error is not None:
+        raise MQClientError(-1, error)
+    if group == reserved:
+        raise MQClientError(
+            -1, f"{role}Group can not equal {reserved}, please specify another one."
+        )
+
+
+async def run_periodically(
+    first_delay: float, interval: float, job: Callable[[], Awaitable[None]], name: str
+) -> None:
+    """Run `job` after `first_delay` seconds, then `interval` seconds after each run ends,
+    until cancelled; a run that fails is logged as `name` and the next one goes ahead."""
+    await asyncio.sleep(first_delay)
+    while True:
+        try:
+            await job()
+        except Exception:
+            log.exception("%s failed", name)
+        await asyncio.sleep(interval)
+
+
+class NameServerList:
+    """Name servers used one at a time: a request goes to the current one; when that cannot
+    be connected to or does not answer in time, the next becomes current and the request is
+    tried there, each name server at most once.  Any answer, a refusal included, ends the
+    request."""
+
+    __slots__ = ("_current", "addrs")
+
+    def __init__(self, addrs: list[str], current: int = 0) -> None:
+        self.addrs = addrs
+        self._current = current % len(addrs)
+
+    async def call(self, call: Callable[[str], Awaitable[T]]) -> T:
+        """`await call(addr)` with the current name server, failing over as described; when
+        every one failed, the last failure is raised."""
+        count = len(self.addrs)
+        failure: RemotingError | None = None
+        for attempt in range(1, count + 1):
+            addr = self.addrs[self._current]
+            try:
+                return await call(addr)
+            except (RemotingConnectError, RemotingTimeoutError) as exc:
+                failure = exc
+                self._current = (self._current + 1) % count
+                if attempt < count:
+                    log.warning(
+                        "name server %s failed (%s), trying %s",
+                        addr,
+                        exc,
+                        self.addrs[self._current],
+                    )
+        assert failure is not None
+        raise failure
 
 
 class RegisteredConsumer(Protocol):
@@ -202,7 +269,9 @@ class ClientInstance:
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_interval = heartbeat_interval
         self.remoting = RemotingClient()
-        self._namesrv_index = random.randrange(len(self.namesrv_addrs))
+        self._namesrvs = NameServerList(
+            self.namesrv_addrs, random.randrange(len(self.namesrv_addrs))
+        )
         self._routes: dict[str, TopicRouteData] = {}
         self._publish_infos: dict[str, TopicPublishInfo] = {}
         self._broker_addrs: dict[str, dict[int, str]] = {}
@@ -210,6 +279,8 @@ class ClientInstance:
         self._producer_groups: set[str] = set()
         self._consumers: dict[str, RegisteredConsumer] = {}
         self._heartbeat_lock = asyncio.Lock()
+        self._heartbeats_asked = 0  # calls of send_heartbeat_to_all_brokers so far
+        self._heartbeats_covered = 0  # of those, the ones a heartbeat was built after
         self._tasks: list[asyncio.Task[None]] = []
         self._running = False
 
@@ -222,19 +293,15 @@ class ClientInstance:
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._consumer_ids_changed)
         self._tasks = [
             self._spawn(
-                self._every(
-                    self.poll_name_server_interval,
-                    self.poll_name_server_interval,
-                    self.refresh_routes,
-                ),
+                self.poll_name_server_interval,
+                self.poll_name_server_interval,
+                self.refresh_routes,
                 "route refresh",
             ),
             self._spawn(
-                self._every(
-                    FIRST_HEARTBEAT_DELAY,
-                    self.heartbeat_interval,
-                    self.send_heartbeat_to_all_brokers,
-                ),
+                FIRST_HEARTBEAT_DELAY,
+                self.heartbeat_interval,
+                self.send_heartbeat_to_all_brokers,
                 "heartbeat",
             ),
         ]
@@ -273,37 +340,24 @@ class ClientInstance:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.shutdown()
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        return asyncio.get_running_loop().create_task(coroutine, name=f"{self.client_id} {name}")
-
-    async def _every(
-        self, first_delay: float, interval: float, job: Callable[[], Awaitable[None]]
-    ) -> None:
-        await asyncio.sleep(first_delay)
-        while True:
-            try:
-                await job()
-            except Exception:
-                log.exception("%s: periodic task failed", self.client_id)
-            await asyncio.sleep(interval)
+    def _spawn(
+        self,
+        first_delay: float,
+        interval: float,
+        job: Callable[[], Awaitable[None]],
+        name: str,
+    ) -> asyncio.Task[None]:
+        name = f"{self.client_id} {name}"
+        return asyncio.get_running_loop().create_task(
+            run_periodically(first_delay, interval, job, name), name=name
+        )
 
     # --- name servers -------------------------------------------------------------------------
 
     async def call_namesrv(self, call: Callable[[str], Awaitable[T]]) -> T:
-        """`await call(addr)` with the current name server; on a connect failure or a
-        timeout the next one in the list becomes current and is tried, once each."""
-        count = len(self.namesrv_addrs)
-        failure: RemotingError | None = None
-        for _ in range(count):
-            addr = self.namesrv_addrs[self._namesrv_index % count]
-            try:
-                return await call(addr)
-            except (RemotingConnectError, RemotingTimeoutError) as exc:
-                log.warning("name server %s failed: %s", addr, exc)
-                failure = exc
-                self._namesrv_index += 1
-        assert failure is not None
-        raise failure
+        """`await call(addr)` with the current name server, failing over to the next ones
+        (`NameServerList.call`)."""
+        return await self._namesrvs.call(call)
 
     # --- routes -------------------------------------------------------------------------------
 
@@ -434,6 +488,21 @@ class ClientInstance:
             return master
         return addrs[min(addrs)]
 
+    async def broker_address(self, mq: MessageQueue, *, master_only: bool = True) -> str:
+        """The address of the broker holding `mq` (as `find_broker_addr`), fetching the
+        topic's route once more when no cached route knows the broker.  Raises MQClientError
+        BROKER_NOT_EXIST_EXCEPTION when there is still none."""
+        addr = self.find_broker_addr(mq.broker_name, master_only=master_only)
+        if addr is None:
+            await self.get_route(mq.topic, refresh=True)
+            addr = self.find_broker_addr(mq.broker_name, master_only=master_only)
+            if addr is None:
+                raise MQClientError(
+                    ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION,
+                    f"The broker[{mq.broker_name}] not exist",
+                )
+        return addr
+
     def find_broker_addr_by_topic(self, topic: str) -> str | None:
         """Some broker of `topic`'s cached route (a random broker name, its master if
         known): where group-wide questions such as the consumer id list are asked."""
@@ -485,21 +554,36 @@ class ClientInstance:
 
     async def send_heartbeat_to_all_brokers(self) -> None:
         """HEART_BEAT to every known broker master, and to slaves while a consumer is
-        registered.  A heartbeat already under way makes this one a no-op."""
-        if self._heartbeat_lock.locked():
-            return
+        registered; returns once a heartbeat built after this call has been answered (or has
+        failed, which is logged).
+
+        A call made while a heartbeat is in flight waits for it and then sends one more; the
+        calls that arrive during one heartbeat share that one follow-up."""
+        self._heartbeats_asked += 1
+        asked = self._heartbeats_asked
         async with self._heartbeat_lock:
-            heartbeat = self.heartbeat_data()
-            if not heartbeat.producer_data_set and not heartbeat.consumer_data_set:
+            covered = self._heartbeats_covered
+            if covered >= asked:
                 return
-            with_slaves = bool(heartbeat.consumer_data_set)
-            addrs = [
-                addr
-                for ids in self._broker_addrs.values()
-                for broker_id, addr in ids.items()
-                if with_slaves or broker_id == MASTER_ID
-            ]
-            await asyncio.gather(*(self._heartbeat(addr, heartbeat) for addr in addrs))
+            self._heartbeats_covered = self._heartbeats_asked
+            try:
+                await self._send_heartbeats()
+            except BaseException:
+                self._heartbeats_covered = covered  # the calls waiting must still send one
+                raise
+
+    async def _send_heartbeats(self) -> None:
+        heartbeat = self.heartbeat_data()
+        if not heartbeat.producer_data_set and not heartbeat.consumer_data_set:
+            return
+        with_slaves = bool(heartbeat.consumer_data_set)
+        addrs = [
+            addr
+            for ids in self._broker_addrs.values()
+            for broker_id, addr in ids.items()
+            if with_slaves or broker_id == MASTER_ID
+        ]
+        await asyncio.gather(*(self._heartbeat(addr, heartbeat) for addr in addrs))
 
     async def _heartbeat(self, addr: str, heartbeat: HeartbeatData) -> None:
         try:
@@ -548,3 +632,19 @@ class ClientInstance:
         )
         self.rebalance_now()
         return None
+
+
+def client_instance_for(
+    role: str,
+    namesrv_addrs: str | None,
+    instance: ClientInstance | None,
+    instance_name: str | None,
+) -> tuple[ClientInstance, bool]:
+    """The instance a producer or consumer (`role`) works through, and whether it owns it:
+    `instance` when given (shared: its owner starts and shuts it down), else a new instance
+    on `namesrv_addrs` that the producer or consumer starts and shuts down itself."""
+    if instance is not None:
+        return instance, False
+    if namesrv_addrs is None:
+        raise ValueError(f"a {role} needs name server addresses or a client instance")
+    return ClientInstance(namesrv_addrs, instance_name), True

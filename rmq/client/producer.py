@@ -31,6 +31,10 @@ whose send failed is avoided for `fault_isolation` seconds (30) while another br
 queues, and a retry never picks the broker that just failed when another exists.  Every send
 gets a fresh UNIQ_KEY (the result's `msg_id`); a body of 4 KiB or more
 (`compress_body_over`) is sent zlib-compressed with sysFlag COMPRESSED | ZLIB.
+
+A send is prepared once for all its attempts (`_Outgoing`: body, properties, unique id), and
+the header fields every send to one topic shares are encoded once per topic
+(`api.SendRequestTemplate`): an attempt only adds the queue and the birth time.
 """
 
 from __future__ import annotations
@@ -45,7 +49,13 @@ from typing import NamedTuple
 from rmq.client import api
 from rmq.client.api import SendResult, SendStatus
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError
-from rmq.client.instance import DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance, TopicPublishInfo
+from rmq.client.instance import (
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    ClientInstance,
+    TopicPublishInfo,
+    check_group,
+    client_instance_for,
+)
 from rmq.client.message import DEFAULT_MAX_MESSAGE_SIZE, Message, wait_property_text
 from rmq.common.compression import (
     DEFAULT_COMPRESS_BODY_OVER,
@@ -56,18 +66,13 @@ from rmq.common.compression import (
 from rmq.common.javahash import java_hash
 from rmq.common.message import encode_batch
 from rmq.common.msgid import UniqueIdGenerator
-from rmq.common.naming import (
-    AUTO_CREATE_TOPIC_KEY_TOPIC,
-    DEFAULT_PRODUCER_GROUP,
-    group_error,
-    is_retry_topic,
-)
+from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_PRODUCER_GROUP, is_retry_topic
 from rmq.common.sysflag import COMPRESSED_FLAG
 from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.codes import ResponseCode
+from rmq.remoting.command import RemotingCommand
 from rmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
-from rmq.remoting.headers import SendMessageRequestHeader
 
 __all__ = [
     "Message",
@@ -118,6 +123,7 @@ def unique_ids() -> UniqueIdGenerator:
 class _Outgoing(NamedTuple):
     """One send, encoded once and shared by its attempts."""
 
+    template: api.SendRequestTemplate
     topic: str
     body: bytes
     sys_flag: int
@@ -178,15 +184,10 @@ class Producer:
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
         fault_isolation: float = DEFAULT_FAULT_ISOLATION,
     ) -> None:
-        if instance is None:
-            if namesrv_addrs is None:
-                raise ValueError("a producer needs name server addresses or a client instance")
-            instance = ClientInstance(namesrv_addrs, instance_name)
-            self._owns_instance = True
-        else:
-            self._owns_instance = False
+        self.instance, self._owns_instance = client_instance_for(
+            "producer", namesrv_addrs, instance, instance_name
+        )
         self.group = group
-        self.instance = instance
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.retry_times_when_send_async_failed = retry_times_when_send_async_failed
@@ -197,6 +198,7 @@ class Producer:
         self.create_topic_key = create_topic_key
         self.default_topic_queue_nums = default_topic_queue_nums
         self._faults = _BrokerFaults(fault_isolation)
+        self._templates: dict[tuple[str, str, int], api.SendRequestTemplate] = {}
         self._ids = unique_ids()
         self._async_sends: set[asyncio.Task[SendResult]] = set()
         self._running = False
@@ -207,15 +209,7 @@ class Producer:
         """Register the group with the instance (starting an owned instance first)."""
         if self._running:
             raise MQClientError(-1, f"The producer {self.group} is already started")
-        error = group_error(self.group)
-        if error is not None:
-            raise MQClientError(-1, error)
-        if self.group == DEFAULT_PRODUCER_GROUP:
-            raise MQClientError(
-                -1,
-                f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, "
-                "please specify another one.",
-            )
+        check_group(self.group, "producer", DEFAULT_PRODUCER_GROUP)
         if self._owns_instance:
             await self.instance.start()
         self.instance.register_producer(self.group)
@@ -332,12 +326,8 @@ class Producer:
         info = self.instance.cached_publish_info(msg.topic) or await self._publish_info(msg.topic)
         chooser = self._chooser(msg, sharding_key, selector)
         queue = chooser(info.message_queues, msg) if chooser is not None else self._select(info)
-        addr = self.instance.find_broker_addr(queue.broker_name)
-        if addr is None:
-            addr = await self._refreshed_broker_addr(queue)
-        await api.send_message_oneway(
-            self.instance.remoting, addr, self._header(outgoing, queue), outgoing.body
-        )
+        addr = await self.instance.broker_address(queue)
+        await api.send_message_oneway(self.instance.remoting, addr, _request(outgoing, queue))
 
     async def send_batch(
         self, msgs: Sequence[Message], *, timeout: float | None = None
@@ -378,7 +368,14 @@ class Producer:
             sys_flag = _COMPRESSED_ZLIB
         msg_id = self._ids.next_id()
         return _Outgoing(
-            msg.topic, body, sys_flag, msg.flag, msg.properties_text(msg_id), False, msg_id
+            self._template(msg.topic),
+            msg.topic,
+            body,
+            sys_flag,
+            msg.flag,
+            msg.properties_text(msg_id),
+            False,
+            msg_id,
         )
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Outgoing:
@@ -410,6 +407,7 @@ class Producer:
                 f"(a batch of {len(msgs)} messages encodes to {len(body)} bytes)",
             )
         return _Outgoing(
+            self._template(first.topic),
             first.topic,
             body,
             0,
@@ -419,22 +417,14 @@ class Producer:
             ",".join(ids),
         )
 
-    def _header(self, outgoing: _Outgoing, queue: MessageQueue) -> SendMessageRequestHeader:
-        return SendMessageRequestHeader(
-            producer_group=self.group,
-            topic=outgoing.topic,
-            default_topic=self.create_topic_key,
-            default_topic_queue_nums=self.default_topic_queue_nums,
-            queue_id=queue.queue_id,
-            sys_flag=outgoing.sys_flag,
-            born_timestamp=now_millis(),
-            flag=outgoing.flag,
-            properties=outgoing.properties,
-            reconsume_times=0,
-            unit_mode=False,
-            batch=outgoing.batch,
-            bname=queue.broker_name,
-        )
+    def _template(self, topic: str) -> api.SendRequestTemplate:
+        """The request template of this producer's sends to `topic`."""
+        key = (topic, self.create_topic_key, self.default_topic_queue_nums)
+        template = self._templates.get(key)
+        if template is None:
+            template = api.SendRequestTemplate(self.group, *key)
+            self._templates[key] = template
+        return template
 
     # --- routing ------------------------------------------------------------------------------
 
@@ -485,17 +475,6 @@ class Producer:
             queue = info.select_queue((last_broker,))
         return queue
 
-    async def _refreshed_broker_addr(self, queue: MessageQueue) -> str:
-        """The master of a queue's broker that no cached route names: fetch the route again."""
-        await self.instance.get_route(queue.topic, refresh=True)
-        addr = self.instance.find_broker_addr(queue.broker_name)
-        if addr is None:
-            raise MQClientError(
-                ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION,
-                f"The broker[{queue.broker_name}] not exist",
-            )
-        return addr
-
     # --- attempts -----------------------------------------------------------------------------
 
     async def _send_to(
@@ -508,15 +487,12 @@ class Producer:
                 f"send to topic {outgoing.topic} timed out before an attempt could start",
             )
         try:
-            addr = self.instance.find_broker_addr(queue.broker_name)
-            if addr is None:
-                addr = await self._refreshed_broker_addr(queue)
+            addr = await self.instance.broker_address(queue)
             result = await api.send_message(
                 self.instance.remoting,
                 addr,
                 queue,
-                self._header(outgoing, queue),
-                outgoing.body,
+                _request(outgoing, queue),
                 timeout,
                 msg_id=outgoing.msg_id,
             )
@@ -573,6 +549,19 @@ class Producer:
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _request(outgoing: _Outgoing, queue: MessageQueue) -> RemotingCommand:
+    """The request of one attempt of `outgoing` on `queue`, born now."""
+    return outgoing.template.request(
+        queue,
+        outgoing.sys_flag,
+        now_millis(),
+        outgoing.flag,
+        outgoing.properties,
+        outgoing.body,
+        batch=outgoing.batch,
+    )
 
 
 def _send_failed(

@@ -17,7 +17,7 @@ is Java's ``pullBlockIfNotFound``: the broker holds the request up to
 Offsets are the group's on the brokers: :meth:`fetch_consume_offset` reads one
 (QUERY_CONSUMER_OFFSET), :meth:`update_consume_offset` commits one and waits for the broker.
 The queue's own bounds come from :meth:`min_offset`, :meth:`max_offset` (the next offset to
-be written), :meth:`search_offset` (first message stored at or after a time) and
+be written), :meth:`search_offset` (the message stored nearest to a time) and
 :meth:`earliest_msg_store_time`.
 """
 
@@ -29,10 +29,8 @@ from dataclasses import dataclass
 from rmq.client import api
 from rmq.client.api import PullStatus
 from rmq.client.consumer.message import MessageExt, decode_pull_body
-from rmq.client.consumer.rebalance import broker_address
 from rmq.client.errors import MQClientError
-from rmq.client.instance import ClientInstance
-from rmq.common.naming import group_error
+from rmq.client.instance import ClientInstance, check_group, client_instance_for
 from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import (
     SUB_ALL,
@@ -84,15 +82,10 @@ class PullConsumer:
         consumer_pull_timeout: float = CONSUMER_PULL_TIMEOUT,
         consumer_timeout_when_suspend: float = CONSUMER_TIMEOUT_WHEN_SUSPEND,
     ) -> None:
-        if instance is None:
-            if namesrv_addrs is None:
-                raise ValueError("a consumer needs name server addresses or a client instance")
-            instance = ClientInstance(namesrv_addrs, instance_name)
-            self._owns_instance = True
-        else:
-            self._owns_instance = False
+        self.instance, self._owns_instance = client_instance_for(
+            "consumer", namesrv_addrs, instance, instance_name
+        )
         self.group = group
-        self.instance = instance
         self.broker_suspend_max_time = broker_suspend_max_time
         self.consumer_pull_timeout = consumer_pull_timeout
         self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
@@ -105,9 +98,7 @@ class PullConsumer:
         """Register the group with the instance (starting an owned one first)."""
         if self._running:
             raise MQClientError(-1, f"The consumer {self.group} is already started")
-        error = group_error(self.group)
-        if error is not None:
-            raise MQClientError(-1, error)
+        check_group(self.group, "consumer")
         if self._owns_instance:
             await self.instance.start()
         self.instance.register_consumer(self)
@@ -189,7 +180,7 @@ class PullConsumer:
             timeout = self.consumer_timeout_when_suspend
         elif timeout is None:
             timeout = self.consumer_pull_timeout
-        addr = await broker_address(self.instance, mq, master_only=False)
+        addr = await self.instance.broker_address(mq, master_only=False)
         result = await api.pull_message(self.instance.remoting, addr, header, timeout)
         messages = []
         if result.status is PullStatus.FOUND:
@@ -208,7 +199,7 @@ class PullConsumer:
 
     async def fetch_consume_offset(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq``, -1 when it has none."""
-        addr = await broker_address(self.instance, mq)
+        addr = await self.instance.broker_address(mq)
         offset = await api.query_consumer_offset(
             self.instance.remoting, addr, self.group, mq, self.instance.api_timeout
         )
@@ -216,29 +207,30 @@ class PullConsumer:
 
     async def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
         """Commit ``offset`` as the group's offset of ``mq`` and wait for the broker."""
-        addr = await broker_address(self.instance, mq)
+        addr = await self.instance.broker_address(mq)
         await api.update_consumer_offset(
             self.instance.remoting, addr, self.group, mq, offset, self.instance.api_timeout
         )
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        addr = await broker_address(self.instance, mq)
+        addr = await self.instance.broker_address(mq)
         return await api.get_min_offset(self.instance.remoting, addr, mq, self.instance.api_timeout)
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """The offset the next message of ``mq`` will get."""
-        addr = await broker_address(self.instance, mq)
+        addr = await self.instance.broker_address(mq)
         return await api.get_max_offset(self.instance.remoting, addr, mq, self.instance.api_timeout)
 
     async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
-        """The offset of the first message of ``mq`` stored at or after ``timestamp`` (ms)."""
-        addr = await broker_address(self.instance, mq)
+        """The offset of the message of ``mq`` stored nearest to ``timestamp`` (ms), before
+        or after it (see :func:`rmq.client.api.search_offset`)."""
+        addr = await self.instance.broker_address(mq)
         return await api.search_offset(
             self.instance.remoting, addr, mq, timestamp, self.instance.api_timeout
         )
 
     async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
-        addr = await broker_address(self.instance, mq)
+        addr = await self.instance.broker_address(mq)
         return await api.get_earliest_msg_store_time(
             self.instance.remoting, addr, mq, self.instance.api_timeout
         )

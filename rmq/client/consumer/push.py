@@ -72,13 +72,17 @@ from rmq.client.consumer.offsetstore import (
     RemoteBrokerOffsetStore,
 )
 from rmq.client.consumer.processqueue import REBALANCE_LOCK_INTERVAL, ProcessQueue
-from rmq.client.consumer.rebalance import PullRequest, Rebalance, broker_address
+from rmq.client.consumer.rebalance import PullRequest, Rebalance
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError
-from rmq.client.instance import ClientInstance
+from rmq.client.instance import (
+    ClientInstance,
+    check_group,
+    client_instance_for,
+    run_periodically,
+)
 from rmq.common.naming import (
     DEFAULT_CONSUMER_GROUP,
     RETRY_GROUP_TOPIC_PREFIX,
-    group_error,
     retry_topic,
 )
 from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
@@ -168,19 +172,14 @@ class PushConsumer:
         post_subscription_when_pull: bool = False,
         offset_store_dir: Path | None = None,
     ) -> None:
-        if instance is None:
-            if namesrv_addrs is None:
-                raise ValueError("a consumer needs name server addresses or a client instance")
-            if instance_name is None and message_model is MessageModel.BROADCASTING:
-                instance_name = "DEFAULT"
-            instance = ClientInstance(namesrv_addrs, instance_name)
-            self._owns_instance = True
-        else:
-            self._owns_instance = False
+        if instance_name is None and message_model is MessageModel.BROADCASTING:
+            instance_name = "DEFAULT"
+        self.instance, self._owns_instance = client_instance_for(
+            "consumer", namesrv_addrs, instance, instance_name
+        )
         if consume_concurrency < 1 or consume_message_batch_max_size < 1 or pull_batch_size < 1:
             raise ValueError("consume concurrency and batch sizes must be at least 1")
         self.group = group
-        self.instance = instance
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = consume_timestamp
@@ -295,8 +294,10 @@ class PushConsumer:
         self._running = True
         self._services = [
             self._service(self._rebalance_service(), "rebalance"),
-            self._service(
-                self._every(self.persist_consumer_offset_interval, self._persist_offsets),
+            self._periodic(
+                self.persist_consumer_offset_interval,
+                self.persist_consumer_offset_interval,
+                self._persist_offsets,
                 "offset commit",
             ),
         ]
@@ -307,9 +308,8 @@ class PushConsumer:
             ]
         elif self._clustering:
             self._services.append(
-                self._service(
-                    self._every(REBALANCE_LOCK_INTERVAL / 1000, self._rebalance.lock_all, 1.0),
-                    "lock renewal",
+                self._periodic(
+                    1.0, REBALANCE_LOCK_INTERVAL / 1000, self._rebalance.lock_all, "lock renewal"
                 )
             )
         for topic in self._subscriptions:
@@ -359,15 +359,7 @@ class PushConsumer:
         await self.shutdown()
 
     def _check_config(self) -> None:
-        error = group_error(self.group)
-        if error is not None:
-            raise MQClientError(-1, error)
-        if self.group == DEFAULT_CONSUMER_GROUP:
-            raise MQClientError(
-                -1,
-                f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, "
-                "please specify another one.",
-            )
+        check_group(self.group, "consumer", DEFAULT_CONSUMER_GROUP)
         if self._listener is None:
             raise MQClientError(-1, "messageListener is null: call register_listener first")
         if not self._subscriptions:
@@ -375,18 +367,22 @@ class PushConsumer:
 
     def _create_offset_store(self) -> OffsetStore:
         if self._clustering:
-            instance = self.instance
-
-            async def find_broker(mq: MessageQueue) -> str:
-                return await broker_address(instance, mq)
-
-            return RemoteBrokerOffsetStore(instance.remoting, self.group, find_broker)
+            return RemoteBrokerOffsetStore(
+                self.instance.remoting, self.group, self.instance.broker_address
+            )
         return LocalFileOffsetStore(self.instance.client_id, self.group, self.offset_store_dir)
 
     # --- background tasks -----------------------------------------------------------------
 
     def _service(self, coroutine: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         return asyncio.get_running_loop().create_task(coroutine, name=f"{self.group} {name}")
+
+    def _periodic(
+        self, first_delay: float, interval: float, job: Callable[[], Awaitable[None]], name: str
+    ) -> asyncio.Task[None]:
+        return self._service(
+            run_periodically(first_delay, interval, job, f"group {self.group}: {name}"), name
+        )
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """Run a task owned by this consumer (cancelled at shutdown)."""
@@ -408,23 +404,15 @@ class PushConsumer:
 
         self._spawn(run())
 
-    async def _every(
-        self, interval: float, job: Callable[[], Awaitable[None]], first_delay: float | None = None
-    ) -> None:
-        await asyncio.sleep(interval if first_delay is None else first_delay)
-        while True:
-            try:
-                await job()
-            except Exception:
-                log.exception("group %s: periodic task failed", self.group)
-            await asyncio.sleep(interval)
-
     async def _rebalance_service(self) -> None:
         rebalance = self._rebalance
         assert rebalance is not None
         while True:
+            # asyncio.timeout, not wait_for: in Python 3.11 wait_for loses a cancellation
+            # that arrives as the event is set, and shutdown would wait for this loop forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._rebalance_wanted.wait(), self.rebalance_interval)
+                async with asyncio.timeout(self.rebalance_interval):
+                    await self._rebalance_wanted.wait()
             self._rebalance_wanted.clear()
             try:
                 await rebalance.do_rebalance()
@@ -499,7 +487,7 @@ class PushConsumer:
         if self.post_subscription_when_pull and not subscription.class_filter_mode:
             expression = subscription.sub_string
             sys_flag |= PULL_SUBSCRIPTION
-        addr = await broker_address(self.instance, mq, master_only=False)
+        addr = await self.instance.broker_address(mq, master_only=False)
         if addr != self.instance.find_broker_addr(mq.broker_name):
             sys_flag &= ~PULL_COMMIT_OFFSET  # a slave does not take commits
         header = PullMessageRequestHeader(
@@ -604,7 +592,7 @@ class PushConsumer:
             bname=mq.broker_name,
         )
         try:
-            addr = await broker_address(self.instance, mq)
+            addr = await self.instance.broker_address(mq)
             await api.consumer_send_msg_back(
                 self.instance.remoting, addr, header, SEND_BACK_TIMEOUT
             )

@@ -86,20 +86,8 @@ class PullRequest:
 async def broker_address(
     instance: ClientInstance, mq: MessageQueue, *, master_only: bool = True
 ) -> str:
-    """The address of the broker holding ``mq`` (its master, or any broker of the name
-    without ``master_only``), refreshing the topic's route once when it is unknown.
-
-    Raises MQClientError BROKER_NOT_EXIST_EXCEPTION when there is none.
-    """
-    addr = instance.find_broker_addr(mq.broker_name, master_only=master_only)
-    if addr is None:
-        await instance.get_route(mq.topic, refresh=True)
-        addr = instance.find_broker_addr(mq.broker_name, master_only=master_only)
-    if addr is None:
-        raise MQClientError(
-            ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION, f"The broker[{mq.broker_name}] not exist"
-        )
-    return addr
+    """`ClientInstance.broker_address`, for callers that import it from here."""
+    return await instance.broker_address(mq, master_only=master_only)
 
 
 class Rebalance:
@@ -252,13 +240,13 @@ class Rebalance:
         if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             return 0
         if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not is_retry:
-            addr = await broker_address(self.instance, mq)
+            addr = await self.instance.broker_address(mq)
             return await api.search_offset(
                 self.instance.remoting, addr, mq, self.consume_timestamp, self.instance.api_timeout
             )
         if where in _LAST_OFFSET_LIKE and is_retry:
             return 0
-        addr = await broker_address(self.instance, mq)
+        addr = await self.instance.broker_address(mq)
         return await api.get_max_offset(self.instance.remoting, addr, mq, self.instance.api_timeout)
 
     async def remove_process_queue(self, mq: MessageQueue) -> None:
@@ -277,7 +265,8 @@ class Rebalance:
         if not (self.orderly and self._clustering):
             return True
         try:
-            await asyncio.wait_for(pq.consume_lock.acquire(), REMOVE_LOCK_WAIT)
+            async with asyncio.timeout(REMOVE_LOCK_WAIT):  # wait_for can lose a cancellation
+                await pq.consume_lock.acquire()
         except TimeoutError:
             pq.try_unlock_times += 1
             log.warning("group %s: %s is consuming, unlocking it later", self.group, mq)
@@ -307,39 +296,22 @@ class Rebalance:
     async def lock(self, mq: MessageQueue) -> bool:
         """LOCK_BATCH_MQ for one queue; True when this client now holds it."""
         try:
-            addr = await broker_address(self.instance, mq)
-            locked = await api.lock_batch_mq(
-                self.instance.remoting,
-                addr,
-                self.group,
-                self.instance.client_id,
-                [mq],
-                LOCK_TIMEOUT,
-            )
+            locked = await self._lock_batch([mq])
         except (ClientError, RemotingError) as exc:
             log.warning("group %s: locking %s failed: %s", self.group, mq, exc)
             return False
-        self._mark_locked(locked)
         return mq in locked
 
     async def lock_all(self) -> None:
         """Renew the locks of every owned queue, broker by broker."""
         for broker_mqs in self._owned_by_broker().values():
-            mq = broker_mqs[0]
             try:
-                addr = await broker_address(self.instance, mq)
-                locked = await api.lock_batch_mq(
-                    self.instance.remoting,
-                    addr,
-                    self.group,
-                    self.instance.client_id,
-                    broker_mqs,
-                    LOCK_TIMEOUT,
-                )
+                locked = await self._lock_batch(broker_mqs)
             except (ClientError, RemotingError) as exc:
-                log.warning("group %s: renewing locks on %s failed: %s", self.group, mq, exc)
+                log.warning(
+                    "group %s: renewing locks on %s failed: %s", self.group, broker_mqs[0], exc
+                )
                 continue
-            self._mark_locked(locked)
             for lost in set(broker_mqs) - set(locked):
                 pq = self.process_queue_table.get(lost)
                 if pq is not None:
@@ -350,7 +322,7 @@ class Rebalance:
         """UNLOCK_BATCH_MQ for ``mqs`` (all on one broker)."""
         mqs = list(mqs)
         try:
-            addr = await broker_address(self.instance, mqs[0])
+            addr = await self.instance.broker_address(mqs[0])
             await api.unlock_batch_mq(
                 self.instance.remoting,
                 addr,
@@ -372,13 +344,20 @@ class Rebalance:
                 if pq is not None:
                     pq.locked = False
 
-    def _mark_locked(self, locked: Iterable[MessageQueue]) -> None:
+    async def _lock_batch(self, mqs: list[MessageQueue]) -> list[MessageQueue]:
+        """LOCK_BATCH_MQ for ``mqs`` (all on one broker): the queues this client now holds,
+        marked locked now."""
+        addr = await self.instance.broker_address(mqs[0])
+        locked = await api.lock_batch_mq(
+            self.instance.remoting, addr, self.group, self.instance.client_id, mqs, LOCK_TIMEOUT
+        )
         now = now_millis()
         for mq in locked:
             pq = self.process_queue_table.get(mq)
             if pq is not None:
                 pq.locked = True
                 pq.last_lock_timestamp = now
+        return locked
 
     def _owned_by_broker(self) -> dict[str, list[MessageQueue]]:
         by_broker: dict[str, list[MessageQueue]] = {}

@@ -143,7 +143,12 @@ def test_send_message_uses_code_310_with_short_keys_and_builds_the_result() -> N
     async def call(client: RemotingClient, addr: str) -> None:
         results.append(
             await api.send_message(
-                client, addr, MQ, send_header(), b"\x00\xffbody", TIMEOUT, msg_id="UNIQ1"
+                client,
+                addr,
+                MQ,
+                api.send_request(send_header(), b"\x00\xffbody"),
+                TIMEOUT,
+                msg_id="UNIQ1",
             )
         )
 
@@ -168,7 +173,12 @@ def test_send_message_uses_code_310_with_short_keys_and_builds_the_result() -> N
 def test_send_batch_uses_code_320_with_m_true() -> None:
     async def call(client: RemotingClient, addr: str) -> None:
         await api.send_message(
-            client, addr, MQ, send_header(batch=True), b"batch", TIMEOUT, msg_id="A,B"
+            client,
+            addr,
+            MQ,
+            api.send_request(send_header(batch=True), b"batch"),
+            TIMEOUT,
+            msg_id="A,B",
         )
 
     [request] = run_and_collect(RequestCode.SEND_BATCH_MESSAGE, send_answer(0), call)
@@ -176,12 +186,45 @@ def test_send_batch_uses_code_320_with_m_true() -> None:
     assert request.ext_fields is not None and request.ext_fields["m"] == "true"
 
 
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_send_request_template_gives_the_v2_request_of_the_equal_header(batch: bool) -> None:
+    template = api.SendRequestTemplate("PG", "TopicA", "TBW102", 4)
+    request = template.request(MQ, 1, 1_700_000_000_000, 3, "WAIT\x01true", b"body", batch=batch)
+    batch_text = "true" if batch else "false"
+    expected = {  # SendMessageRequestHeaderV2's short keys, in their order
+        "a": "PG",
+        "b": "TopicA",
+        "c": "TBW102",
+        "d": "4",
+        "e": "2",
+        "f": "1",
+        "g": "1700000000000",
+        "h": "3",
+        "i": "WAIT\x01true",
+        "j": "0",
+        "k": "false",
+        "m": batch_text,
+        "n": "broker-a",
+    }
+    assert list((request.ext_fields or {}).items()) == list(expected.items())
+    assert request.code == (
+        RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    )
+    assert request.body == b"body"
+    header = send_header(batch=batch)
+    header.sys_flag = 1
+    assert request.ext_fields == api.send_request(header, b"body").ext_fields
+    assert template.request(MQ, 1, 1, 3, "", b"").opaque != request.opaque
+
+
 def test_send_result_takes_the_queue_id_the_broker_answered() -> None:
     results: list[api.SendResult] = []
 
     async def call(client: RemotingClient, addr: str) -> None:
         results.append(
-            await api.send_message(client, addr, MQ, send_header(), b"x", TIMEOUT, msg_id="U")
+            await api.send_message(
+                client, addr, MQ, api.send_request(send_header(), b"x"), TIMEOUT, msg_id="U"
+            )
         )
 
     run_and_collect(RequestCode.SEND_MESSAGE_V2, send_answer(0, queue_id=5), call)
@@ -201,7 +244,9 @@ def test_stored_but_not_safe_answers_are_results_with_their_status(code: Respons
 
     async def call(client: RemotingClient, addr: str) -> None:
         results.append(
-            await api.send_message(client, addr, MQ, send_header(), b"x", TIMEOUT, msg_id="U")
+            await api.send_message(
+                client, addr, MQ, api.send_request(send_header(), b"x"), TIMEOUT, msg_id="U"
+            )
         )
 
     run_and_collect(RequestCode.SEND_MESSAGE_V2, send_answer(code), call)
@@ -211,7 +256,9 @@ def test_stored_but_not_safe_answers_are_results_with_their_status(code: Respons
 def test_a_refused_send_raises_broker_error_with_code_remark_and_address() -> None:
     async def call(client: RemotingClient, addr: str) -> None:
         with pytest.raises(MQBrokerError) as error:
-            await api.send_message(client, addr, MQ, send_header(), b"x", TIMEOUT, msg_id="U")
+            await api.send_message(
+                client, addr, MQ, api.send_request(send_header(), b"x"), TIMEOUT, msg_id="U"
+            )
         assert error.value.code == ResponseCode.NO_PERMISSION
         assert error.value.remark == "the broker[127.0.0.1] sending message is forbidden"
         assert error.value.addr == addr
@@ -228,7 +275,7 @@ def test_a_refused_send_raises_broker_error_with_code_remark_and_address() -> No
 
 def test_send_message_oneway_marks_the_request_oneway() -> None:
     async def call(client: RemotingClient, addr: str) -> None:
-        await api.send_message_oneway(client, addr, send_header(), b"fire")
+        await api.send_message_oneway(client, addr, api.send_request(send_header(), b"fire"))
         await client.invoke(addr, create_heartbeat_probe(), TIMEOUT)
 
     received: list[RemotingCommand] = []

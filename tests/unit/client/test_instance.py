@@ -1,10 +1,12 @@
 """ClientInstance against scripted name servers and brokers on 127.0.0.1: routes and their
-cache, publish and subscribe queues, name server failover, heartbeats, unregistering and
-the broker's NOTIFY_CONSUMER_IDS_CHANGED."""
+cache, publish and subscribe queues, broker addresses, name server failover, heartbeats
+(and how concurrent ones coalesce), unregistering and the broker's
+NOTIFY_CONSUMER_IDS_CHANGED."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,7 +14,12 @@ from contextlib import asynccontextmanager
 import pytest
 
 from rmq.client.errors import ClientErrorCode, MQClientError, RouteNotFound
-from rmq.client.instance import ClientInstance, TopicPublishInfo, parse_namesrv_addrs
+from rmq.client.instance import (
+    ClientInstance,
+    NameServerList,
+    TopicPublishInfo,
+    parse_namesrv_addrs,
+)
 from rmq.remoting.bodies import (
     ConsumeFromWhere,
     ConsumerData,
@@ -24,8 +31,9 @@ from rmq.remoting.bodies import (
     SubscriptionData,
 )
 from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.command import create_request
+from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection
+from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
 from rmq.remoting.headers import NotifyConsumerIdsChangedRequestHeader
 from tests.unit.client.fakes import (
     FakeBroker,
@@ -200,6 +208,82 @@ def test_a_dead_name_server_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     run(scenario())
 
 
+def test_name_server_list_moves_on_when_unreachable_and_stays_where_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    asked: list[str] = []
+
+    async def call(addr: str) -> str:
+        asked.append(addr)
+        if addr == "dead:1":
+            raise RemotingConnectError("connect to dead:1 failed")
+        if addr == "slow:2":
+            raise RemotingTimeoutError("no response from slow:2")
+        return f"answer of {addr}"
+
+    async def scenario() -> None:
+        namesrvs = NameServerList(["dead:1", "slow:2", "live:3"])
+        with caplog.at_level(logging.WARNING, logger="rmq.client"):
+            assert await namesrvs.call(call) == "answer of live:3"
+        assert await namesrvs.call(call) == "answer of live:3"
+        assert asked == ["dead:1", "slow:2", "live:3", "live:3"]
+        assert [record.getMessage() for record in caplog.records] == [
+            "name server dead:1 failed (connect to dead:1 failed), trying slow:2",
+            "name server slow:2 failed (no response from slow:2), trying live:3",
+        ]
+
+    run(scenario())
+
+
+def test_name_server_list_raises_the_last_failure_and_a_refusal_at_once() -> None:
+    asked: list[str] = []
+
+    async def unreachable(addr: str) -> None:
+        asked.append(addr)
+        raise RemotingConnectError(f"connect to {addr} failed")
+
+    async def refused(addr: str) -> None:
+        asked.append(addr)
+        raise MQClientError(ResponseCode.SYSTEM_ERROR, "no")
+
+    async def scenario() -> None:
+        namesrvs = NameServerList(["a:1", "b:2"], current=1)
+        with pytest.raises(RemotingConnectError, match="connect to a:1 failed"):
+            await namesrvs.call(unreachable)
+        assert asked == ["b:2", "a:1"]
+        asked.clear()
+        with pytest.raises(MQClientError, match="no"):
+            await namesrvs.call(refused)
+        assert asked == ["b:2"]
+
+    run(scenario())
+
+
+def test_broker_address_fetches_the_route_once_more_for_an_unknown_broker() -> None:
+    async def scenario() -> None:
+        namesrv = FakeNamesrv()
+        namesrv.routes["T"] = route_of({"broker-a": "127.0.0.1:7"})
+        await started(namesrv)
+        instance = ClientInstance(namesrv.addr)
+        try:
+            await instance.get_route("T")
+            namesrv.routes["T"] = route_of({"broker-a": "127.0.0.1:7", "broker-b": None})
+            assert await instance.broker_address(MessageQueue("T", "broker-a", 0)) == "127.0.0.1:7"
+            assert namesrv.route_requests["T"] == 1
+            slave_only = MessageQueue("T", "broker-b", 0)
+            assert await instance.broker_address(slave_only, master_only=False) == "127.0.0.1:1"
+            assert namesrv.route_requests["T"] == 2
+            with pytest.raises(MQClientError) as error:
+                await instance.broker_address(slave_only)
+            assert error.value.code == ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION
+            assert error.value.remark == "The broker[broker-b] not exist"
+            assert namesrv.route_requests["T"] == 3
+        finally:
+            await closed(instance, namesrv)
+
+    run(scenario())
+
+
 def test_find_broker_addr_prefers_the_master_and_falls_back_to_a_slave_on_request() -> None:
     async def scenario() -> None:
         namesrv = FakeNamesrv()
@@ -244,7 +328,7 @@ def test_the_refresh_task_picks_up_a_changed_route() -> None:
 class FakeConsumer:
     def __init__(self, group: str, topic: str) -> None:
         self.group = group
-        self.topic = topic
+        self.subscription = SubscriptionData.from_expression(topic, "*")
         self.rebalances = 0
 
     def consumer_data(self) -> ConsumerData:
@@ -253,7 +337,7 @@ class FakeConsumer:
             consume_type=ConsumeType.CONSUME_PASSIVELY,
             message_model=MessageModel.CLUSTERING,
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-            subscription_data_set=[SubscriptionData.from_expression(self.topic, "*")],
+            subscription_data_set=[self.subscription],
         )
 
     def rebalance_now(self) -> None:
@@ -287,6 +371,53 @@ def test_heartbeats_carry_the_groups_and_shutdown_unregisters_them() -> None:
             [("clientID", "10.9.8.7@hb"), ("consumerGroup", "CG")],
             [("clientID", "10.9.8.7@hb"), ("producerGroup", "PG")],
         ]
+
+    run(scenario())
+
+
+def test_a_heartbeat_asked_for_during_another_follows_it_with_the_new_subscription() -> None:
+    async def scenario() -> None:
+        namesrv, broker = FakeNamesrv(), FakeBroker("broker-a")
+        await started(namesrv, broker)
+        namesrv.routes["T"] = route_of({"broker-a": broker.addr})
+        first_answered = asyncio.Event()
+
+        async def answer_the_first_later(
+            _: Connection, request: RemotingCommand
+        ) -> RemotingCommand:
+            broker.heartbeats.append(request)
+            request.body = bytes(request.body or b"")
+            if len(broker.heartbeats) == 1:
+                await first_answered.wait()
+            return create_response(ResponseCode.SUCCESS)
+
+        broker.server.register(RequestCode.HEART_BEAT, answer_the_first_later)
+        consumer = FakeConsumer("CG", "T")
+        consumer.subscription.sub_version = 1
+        instance = ClientInstance(namesrv.addr)
+        instance.register_consumer(consumer)
+        try:
+            await instance.get_route("T")
+            first = asyncio.create_task(instance.send_heartbeat_to_all_brokers())
+            await until(lambda: len(broker.heartbeats) == 1)
+            consumer.subscription.sub_version = 2  # a rebalance changed the assignment
+            asked_meanwhile = [
+                asyncio.create_task(instance.send_heartbeat_to_all_brokers()) for _ in range(3)
+            ]
+            await asyncio.sleep(0.05)
+            assert not any(task.done() for task in asked_meanwhile)
+            first_answered.set()
+            await asyncio.gather(first, *asked_meanwhile)
+            assert [
+                HeartbeatData.decode(request.body or b"")
+                .consumer_data_set[0]
+                .subscription_data_set[0]
+                .sub_version
+                for request in broker.heartbeats
+            ] == [1, 2]
+        finally:
+            first_answered.set()
+            await closed(instance, namesrv, broker)
 
     run(scenario())
 

@@ -18,7 +18,7 @@ from rmq.client.consumer.offsetstore import (
     OffsetStore,
     RemoteBrokerOffsetStore,
 )
-from rmq.client.consumer.rebalance import PullRequest, Rebalance, broker_address
+from rmq.client.consumer.rebalance import PullRequest, Rebalance
 from rmq.client.errors import ClientErrorCode, MQClientError
 from rmq.client.instance import ClientInstance
 from rmq.client.message import Message
@@ -129,13 +129,10 @@ async def member(
     registered = Member(model)
     instance.register_consumer(registered)
 
-    async def find_broker(mq: MessageQueue) -> str:
-        return await broker_address(instance, mq)
-
     offset_store = (
         store(instance)
         if store is not None
-        else RemoteBrokerOffsetStore(instance.remoting, GROUP, find_broker)
+        else RemoteBrokerOffsetStore(instance.remoting, GROUP, instance.broker_address)
     )
     dispatched: list[PullRequest] = []
     rebalance = Rebalance(
@@ -250,7 +247,7 @@ def test_new_queues_get_pull_requests_and_removed_ones_commit_and_drop(tmp_path:
             assert queue(0) not in rebalance.offset_store.clone_offset_table()
 
             instance = rebalance.instance
-            addr = await broker_address(instance, queue(0))
+            addr = await instance.broker_address(queue(0))
             for _ in range(100):  # the commit of a dropped queue is oneway
                 committed = await api.query_consumer_offset(
                     instance.remoting, addr, GROUP, queue(0), 3.0
