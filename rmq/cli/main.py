@@ -66,8 +66,12 @@ COMMANDS: dict[str, str] = {
     "namesrv": "rmq.cli.namesrv:app",
     "broker": "rmq.cli.broker:app",
     "standalone": "rmq.cli.standalone:app",
+    "produce": "rmq.cli.produce:app",
+    "consume": "rmq.cli.consume:app",
+    "bench": "rmq.cli.bench:app",
     "topic": "rmq.cli.topic:app",
     "cluster": "rmq.cli.cluster:app",
+    "inspect": "rmq.cli.inspect.commands:app",
     "profile": "rmq.cli.profile:app",
     "completion": "rmq.cli.completion:app",
 }

@@ -1,0 +1,713 @@
+"""`rmq consume TOPIC`: messages of TOPIC on stdout, as NDJSON records or through a template.
+
+    rmq consume TOPIC [-n NS] [-g GROUP [--reset]] [--from POS] [--filter 'TagA || TagB']
+                      [--broadcast] [--orderly] [-c N] [-e] [-f TEMPLATE]
+
+Output.  One message record per line (the schema of docs/cli.md, `MessageExt.to_record_dict`:
+the body decompressed, base64 with `"bodyEncoding":"base64"` when it is not UTF-8), or with
+`-f/--format` a kcat/rpk style template (`-f json` is the default record):
+
+    %t topic        %k keys (space-separated)   %v body (raw bytes)   %g tags
+    %h properties as name=value,name=value      %p queue id           %o queue offset
+    %T store timestamp (ms)   %i msgId          %b broker name        %% a percent sign
+    \\n newline   \\t tab   \\r carriage return   \\\\ backslash
+
+Start position (`--from`): `first` (the default: each queue's min offset), `last` (its max
+offset: only messages that arrive from now on), a time (`@<epoch ms>`, or ISO 8601 such as
+`2024-05-01`, `2024-05-01T12:00:00Z`, with or without the `@`; a time without a zone is
+local): the first message of each queue stored at or after it, a queue offset `N` (the same
+offset in every queue, kept within the queue's min and max), or `-N` (`--from=-N`: the last N
+messages of each queue).
+
+Two ways to read, picked by the options:
+
+* Without `-g`, or with `-e`: the command reads every queue of the topic itself with a
+  pull consumer (group TOOLS_CONSUMER, RocketMQ's tools group), one task per queue, each
+  queue in offset order, from where `--from` says.  Nothing joins a group's rebalance, so
+  every run sees every message (broadcasting and orderly are what it does anyway).  With
+  `-e` it stops at each queue's max offset as read at start and exits once every queue got
+  there.  With `-g GROUP` (and `-e`) the group's committed offsets are the start (see
+  below) and the offsets reached are committed to the group at the end (every 5 s too):
+  meant for draining a group's backlog while none of its consumers run.
+* With `-g GROUP` and without `-e`: a push consumer of GROUP, rebalanced with the group's
+  other consumers (`--broadcast`: every consumer gets every message, offsets in a local
+  file; `--orderly`: queue locks on the brokers and per-queue order).  Messages are handed
+  to the output one at a time, so what is committed is exactly what was printed.
+
+With `-g`, a queue starts at the group's committed offset; a queue the group has no offset
+for (or offset 0: a broker answers 0 for a group it does not know while the queue's first
+message is still stored) starts where `--from` says, and `--reset` makes `--from` apply to
+every queue.  The push consumer gets those start offsets committed before it starts.
+
+`-c N` stops after N messages, `-e` at the end; Ctrl-C (or SIGTERM) stops at once.  Either
+way the offsets of what was printed are committed before the exit (with `-g`); Ctrl-C exits
+130.  A message that was pulled but not printed is not committed: the next run with the
+same group starts with it.  A closed stdout (`| head`) stops the command too, exit 1.  An
+unknown topic or an unreachable name server fails at once with exit 1.
+
+Stopping cancels pulls still under way; the broker may answer them a moment later, which
+the remoting layer logs as a warning about a response nobody waits for.  That is expected
+here, so once the command stops, such warnings are not shown (they are with --debug).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+
+import click
+import typer
+
+from rmq.cli.main import command_app
+from rmq.cli.settings import NamesrvOption, resolve_namesrv
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from rmq.client.consumer import MessageExt, MessageQueue, OffsetStore, PullConsumer
+    from rmq.client.instance import ClientInstance
+
+PULL_BATCH = 32
+PULL_RETRY_DELAY = 1.0
+COMMIT_INTERVAL = 5.0
+TIMESTAMP_WINDOW = 32
+STOP_GRACE = 0.5
+
+app = command_app()
+
+
+# --- start positions -------------------------------------------------------------------------
+
+
+class StartKind(enum.Enum):
+    FIRST = "first"
+    LAST = "last"
+    TIMESTAMP = "timestamp"
+    OFFSET = "offset"
+    FROM_END = "from-end"
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    """Where a queue without a committed offset starts: `value` is the time (ms), the queue
+    offset or the count from the end."""
+
+    kind: StartKind
+    value: int = 0
+
+
+def parse_start(text: str) -> StartPosition:
+    """`--from`: first, last, @<ms>, an ISO 8601 time, a queue offset N, or -N."""
+    word = text.strip()
+    if word.lower() in ("first", "last"):
+        return StartPosition(StartKind(word.lower()))
+    if word.startswith("@"):
+        stamp = word[1:]
+        if stamp.isdigit():
+            return StartPosition(StartKind.TIMESTAMP, int(stamp))
+        return StartPosition(StartKind.TIMESTAMP, _iso_millis(stamp, text))
+    if word.isdigit():
+        return StartPosition(StartKind.OFFSET, int(word))
+    if word.startswith("-") and word[1:].isdigit():
+        return StartPosition(StartKind.FROM_END, int(word[1:]))
+    return StartPosition(StartKind.TIMESTAMP, _iso_millis(word, text))
+
+
+def _iso_millis(stamp: str, text: str) -> int:
+    try:
+        moment = datetime.datetime.fromisoformat(stamp)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not first, last, @<epoch ms>, an ISO 8601 time, N or -N",
+            param_hint="'--from'",
+        ) from None
+    return int(moment.timestamp() * 1000)
+
+
+# --- output ----------------------------------------------------------------------------------
+
+Render = Callable[["MessageExt"], bytes]
+
+_FORMAT_HINT = "'-f' / '--format'"
+_ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "\\": b"\\"}
+
+
+def _field_topic(msg: MessageExt) -> bytes:
+    return msg.topic.encode()
+
+
+def _field_keys(msg: MessageExt) -> bytes:
+    return " ".join(msg.keys).encode()
+
+
+def _field_body(msg: MessageExt) -> bytes:
+    return msg.body
+
+
+def _field_tags(msg: MessageExt) -> bytes:
+    return (msg.tags or "").encode()
+
+
+def _field_headers(msg: MessageExt) -> bytes:
+    return ",".join(f"{name}={value}" for name, value in msg.properties.items()).encode()
+
+
+def _field_queue_id(msg: MessageExt) -> bytes:
+    return str(msg.queue_id).encode()
+
+
+def _field_queue_offset(msg: MessageExt) -> bytes:
+    return str(msg.queue_offset).encode()
+
+
+def _field_store_timestamp(msg: MessageExt) -> bytes:
+    return str(msg.store_timestamp).encode()
+
+
+def _field_msg_id(msg: MessageExt) -> bytes:
+    return msg.msg_id.encode()
+
+
+def _field_broker(msg: MessageExt) -> bytes:
+    return msg.broker_name.encode()
+
+
+TEMPLATE_FIELDS: dict[str, Render] = {
+    "t": _field_topic,
+    "k": _field_keys,
+    "v": _field_body,
+    "g": _field_tags,
+    "h": _field_headers,
+    "p": _field_queue_id,
+    "o": _field_queue_offset,
+    "T": _field_store_timestamp,
+    "i": _field_msg_id,
+    "b": _field_broker,
+}
+
+
+def compile_template(template: str) -> Render:
+    """A `--format` template as a function of a message (BadParameter for a bad one);
+    "json" is the NDJSON record."""
+    if template == "json":
+        return render_record
+    parts: list[bytes | Render] = []
+    literal = bytearray()
+    chars = iter(template)
+    for char in chars:
+        if char not in "%\\":
+            literal += char.encode()
+            continue
+        code = next(chars, None)
+        if char == "\\":
+            if code not in _ESCAPES:
+                raise click.BadParameter(
+                    f"unknown escape \\{code or ''}: use \\n \\t \\r \\\\", param_hint=_FORMAT_HINT
+                )
+            literal += _ESCAPES[code]
+        elif code == "%":
+            literal += b"%"
+        elif code in TEMPLATE_FIELDS:
+            if literal:
+                parts.append(bytes(literal))
+                literal.clear()
+            parts.append(TEMPLATE_FIELDS[code])
+        else:
+            known = " ".join(f"%{name}" for name in TEMPLATE_FIELDS)
+            raise click.BadParameter(
+                f"unknown field %{code or ''}: use {known} or %%", param_hint=_FORMAT_HINT
+            )
+    if literal:
+        parts.append(bytes(literal))
+
+    def render(msg: MessageExt) -> bytes:
+        return b"".join(part if isinstance(part, bytes) else part(msg) for part in parts)
+
+    return render
+
+
+def render_record(msg: MessageExt) -> bytes:
+    """The message record as one NDJSON line."""
+    import orjson
+
+    return orjson.dumps(msg.to_record_dict()) + b"\n"
+
+
+class Printer:
+    """Writes messages to stdout until `limit` were written or the reader went away; then
+    `stopped` is set and nothing more is written."""
+
+    def __init__(self, out: BinaryIO, render: Render, limit: int | None) -> None:
+        import asyncio
+
+        self.out = out
+        self.render = render
+        self.limit = limit
+        self.printed = 0
+        self.broken_pipe = False
+        self.stopped = asyncio.Event()
+
+    def stop(self) -> None:
+        """Print nothing more."""
+        self.stopped.set()
+
+    def write(self, messages: Sequence[MessageExt]) -> int:
+        """Print as many of `messages` as allowed, in order; return how many."""
+        if self.stopped.is_set():
+            return 0
+        count = len(messages)
+        if self.limit is not None:
+            count = min(count, self.limit - self.printed)
+        if count:
+            render = self.render
+            try:
+                self.out.write(b"".join([render(msg) for msg in messages[:count]]))
+                self.out.flush()
+            except BrokenPipeError:
+                self.broken_pipe = True
+                self.stopped.set()
+                return 0
+            self.printed += count
+        if self.limit is not None and self.printed >= self.limit:
+            self.stopped.set()
+        return count
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+@app.command()
+def consume(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to read.")],
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            help="Consumer group: its offsets are used and committed. Default: none, read "
+            "everything from --from without committing.",
+            show_default=False,
+        ),
+    ] = None,
+    reset: Annotated[
+        bool,
+        typer.Option(
+            "--reset", help="With -g: start every queue at --from, not the group's offset."
+        ),
+    ] = False,
+    start: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            metavar="POS",
+            help="Start: first, last, @<epoch ms> or an ISO time, queue offset N, or -N (the "
+            "last N of each queue).",
+        ),
+    ] = "first",
+    tag_filter: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            metavar="EXPR",
+            help="Tag expression: 'TagA || TagB' or '*'.",
+            show_default=False,
+        ),
+    ] = None,
+    broadcast: Annotated[
+        bool,
+        typer.Option("--broadcast", help="With -g: every consumer of the group gets everything."),
+    ] = False,
+    orderly: Annotated[
+        bool, typer.Option("--orderly", help="With -g: consume each queue in order, locked.")
+    ] = False,
+    count: Annotated[
+        int | None,
+        typer.Option(
+            "--count", "-c", min=1, metavar="N", help="Exit after N messages.", show_default=False
+        ),
+    ] = None,
+    exit_at_end: Annotated[
+        bool,
+        typer.Option(
+            "--exit-at-end", "-e", help="Exit once every queue is read up to its end at start."
+        ),
+    ] = False,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="TEMPLATE",
+            help="Output template, e.g. '%k %v\\n' (%t %k %v %g %h %p %o %T %i %b); "
+            "default: NDJSON records.",
+            show_default=False,
+        ),
+    ] = None,
+    namesrv: NamesrvOption = None,
+) -> int:
+    """Print the messages of TOPIC: NDJSON message records or a --format template.
+
+    Without -g every queue is read from --from and nothing is committed; with -g the
+    group's offsets are used and what was printed is committed.  -c stops after a count,
+    -e at the end of every queue; Ctrl-C commits and exits 130.
+    """
+    from rmq.common.naming import client_topic_error, group_error
+    from rmq.server.runtime import run_server
+
+    error = client_topic_error(topic)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="TOPIC")
+    if group is not None:
+        error = group_error(group)
+        if error is not None:
+            raise click.BadParameter(error, param_hint="'-g' / '--group'")
+    elif reset:
+        raise click.UsageError("--reset needs -g GROUP")
+    options = ConsumeOptions(
+        topic=topic,
+        group=group,
+        reset=reset,
+        start=parse_start(start),
+        expression=tag_filter or "*",
+        broadcast=broadcast,
+        orderly=orderly,
+        exit_at_end=exit_at_end,
+    )
+    render = compile_template(template) if template is not None else render_record
+    printer_args = (sys.stdout.buffer, render, count)
+    return run_server(_consume(resolve_namesrv(namesrv), options, printer_args))
+
+
+@dataclass(frozen=True)
+class ConsumeOptions:
+    topic: str
+    group: str | None
+    reset: bool
+    start: StartPosition
+    expression: str
+    broadcast: bool
+    orderly: bool
+    exit_at_end: bool
+
+
+async def _consume(
+    namesrv_addrs: str, options: ConsumeOptions, printer_args: tuple[BinaryIO, Render, int | None]
+) -> int:
+    from rmq.cli.errors import EXIT_FAILURE
+    from rmq.cli.topic import admin_error
+    from rmq.client.errors import ClientError
+    from rmq.client.instance import ClientInstance
+    from rmq.remoting.errors import RemotingError
+    from rmq.server.runtime import exit_code_for, shutdown_signals
+
+    printer = Printer(*printer_args)
+    with shutdown_signals() as interrupted:
+        # Broadcasting keeps offsets in a file named after the client id: a fixed instance
+        # name finds them again in the next run.
+        instance = ClientInstance(namesrv_addrs, "DEFAULT" if options.broadcast else None)
+        await instance.start()
+        try:
+            await _run(instance, options, printer, interrupted)
+        except (ClientError, RemotingError) as exc:
+            raise admin_error(exc, namesrv_addrs) from exc
+        finally:
+            await instance.shutdown()
+    if interrupted.done():
+        return exit_code_for(interrupted.result())
+    return EXIT_FAILURE if printer.broken_pipe else 0
+
+
+async def _run(
+    instance: ClientInstance,
+    options: ConsumeOptions,
+    printer: Printer,
+    interrupted: asyncio.Future[Any],
+) -> None:
+    """Read the queues or run the group's push consumer, as the options say."""
+    from rmq.cli.errors import RmqError
+    from rmq.client.consumer import PullConsumer
+    from rmq.common.naming import TOOLS_CONSUMER_GROUP
+
+    reader = PullConsumer(TOOLS_CONSUMER_GROUP, instance=instance)
+    await reader.start()
+    try:
+        queues = await reader.fetch_subscribe_message_queues(options.topic)
+        if not queues:
+            raise RmqError(
+                f"topic {options.topic!r} has no readable queue",
+                "check its perm with 'rmq topic route'",
+            )
+        store = None if options.group is None else _offset_store(instance, options)
+        starts = await start_offsets(reader, queues, options.start, store, options.reset)
+        if store is None or options.exit_at_end:
+            ends = None
+            if options.exit_at_end:
+                ends = {mq: await reader.max_offset(mq) for mq in queues}
+            await read_queues(reader, starts, ends, options.expression, printer, store, interrupted)
+            return
+    finally:
+        await reader.shutdown()
+    await commit(store, starts, oneway=False)
+    await consume_group(instance, options, printer, interrupted)
+
+
+def _offset_store(instance: ClientInstance, options: ConsumeOptions) -> OffsetStore:
+    """The group's offsets: on the brokers, or in the local file of a broadcasting client."""
+    from rmq.client.consumer import LocalFileOffsetStore, RemoteBrokerOffsetStore
+    from rmq.client.consumer.rebalance import broker_address
+
+    assert options.group is not None
+    if options.broadcast:
+        local = LocalFileOffsetStore(instance.client_id, options.group)
+        local.load()
+        return local
+
+    async def find_broker(mq: MessageQueue) -> str:
+        return await broker_address(instance, mq)
+
+    return RemoteBrokerOffsetStore(instance.remoting, options.group, find_broker)
+
+
+async def commit(store: OffsetStore, offsets: dict[MessageQueue, int], *, oneway: bool) -> None:
+    """Set and write out the group's offsets of these queues."""
+    for mq, offset in offsets.items():
+        store.update_offset(mq, offset, increase_only=False)
+    await store.persist_all(list(offsets), oneway=oneway)
+
+
+# --- start offsets ---------------------------------------------------------------------------
+
+
+async def start_offsets(
+    reader: PullConsumer,
+    queues: Sequence[MessageQueue],
+    start: StartPosition,
+    store: OffsetStore | None,
+    reset: bool,
+) -> dict[MessageQueue, int]:
+    """Where each queue starts: the group's committed offset when it has one above 0 (and
+    `reset` is off), else the `start` position."""
+    from rmq.cli.errors import RmqError
+    from rmq.client.consumer import ReadOffsetType
+    from rmq.client.consumer.offsetstore import READ_FAILED
+
+    starts = {}
+    for mq in queues:
+        committed = -1
+        if store is not None and not reset:
+            committed = await store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+            if committed == READ_FAILED:
+                raise RmqError(
+                    f"cannot read the offset of group {store.group!r} for queue {mq.queue_id} "
+                    f"of {mq.broker_name}",
+                    "check that the broker is running",
+                )
+        starts[mq] = committed if committed > 0 else await resolve_start(reader, mq, start)
+    return starts
+
+
+async def resolve_start(reader: PullConsumer, mq: MessageQueue, start: StartPosition) -> int:
+    """The queue offset `start` means in queue `mq`."""
+    kind = start.kind
+    if kind is StartKind.TIMESTAMP:
+        return await first_stored_at_or_after(reader, mq, start.value)
+    # A queue the broker has never written answers -1: it starts at 0.
+    low = max(await reader.min_offset(mq), 0)
+    if kind is StartKind.FIRST:
+        return low
+    high = max(await reader.max_offset(mq), low)
+    if kind is StartKind.LAST:
+        return high
+    if kind is StartKind.FROM_END:
+        return max(high - start.value, low)
+    return min(max(start.value, low), high)
+
+
+async def first_stored_at_or_after(reader: PullConsumer, mq: MessageQueue, millis: int) -> int:
+    """The offset of the first message of `mq` stored at or after `millis` (the queue's max
+    offset when there is none).  The broker answers the message stored *nearest* to a time,
+    which may be earlier; a look at the messages up to its answer settles it (store times
+    never decrease along a queue)."""
+    from rmq.client.consumer import PullStatus
+
+    nearest = await reader.search_offset(mq, millis)
+    low = max(await reader.min_offset(mq), 0)
+    window_start = max(low, nearest - TIMESTAMP_WINDOW + 1)
+    result = await reader.pull(mq, window_start, TIMESTAMP_WINDOW)
+    if result.status is not PullStatus.FOUND:
+        return nearest
+    for msg in result.messages:
+        if msg.store_timestamp >= millis:
+            return msg.queue_offset
+    return result.next_begin_offset
+
+
+# --- reading queues --------------------------------------------------------------------------
+
+
+async def read_queues(
+    reader: PullConsumer,
+    starts: dict[MessageQueue, int],
+    ends: dict[MessageQueue, int] | None,
+    expression: str,
+    printer: Printer,
+    store: OffsetStore | None,
+    interrupted: asyncio.Future[Any],
+) -> None:
+    """Read every queue from its start (to its end, when `ends` are given) until the
+    printer stops or a signal arrives; commit what was printed to `store`."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    positions = dict(starts)
+    readers = [
+        loop.create_task(
+            _read_queue(reader, mq, ends[mq] if ends else None, expression, printer, positions)
+        )
+        for mq in starts
+    ]
+    everything = asyncio.gather(*readers)
+    stopped = loop.create_task(printer.stopped.wait())
+    helpers: list[asyncio.Future[Any]] = [stopped]
+    if store is not None:
+        helpers.append(loop.create_task(_commit_every(store, positions)))
+    try:
+        endings: set[asyncio.Future[Any]] = {everything, stopped, interrupted}
+        await asyncio.wait(endings, return_when=asyncio.FIRST_COMPLETED)
+        if everything.done():
+            everything.result()
+        # Pulls under way end with nothing printed; a long poll still waiting after the
+        # grace period is cancelled.
+        printer.stop()
+        quiet_late_responses()
+        await asyncio.wait(readers, timeout=STOP_GRACE)
+    finally:
+        for task in (*readers, *helpers):
+            task.cancel()
+        await asyncio.gather(everything, *helpers, return_exceptions=True)
+    if store is not None:
+        await commit(store, positions, oneway=False)
+
+
+async def _read_queue(
+    reader: PullConsumer,
+    mq: MessageQueue,
+    end: int | None,
+    expression: str,
+    printer: Printer,
+    positions: dict[MessageQueue, int],
+) -> None:
+    """Pull `mq` from `positions[mq]` on, printing in offset order; `positions[mq]` is
+    always the offset after the last message printed or skipped."""
+    import asyncio
+    import logging
+
+    from rmq.client.consumer import PullStatus
+    from rmq.client.errors import ClientError
+    from rmq.remoting.errors import RemotingError
+
+    log = logging.getLogger("rmq.consume")
+    offset = positions[mq]
+    while end is None or offset < end:
+        try:
+            result = await reader.pull(mq, offset, PULL_BATCH, expression, block=end is None)
+        except (ClientError, RemotingError) as exc:
+            log.warning("pulling queue %d of %s failed: %s", mq.queue_id, mq.broker_name, exc)
+            await asyncio.sleep(PULL_RETRY_DELAY)
+            continue
+        status = result.status
+        if status is PullStatus.OFFSET_ILLEGAL:
+            log.warning(
+                "offset %d of queue %d of %s is gone, going on at %d",
+                offset,
+                mq.queue_id,
+                mq.broker_name,
+                result.next_begin_offset,
+            )
+        elif status is PullStatus.NO_NEW_MSG and end is not None:
+            return
+        messages = result.messages
+        next_offset = result.next_begin_offset
+        if end is not None and next_offset > end:
+            messages = [msg for msg in messages if msg.queue_offset < end]
+            next_offset = end
+        printed = printer.write(messages)
+        if printed < len(messages):
+            positions[mq] = messages[printed].queue_offset
+            return
+        offset = positions[mq] = next_offset
+
+
+async def _commit_every(store: OffsetStore, positions: dict[MessageQueue, int]) -> None:
+    import asyncio
+
+    while True:
+        await asyncio.sleep(COMMIT_INTERVAL)
+        await commit(store, positions, oneway=True)
+
+
+# --- the group's push consumer ---------------------------------------------------------------
+
+
+async def consume_group(
+    instance: ClientInstance,
+    options: ConsumeOptions,
+    printer: Printer,
+    interrupted: asyncio.Future[Any],
+) -> None:
+    """Consume as a push consumer of the group until the printer stops or a signal
+    arrives; its shutdown commits what was printed."""
+    import asyncio
+
+    from rmq.client.consumer import ConsumeFromWhere, ConsumeStatus, MessageModel, PushConsumer
+
+    assert options.group is not None
+    where = {
+        StartKind.FIRST: ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        StartKind.TIMESTAMP: ConsumeFromWhere.CONSUME_FROM_TIMESTAMP,
+    }.get(options.start.kind, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+    consumer = PushConsumer(
+        options.group,
+        instance=instance,
+        message_model=MessageModel.BROADCASTING if options.broadcast else MessageModel.CLUSTERING,
+        consume_from_where=where,
+        consume_timestamp=options.start.value
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
+        else None,
+        consume_concurrency=1,
+        consume_message_batch_max_size=1,
+    )
+    consumer.subscribe(options.topic, options.expression)
+
+    async def listener(messages: list[MessageExt]) -> ConsumeStatus:
+        if printer.write(messages) < len(messages):
+            # Not printed, so never acknowledged: the call waits until the shutdown
+            # cancels it, and the message stays for the group's next consumer.
+            await asyncio.get_running_loop().create_future()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer.register_listener(listener, orderly=options.orderly)
+    await consumer.start()
+    stopped = asyncio.get_running_loop().create_task(printer.stopped.wait())
+    try:
+        await asyncio.wait({stopped, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        printer.stop()
+        quiet_late_responses()
+        stopped.cancel()
+        await consumer.shutdown()
+
+
+def quiet_late_responses() -> None:
+    """Hide the remoting layer's warnings about answers to the pulls that stopping cancels
+    (see the module docstring); nothing changes when debugging."""
+    import logging
+
+    remoting = logging.getLogger("rmq.remoting")
+    if not remoting.isEnabledFor(logging.DEBUG):
+        remoting.setLevel(logging.ERROR)

@@ -1,0 +1,238 @@
+"""How `rmq inspect` shows store data: rows for `rmq.cli.output.render`, body previews, hex
+dumps, times, paths, and the progress bar of long scans.
+
+Rows are built once per format: json, ndjson and yaml get the data as the store returns it
+(camelCase keys, times in ms, message records in the schema of `rmq consume`), while table
+and wide also get what a person reads more easily: every `...Timestamp` field gets a
+`...Time` twin in local time, record bodies get a one-line `bodyPreview`, tag histograms
+become `TagA=3,TagB=1`.  Nothing here imports rich until a progress bar is drawn.
+
+The progress bar goes to stderr, only on a terminal and only for scans of at least
+`PROGRESS_MIN_BYTES`, and disappears when the scan ends, so pipes and small stores never
+see it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from rmq.cli.output import OutputFormat
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+
+    from rmq.common.message import MessageRecord
+
+PROGRESS_MIN_BYTES: Final = 64 << 20
+PREVIEW_CHARS: Final = 48
+HEX_ROW: Final = 16
+RECORD_COLUMNS: Final = (
+    "commitLogOffset",
+    "topic",
+    "queueId",
+    "queueOffset",
+    "storeTime",
+    "tags",
+    "keys",
+    "bodyPreview",
+)
+RECORD_WIDE_COLUMNS: Final = (
+    "msgId",
+    "offsetMsgId",
+    "flag",
+    "sysFlag",
+    "bodyCrc",
+    "bornHost",
+    "storeHost",
+    "bornTime",
+    "reconsumeTimes",
+)
+_WORD: Final = re.compile(r"_([a-z])")
+_CONTROLS: Final = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F)} | {
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+}
+
+
+def for_people(fmt: OutputFormat) -> bool:
+    return fmt in (OutputFormat.TABLE, OutputFormat.WIDE)
+
+
+def camel(name: str) -> str:
+    """`queue_offset` -> `queueOffset`."""
+    return _WORD.sub(lambda match: match[1].upper(), name)
+
+
+def plain_data(value: Any) -> Any:
+    """Dataclasses as dicts with camelCase keys, recursively; enums as their values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            camel(item.name): plain_data(getattr(value, item.name))
+            for item in dataclasses.fields(value)
+        }
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(key): plain_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_data(item) for item in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def format_time(millis: int | None) -> str | None:
+    """Local time with milliseconds, `2024-05-01 12:00:00.123`; None for None or 0."""
+    if not millis:
+        return None
+    try:
+        moment = datetime.datetime.fromtimestamp(millis / 1000)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{millis % 1000:03d}"
+
+
+def with_times(row: Mapping[str, Any]) -> dict[str, Any]:
+    """`row` with a `...Time` field after every int `...Timestamp` field (for tables)."""
+    result: dict[str, Any] = {}
+    for key, value in row.items():
+        result[key] = value
+        if key.endswith("Timestamp") and isinstance(value, int) and not isinstance(value, bool):
+            result[key.removesuffix("stamp")] = format_time(value)
+    return result
+
+
+def display_path(path: str | os.PathLike[str], root: Path) -> str:
+    """`path` relative to the store root when it is inside it."""
+    target = Path(path)
+    try:
+        return str(target.relative_to(root))
+    except ValueError:
+        return str(target)
+
+
+def escape_text(text: str) -> str:
+    """Control characters as escapes, so a value stays on one table line."""
+    return text.translate(_CONTROLS)
+
+
+def shorten(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tag_histogram(tags: Mapping[str, int]) -> str:
+    """`TagA=3,TagB=1`, most frequent first."""
+    ordered = sorted(tags.items(), key=lambda item: (-item[1], item[0]))
+    return ",".join(f"{tag}={count}" for tag, count in ordered)
+
+
+def hex_dump(data: bytes, limit: int) -> str:
+    """`offset  hex bytes  |ascii|` lines for the first `limit` bytes of `data`."""
+    lines = []
+    for start in range(0, min(len(data), limit), HEX_ROW):
+        chunk = data[start : min(start + HEX_ROW, limit)]
+        hex_part = " ".join(f"{byte:02x}" for byte in chunk)
+        text = "".join(chr(byte) if 0x20 <= byte < 0x7F else "." for byte in chunk)
+        lines.append(f"{start:08x}  {hex_part:<{HEX_ROW * 3 - 1}}  |{text}|")
+    if len(data) > limit:
+        lines.append(f"... {len(data) - limit} more bytes")
+    return "\n".join(lines)
+
+
+def body_text(body: bytes, charset: str, limit: int) -> str:
+    """The first `limit` bytes of `body` decoded with `charset` (undecodable bytes become
+    U+FFFD), control characters escaped."""
+    text = escape_text(body[:limit].decode(charset, "replace"))
+    return text if len(body) <= limit else f"{text}… ({len(body) - limit} more bytes)"
+
+
+def record_preview(row: Mapping[str, Any]) -> str:
+    """One line for a message record's body: its text, or the size of a binary body."""
+    body = row.get("body")
+    if body is None:
+        return f"<{row['bodyError']}>" if row.get("bodyError") else ""
+    if row.get("bodyEncoding") == "base64":
+        return f"<binary, {len(body) * 3 // 4 - body[-2:].count('=')} bytes>"
+    return shorten(escape_text(body))
+
+
+def record_rows(records: Iterable[MessageRecord], fmt: OutputFormat) -> Iterator[dict[str, Any]]:
+    """Message records in the schema of `rmq consume`; for tables with times and a preview."""
+    from rmq.store.inspect import record_dict
+
+    for record in records:
+        row = record_dict(record)
+        if for_people(fmt):
+            row = with_times(row)
+            row["bodyPreview"] = record_preview(row)
+        yield row
+
+
+class ProgressBar:
+    """A `rmq.store.reader.Progress` callback drawing a transient rich bar on `stream`,
+    created at the first report of a scan of at least `min_bytes` (nothing otherwise)."""
+
+    def __init__(
+        self,
+        description: str,
+        *,
+        stream: TextIO | None = None,
+        min_bytes: int = PROGRESS_MIN_BYTES,
+    ) -> None:
+        self.description = description
+        self.stream = stream if stream is not None else sys.stderr
+        self.min_bytes = min_bytes
+        self._bar: RichProgress | None = None
+        self._task: Any = None
+        self._enabled = self.stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if not self._enabled or total < self.min_bytes:
+                return
+            self._start()
+        assert self._bar is not None
+        self._bar.update(self._task, completed=done, total=total)
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=self.stream),
+            transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(self.description)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,832 @@
+"""`rmq produce TOPIC`: lines on stdin become messages of TOPIC, one result line per message.
+
+    rmq produce TOPIC [-n NS] [-f auto|json|lines] [--sync | --async [--in-flight N] | --oneway]
+                      [--batch N] [--sharding-key-field FIELD] [--tags T] [-k KEYS] [-H k=v]...
+                      [-o ndjson|json|table|wide|yaml] [--summary]
+
+Input.  Every line of stdin is one message.  With `-f json` a line is a JSON object in the
+message record schema of docs/cli.md: `body` (text, or base64 with `"bodyEncoding":"base64"`;
+any other JSON value is sent as its compact JSON text), `tags`, `keys` (an array, or one
+string of space-separated keys), `properties` (string values; numbers and booleans are sent
+as their JSON text), and optional `queueId`, `shardingKey`, `delayLevel` and `flag`.  Every
+other field is ignored, and so are system properties (UNIQ_KEY, TAGS, KEYS, MIN_OFFSET, ...),
+so the output of `rmq consume` can be fed back in as it is.  With `-f lines` the line itself,
+without its newline, is the body, byte for byte.  `-f auto` (the default) reads a line whose
+first non-blank character is `{` as a record and any other line as a plain body; a `{` line
+that is not a valid record is an error, not a body (send such lines with `-f lines`).  Blank
+lines are skipped in the json and auto formats; in the lines format they are empty bodies,
+which RocketMQ refuses.
+
+`--tags`, `-k/--keys` and `-H k=v` are defaults for every message: a record's own `tags` and
+`keys` win, and its `properties` are laid over the `-H` ones.  Ordered sends: a record's
+`shardingKey`, or with `--sharding-key-field FIELD` the value of FIELD (a field of the record,
+else one of its properties; for a plain line, a field of the line read as a JSON object),
+picks the queue by hash, so messages with one key keep their order.
+
+Sending.  `--sync` (the default) sends one message at a time and waits for the broker;
+`--async` keeps up to `--in-flight` sends under way (messages with one sharding key still
+go one after the other); `--oneway` writes each message without waiting for an answer.
+`--batch N` sends messages in batches of N (one SEND_BATCH_MESSAGE each); batched messages
+cannot carry a sharding key, a queue id or a delay level.
+
+Output.  One result per message, in input order, on stdout: `line` (its line number),
+`msgId`, `offsetMsgId`, `brokerName`, `queueId`, `queueOffset`, `status`; NDJSON by default,
+or any `-o` format (json, table, wide and yaml print once all input is read).  `--oneway`
+learns nothing about its messages and prints no results.  `--summary` prints only one
+summary object: `topic`, `sent`, `failed`, `seconds`, `messagesPerSecond`.
+
+Failures.  A line that is not a valid message is reported on stderr (`line N: why`) and
+skipped; the rest is still sent.  A send that fails (no route, broker down, refused) is
+reported the same way and stops the command: no further input is read, the sends under way
+finish.  Either way the command ends with one line naming the failed lines and exits 1.
+Ctrl-C stops reading, waits for the sends under way and exits 130.  A topic the name server
+does not know (and no broker auto-creates) or an unreachable name server fails before any
+input is read.
+
+stdin is read by a daemon thread that hands complete lines to the event loop in chunks,
+so a terminal or a slow pipe delivers each line as soon as it is typed, and a fast one
+delivers thousands per wake-up.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+
+import click
+import typer
+
+from rmq.cli.errors import EXIT_FAILURE, PROG_NAME, RmqError
+from rmq.cli.main import command_app
+from rmq.cli.output import OutputFormat
+from rmq.cli.settings import NamesrvOption, resolve_namesrv
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from rmq.client.api import SendResult
+    from rmq.client.message import Message
+    from rmq.client.producer import Producer
+
+DEFAULT_GROUP = "rmq-produce"
+DEFAULT_IN_FLIGHT = 128
+READ_SIZE = 1 << 16
+SHOWN_FAILED_LINES = 10
+
+RESULT_COLUMNS = ("line", "msgId", "brokerName", "queueId", "queueOffset", "status")
+WIDE_COLUMNS = ("offsetMsgId",)
+SUMMARY_COLUMNS = ("topic", "sent", "failed", "seconds", "messagesPerSecond")
+
+app = command_app()
+
+
+class InputFormat(enum.StrEnum):
+    AUTO = "auto"
+    JSON = "json"
+    LINES = "lines"
+
+
+class InputError(ValueError):
+    """A line that is not a valid message."""
+
+
+@dataclass(frozen=True)
+class RecordDefaults:
+    """What the command line sets for every message (records may override it)."""
+
+    tags: str | None = None
+    keys: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    sharding_key_field: str | None = None
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """One input line as a message to send."""
+
+    line: int
+    message: Message
+    sharding_key: str | None
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+
+def parse_line(
+    topic: str, line_no: int, raw: bytes, fmt: InputFormat, defaults: RecordDefaults
+) -> Outgoing | None:
+    """The message of one input line (None for a blank line the format skips); raises
+    InputError when the line is not a valid message."""
+    if fmt is InputFormat.LINES:
+        return _outgoing(line_no, message_from_line(topic, raw, defaults))
+    stripped = raw.strip()
+    if not stripped:
+        return None
+    if fmt is InputFormat.JSON or stripped[:1] == b"{":
+        return _outgoing(line_no, message_from_record(topic, _json_object(stripped), defaults))
+    return _outgoing(line_no, message_from_line(topic, raw, defaults))
+
+
+def _outgoing(line_no: int, parsed: tuple[Message, str | None]) -> Outgoing:
+    return Outgoing(line_no, *parsed)
+
+
+def _json_object(text: bytes) -> dict[str, Any]:
+    import orjson
+
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"a record must be a JSON object, not {_json_type(value)}")
+    return value
+
+
+def message_from_line(
+    topic: str, body: bytes, defaults: RecordDefaults
+) -> tuple[Message, str | None]:
+    """A plain line as a message: the line is the body, the defaults add the rest."""
+    sharding_key = None
+    if defaults.sharding_key_field is not None:
+        try:
+            document = _json_object(body)
+        except InputError as exc:
+            raise InputError(
+                f"--sharding-key-field {defaults.sharding_key_field} needs the line to be a "
+                f"JSON object ({exc})"
+            ) from None
+        sharding_key = _sharding_key(document, defaults.sharding_key_field)
+    message = _message(
+        topic,
+        body,
+        tags=defaults.tags,
+        keys=list(defaults.keys),
+        properties=dict(defaults.properties),
+    )
+    return message, sharding_key
+
+
+def message_from_record(
+    topic: str, record: Mapping[str, Any], defaults: RecordDefaults
+) -> tuple[Message, str | None]:
+    """A record (the message record schema) as a message and its sharding key."""
+    tags = record.get("tags")
+    if tags is not None and not isinstance(tags, str):
+        raise InputError(f'"tags" must be a string, not {_json_type(tags)}')
+    keys = _keys(record.get("keys"))
+    properties = dict(defaults.properties)
+    properties.update(_properties(record.get("properties")))
+    sharding_key = record.get("shardingKey")
+    if sharding_key is not None:
+        sharding_key = _text("shardingKey", sharding_key)
+    elif defaults.sharding_key_field is not None:
+        sharding_key = _sharding_key(record, defaults.sharding_key_field)
+    message = _message(
+        topic,
+        _body(record),
+        tags=tags if tags is not None else defaults.tags,
+        keys=keys if keys is not None else list(defaults.keys),
+        properties=properties,
+        queue_id=_int_field(record, "queueId", 0, 1 << 31),
+        delay_level=_int_field(record, "delayLevel", 0, 1 << 31) or 0,
+        flag=_int_field(record, "flag", -(1 << 31), 1 << 31) or 0,
+    )
+    return message, sharding_key
+
+
+def _message(topic: str, body: bytes, **fields: Any) -> Message:
+    from rmq.client.errors import MQClientError
+    from rmq.client.message import Message
+
+    message = Message(topic, body, **fields)
+    texts = [message.tags, message.keys_text, *message.properties, *message.properties.values()]
+    for text in texts:
+        if text is not None and ("\x01" in text or "\x02" in text):
+            raise InputError(f"{text!r} contains \\u0001 or \\u0002, which separate properties")
+    try:
+        message.validate()
+    except MQClientError as exc:
+        raise InputError(exc.remark) from None
+    return message
+
+
+def _body(record: Mapping[str, Any]) -> bytes:
+    import base64
+    import binascii
+
+    import orjson
+
+    if "body" not in record:
+        raise InputError('no "body" field (to send JSON documents as bodies, use -f lines)')
+    body = record["body"]
+    encoding = record.get("bodyEncoding")
+    if encoding == "base64":
+        if not isinstance(body, str):
+            raise InputError(f'a base64 "body" must be a string, not {_json_type(body)}')
+        try:
+            return base64.b64decode(body, validate=True)
+        except binascii.Error as exc:
+            raise InputError(f'"body" is not valid base64: {exc}') from None
+    if encoding not in (None, "utf-8", "utf8", "text"):
+        raise InputError(f'unknown "bodyEncoding" {encoding!r}: use "base64" or leave it out')
+    if body is None:
+        raise InputError('"body" is null')
+    if isinstance(body, str):
+        return body.encode()
+    return orjson.dumps(body)
+
+
+def _keys(value: Any) -> list[str] | None:
+    from rmq.common.msgconst import KEY_SEPARATOR
+
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [key for key in value.split(KEY_SEPARATOR) if key]
+    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
+        raise InputError('"keys" must be an array of strings or one space-separated string')
+    for key in value:
+        if not key or KEY_SEPARATOR in key:
+            raise InputError(f"key {key!r} is empty or has a space (KEYS is space-separated)")
+    return value
+
+
+def _properties(value: Any) -> dict[str, str]:
+    from rmq.common.msgconst import SYSTEM_PROPERTY_NAMES
+
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f'"properties" must be an object, not {_json_type(value)}')
+    return {
+        name: _text(f"property {name}", item)
+        for name, item in value.items()
+        if name not in SYSTEM_PROPERTY_NAMES
+    }
+
+
+def _sharding_key(document: Mapping[str, Any], name: str) -> str:
+    value = document.get(name)
+    if value is None:
+        properties = document.get("properties")
+        if isinstance(properties, dict):
+            value = properties.get(name)
+    if value is None:
+        raise InputError(f"no {name!r} field for the sharding key (--sharding-key-field)")
+    return _text(name, value)
+
+
+def _text(name: str, value: Any) -> str:
+    """A string field's value; numbers and booleans as their JSON text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    raise InputError(f"{name} must be a string, a number or a boolean, not {_json_type(value)}")
+
+
+def _int_field(record: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
+    value = record.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < high:
+        raise InputError(f'"{name}" must be an integer from {low} to {high - 1}, not {value!r}')
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def parse_header(value: str) -> tuple[str, str]:
+    """`-H name=value` as a pair (click's BadParameter when it is not one)."""
+    name, sep, text = value.partition("=")
+    if not sep or not name:
+        raise click.BadParameter(f"{value!r} is not name=value", param_hint="'-H' / '--header'")
+    return name, text
+
+
+# --- the command -----------------------------------------------------------------------------
+
+
+@app.command()
+def produce(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to send to.")],
+    input_format: Annotated[
+        InputFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            case_sensitive=False,
+            help="Input: json records, plain lines, or auto (json for lines starting with '{').",
+        ),
+    ] = InputFormat.AUTO,
+    sync: Annotated[
+        bool, typer.Option("--sync", help="Send one message at a time (the default).")
+    ] = False,
+    async_: Annotated[
+        bool, typer.Option("--async", help="Keep up to --in-flight sends under way.")
+    ] = False,
+    oneway: Annotated[
+        bool, typer.Option("--oneway", help="Send without waiting for answers (no results).")
+    ] = False,
+    in_flight: Annotated[
+        int | None,
+        typer.Option(
+            "--in-flight",
+            min=1,
+            metavar="N",
+            help=f"Sends under way at once with --async. Default: {DEFAULT_IN_FLIGHT}.",
+            show_default=False,
+        ),
+    ] = None,
+    batch: Annotated[
+        int,
+        typer.Option("--batch", min=1, metavar="N", help="Send batches of N messages."),
+    ] = 1,
+    sharding_key_field: Annotated[
+        str | None,
+        typer.Option(
+            "--sharding-key-field",
+            metavar="FIELD",
+            help="Ordered sends: the field (or property) holding each message's sharding key.",
+            show_default=False,
+        ),
+    ] = None,
+    tags: Annotated[
+        str | None,
+        typer.Option(
+            "--tags", metavar="TAG", help="Tag of messages that set none.", show_default=False
+        ),
+    ] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            "--keys",
+            "-k",
+            metavar="KEYS",
+            help="Space-separated keys of messages that set none.",
+            show_default=False,
+        ),
+    ] = None,
+    headers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            metavar="NAME=VALUE",
+            help="User property of every message (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    group: Annotated[str, typer.Option("--group", "-g", help="Producer group.")] = DEFAULT_GROUP,
+    summary: Annotated[
+        bool, typer.Option("--summary", help="Print only a summary, not a result per message.")
+    ] = False,
+    namesrv: NamesrvOption = None,
+    output: Annotated[
+        OutputFormat,
+        typer.Option("--output", "-o", case_sensitive=False, help="Output format."),
+    ] = OutputFormat.NDJSON,
+) -> int:
+    """Send the lines of stdin to TOPIC: NDJSON message records or plain lines.
+
+    Prints a result per message (line, msgId, offsetMsgId, brokerName, queueId,
+    queueOffset, status), or with --summary only a summary.  Lines that are not valid
+    messages and failed sends are reported on stderr by line number and make the exit
+    code 1; a failed send also stops reading.  Ctrl-C stops reading, waits for the sends
+    under way and exits 130.
+    """
+    from rmq.common.naming import client_topic_error, group_error
+    from rmq.server.runtime import run_server
+
+    error = client_topic_error(topic)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="TOPIC")
+    error = group_error(group)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="'-g' / '--group'")
+    if sync + async_ + oneway > 1:
+        raise click.UsageError("give at most one of --sync, --async and --oneway")
+    if in_flight is not None and not async_:
+        raise click.UsageError("--in-flight applies to --async only")
+    if batch > 1 and (oneway or sharding_key_field is not None):
+        raise click.UsageError("--batch cannot be combined with --oneway or --sharding-key-field")
+    defaults = RecordDefaults(
+        tags=tags or None,
+        keys=tuple(keys.split()) if keys else (),
+        properties=dict(parse_header(item) for item in headers or ()),
+        sharding_key_field=sharding_key_field,
+    )
+    options = SendOptions(
+        mode=SendMode.ASYNC if async_ else SendMode.ONEWAY if oneway else SendMode.SYNC,
+        window=(in_flight or DEFAULT_IN_FLIGHT) if async_ else 1,
+        batch=batch,
+    )
+    results = ResultWriter(sys.stdout.buffer, output, summary, per_message=not oneway)
+    addrs = resolve_namesrv(namesrv)
+    return run_server(
+        _produce(topic, addrs, group, input_format, defaults, options, results, sys.stdin.buffer)
+    )
+
+
+class SendMode(enum.Enum):
+    SYNC = "sync"
+    ASYNC = "async"
+    ONEWAY = "oneway"
+
+
+@dataclass(frozen=True)
+class SendOptions:
+    mode: SendMode
+    window: int
+    batch: int
+
+
+class ResultWriter:
+    """Where outcomes go: result rows on stdout (NDJSON as they come, the other formats at
+    the end), failures on stderr as they come, and the counts for the summary."""
+
+    def __init__(
+        self, out: BinaryIO, output: OutputFormat, summary_only: bool, per_message: bool
+    ) -> None:
+        self.out = out
+        self.output = output
+        self.summary_only = summary_only
+        self.per_message = per_message and not summary_only
+        self.broken_pipe = False
+        self.rows: list[dict[str, Any]] = []
+        self.sent = 0
+        self.failed_lines: list[int] = []
+        self.started = time.monotonic()
+
+    def sent_one(self, row: dict[str, Any] | None) -> None:
+        self.sent += 1
+        if row is None or not self.per_message:
+            return
+        if self.output is OutputFormat.NDJSON:
+            import orjson
+
+            self._write(orjson.dumps(row) + b"\n")
+        else:
+            self.rows.append(row)
+
+    def _write(self, data: bytes) -> None:
+        """Write to stdout; once the reader went away (`| head`), note it and write no more."""
+        if self.broken_pipe:
+            return
+        try:
+            self.out.write(data)
+        except BrokenPipeError:
+            self.broken_pipe = True
+
+    def failed(self, lines: list[int], reason: str) -> None:
+        self.failed_lines += lines
+        span = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+        print(f"{PROG_NAME}: error: {span}: {reason}", file=sys.stderr, flush=True)
+
+    def flush(self) -> None:
+        if not self.broken_pipe:
+            try:
+                self.out.flush()
+            except BrokenPipeError:
+                self.broken_pipe = True
+
+    def finish(self, topic: str) -> None:
+        """Print what waits for the end: the summary, or the rows of a whole-document format."""
+        if self.summary_only:
+            seconds = time.monotonic() - self.started
+            summary = {
+                "topic": topic,
+                "sent": self.sent,
+                "failed": len(self.failed_lines),
+                "seconds": round(seconds, 3),
+                "messagesPerSecond": round(self.sent / seconds) if seconds > 0 else 0,
+            }
+            self._render(summary, SUMMARY_COLUMNS, ())
+        elif self.per_message and self.output is not OutputFormat.NDJSON:
+            self._render(self.rows, RESULT_COLUMNS, WIDE_COLUMNS)
+        self.flush()
+
+    def _render(self, data: Any, columns: tuple[str, ...], wide: tuple[str, ...]) -> None:
+        import io
+
+        from rmq.cli.output import render
+
+        text = io.StringIO()
+        render(data, columns=columns, wide_columns=wide, output=self.output, file=text)
+        self._write(text.getvalue().encode())
+
+
+def describe_lines(lines: list[int]) -> str:
+    """ "line 4" or "lines 4, 7, 9", at most ten numbers and a count of the rest."""
+    shown = ", ".join(str(line) for line in lines[:SHOWN_FAILED_LINES])
+    rest = len(lines) - SHOWN_FAILED_LINES
+    more = f" and {rest} more" if rest > 0 else ""
+    return f"{'line' if len(lines) == 1 else 'lines'} {shown}{more}"
+
+
+# --- reading and sending ---------------------------------------------------------------------
+
+
+class InputLines:
+    """The lines of a binary stream, read by a daemon thread and handed to the event loop in
+    chunks (a daemon thread, so a read blocked on a terminal never holds up the exit)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        import asyncio
+        import threading
+
+        self._fd = stream.fileno()
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[list[bytes] | BaseException | None] = asyncio.Queue(16)
+        threading.Thread(target=self._pump, name="rmq-produce-stdin", daemon=True).start()
+
+    async def next_chunk(self) -> list[bytes] | None:
+        """The next lines (without their newlines); None at the end of the input."""
+        item = await self._queue.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def _pump(self) -> None:
+        buffer = bytearray()
+        try:
+            while data := os.read(self._fd, READ_SIZE):
+                buffer += data
+                end = buffer.rfind(b"\n")
+                if end >= 0:
+                    lines = bytes(buffer[:end]).split(b"\n")
+                    del buffer[: end + 1]
+                    if not self._put(lines):
+                        return
+            if buffer and not self._put([bytes(buffer)]):
+                return
+            self._put(None)
+        except OSError as exc:
+            self._put(exc)
+
+    def _put(self, item: list[bytes] | BaseException | None) -> bool:
+        """Hand `item` to the loop, waiting while the queue is full; False once the loop
+        has closed (the command is over and nobody reads any more)."""
+        import asyncio
+        import concurrent.futures
+
+        try:
+            asyncio.run_coroutine_threadsafe(self._queue.put(item), self._loop).result()
+        except (RuntimeError, concurrent.futures.CancelledError):
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class _Job:
+    lines: list[int]
+    task: asyncio.Task[SendResult | None]
+
+
+class Sender:
+    """Sends parsed messages as the options say and hands each outcome to the result writer,
+    in input order (see the module docstring)."""
+
+    def __init__(self, producer: Producer, options: SendOptions, results: ResultWriter) -> None:
+        self.producer = producer
+        self.options = options
+        self.results = results
+        self.failed_send_line: int | None = None
+        self._pending: deque[_Job] = deque()
+        self._batch: list[Outgoing] = []
+        self._last_of_key: dict[str, asyncio.Task[SendResult | None]] = {}
+
+    async def add(self, item: Outgoing) -> None:
+        """Send `item` (or keep it for the batch being filled)."""
+        if self.options.batch > 1:
+            message = item.message
+            if item.sharding_key is not None or message.queue_id is not None or message.delay_level:
+                self.results.failed(
+                    [item.line], "a batched message cannot have shardingKey, queueId or delayLevel"
+                )
+                return
+            self._batch.append(item)
+            if len(self._batch) >= self.options.batch:
+                await self._send_batch()
+            return
+        key = item.sharding_key if self.options.window > 1 else None
+        send: Coroutine[Any, Any, SendResult | None]
+        if self.options.mode is SendMode.ONEWAY:
+            send = self._oneway(item)
+        elif key is not None:
+            send = self._after(self._last_of_key.get(key), item)
+        else:
+            send = self.producer.send(item.message, sharding_key=item.sharding_key)
+        task = self._start([item.line], send)
+        if key is not None:
+            self._last_of_key[key] = task
+            task.add_done_callback(lambda done: self._forget_key(key, done))
+        await self._drain()
+
+    async def finish(self) -> None:
+        """Send what is left of a batch and wait for every send under way."""
+        if self._batch:
+            await self._send_batch()
+        while self._pending:
+            await self._emit(self._pending.popleft())
+
+    async def _send_batch(self) -> None:
+        items, self._batch = self._batch, []
+        send = self.producer.send_batch([item.message for item in items])
+        self._start([item.line for item in items], send)
+        await self._drain()
+
+    async def _oneway(self, item: Outgoing) -> None:
+        await self.producer.send_oneway(item.message, sharding_key=item.sharding_key)
+
+    async def _after(
+        self, previous: asyncio.Task[SendResult | None] | None, item: Outgoing
+    ) -> SendResult | None:
+        """An ordered send: after the previous send with the same key, whatever its fate."""
+        import asyncio
+
+        if previous is not None:
+            await asyncio.wait([previous])
+        return await self.producer.send(item.message, sharding_key=item.sharding_key)
+
+    def _forget_key(self, key: str, task: asyncio.Task[SendResult | None]) -> None:
+        if self._last_of_key.get(key) is task:
+            del self._last_of_key[key]
+
+    def _start(
+        self, lines: list[int], send: Coroutine[Any, Any, SendResult | None]
+    ) -> asyncio.Task[SendResult | None]:
+        import asyncio
+
+        task = asyncio.get_running_loop().create_task(send)
+        self._pending.append(_Job(lines, task))
+        return task
+
+    async def _drain(self) -> None:
+        """Emit finished sends from the head; wait for the head while the window is full."""
+        pending = self._pending
+        while pending and (len(pending) >= self.options.window or pending[0].task.done()):
+            await self._emit(pending.popleft())
+
+    async def _emit(self, job: _Job) -> None:
+        try:
+            result = await job.task
+        except Exception as exc:
+            self.results.failed(job.lines, str(exc) or type(exc).__name__)
+            if self.failed_send_line is None:
+                self.failed_send_line = job.lines[0]
+            return
+        if result is None:
+            for _ in job.lines:
+                self.results.sent_one(None)
+            return
+        for row in result_rows(job.lines, result):
+            self.results.sent_one(row)
+
+
+def result_rows(lines: list[int], result: SendResult) -> list[dict[str, Any]]:
+    """The result rows of one send: one message, or each message of a batch (whose ids
+    come comma-joined and whose queue offsets are consecutive)."""
+    msg_ids = result.msg_id.split(",")
+    offset_ids = result.offset_msg_id.split(",")
+    queue = result.message_queue
+    return [
+        {
+            "line": line,
+            "msgId": msg_ids[index],
+            "offsetMsgId": offset_ids[index] if index < len(offset_ids) else None,
+            "brokerName": queue.broker_name,
+            "queueId": queue.queue_id,
+            "queueOffset": result.queue_offset + index,
+            "status": result.status.name,
+        }
+        for index, line in enumerate(lines)
+    ]
+
+
+async def _produce(
+    topic: str,
+    namesrv_addrs: str,
+    group: str,
+    input_format: InputFormat,
+    defaults: RecordDefaults,
+    options: SendOptions,
+    results: ResultWriter,
+    stdin: BinaryIO,
+) -> int:
+
+    from rmq.client.producer import Producer
+    from rmq.server.runtime import exit_code_for, shutdown_signals
+
+    with shutdown_signals() as interrupted:
+        producer = Producer(group, namesrv_addrs)
+        await producer.start()
+        try:
+            await check_topic(producer, topic, namesrv_addrs)
+            results.started = time.monotonic()
+            sender = Sender(producer, options, results)
+            last_line = await _feed(
+                InputLines(stdin), sender, results, interrupted, topic, input_format, defaults
+            )
+            await sender.finish()
+        finally:
+            await producer.shutdown()
+        results.finish(topic)
+    failed = results.failed_lines
+    if failed:
+        plural = "s" if len(failed) > 1 else ""
+        detail = f"{len(failed)} message{plural} failed ({describe_lines(failed)})"
+        if sender.failed_send_line is not None:
+            error = RmqError(
+                f"{detail}; sending stopped at the failed send of line "
+                f"{sender.failed_send_line}: input after line {last_line} was not read",
+                "see the errors above, fix the cause and send the rest again",
+            )
+        else:
+            error = RmqError(detail, "see the errors above")
+        if not interrupted.done():
+            raise error
+        print(error.line(), file=sys.stderr)
+    if interrupted.done():
+        return exit_code_for(interrupted.result())
+    return EXIT_FAILURE if results.broken_pipe else 0
+
+
+async def _feed(
+    reader: InputLines,
+    sender: Sender,
+    results: ResultWriter,
+    interrupted: asyncio.Future[Any],
+    topic: str,
+    input_format: InputFormat,
+    defaults: RecordDefaults,
+) -> int:
+    """Parse and send input lines until the input ends, a send fails, stdout closes or a
+    signal arrives; return the number of the last line read."""
+    import asyncio
+
+    line_no = 0
+    while sender.failed_send_line is None and not results.broken_pipe:
+        next_chunk = asyncio.ensure_future(reader.next_chunk())
+        endings: set[asyncio.Future[Any]] = {next_chunk, interrupted}
+        await asyncio.wait(endings, return_when=asyncio.FIRST_COMPLETED)
+        if interrupted.done():
+            next_chunk.cancel()
+            break
+        chunk = next_chunk.result()
+        if chunk is None:
+            break
+        for raw in chunk:
+            line_no += 1
+            try:
+                item = parse_line(topic, line_no, raw, input_format, defaults)
+            except InputError as exc:
+                results.failed([line_no], str(exc))
+                continue
+            if item is not None:
+                await sender.add(item)
+            if sender.failed_send_line is not None or interrupted.done():
+                break
+        results.flush()
+    return line_no
+
+
+async def check_topic(producer: Producer, topic: str, namesrv_addrs: str) -> None:
+    """Fail before reading input when the topic cannot be sent to at all."""
+    from rmq.cli.topic import admin_error
+    from rmq.client.errors import ClientErrorCode, MQClientError, RouteNotFound
+    from rmq.remoting.errors import RemotingError
+
+    try:
+        await producer.instance.publish_info(topic)
+    except RemotingError as exc:
+        raise admin_error(exc, namesrv_addrs) from exc
+    except MQClientError as exc:
+        if exc.code == ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION and not isinstance(
+            exc, RouteNotFound
+        ):
+            raise RmqError(
+                f"topic {topic!r} not found: {exc.remark}",
+                "create it with 'rmq topic update' (or enable autoCreateTopicEnable on a broker)",
+            ) from exc
+        raise admin_error(exc, namesrv_addrs) from exc
