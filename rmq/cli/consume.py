@@ -613,7 +613,7 @@ async def _read_queue(
 
     log = logging.getLogger("rmq.consume")
     offset = positions[mq]
-    while end is None or offset < end:
+    while (end is None or offset < end) and not printer.stopped.is_set():
         try:
             result = await reader.pull(mq, offset, PULL_BATCH, expression, block=end is None)
         except (ClientError, RemotingError) as exc:
