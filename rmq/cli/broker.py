@@ -19,7 +19,6 @@ stderr.  The server itself is imported only when the command runs.
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -27,14 +26,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from rmq.cli.errors import EXIT_USAGE, RmqError
-from rmq.cli.main import CliState, command_app
+from rmq.cli.main import command_app
 
 if TYPE_CHECKING:
     from rmq.common.config import BrokerConfigs
 
 app = command_app()
 
-_LISTEN_ERRORS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 IMPORTANT_KEYS = frozenset(
     {
@@ -125,40 +123,31 @@ def serve(
     source: str | None,
     addresses: str,
 ) -> int:
-    """Set up logging, warn about unknown keys and run `main`; start failures -> RmqError.
+    """Run the server `main` (see `rmq.cli.serve.run_foreground`); store failures ->
+    RmqError too.
 
     `addresses` names the ports the server listens on, for the error when one is taken.
     """
-    import logging
-
-    from rmq.server.runtime import run_server, setup_logging
-    from rmq.store.configfile import ConfigFileError
+    from rmq.cli.serve import run_foreground
     from rmq.store.errors import StoreError, StoreLockedError
 
-    state = ctx.find_object(CliState)
-    setup_logging(debug=state is not None and state.debug)
-    if unknown:
-        logging.getLogger("rmq.broker").warning(
-            "ignoring unknown keys in %s: %s", source, ", ".join(unknown)
-        )
     store_dir = configs.store.store_path_root_dir
     try:
-        return run_server(main)
-    except ConfigFileError as exc:
-        raise RmqError(str(exc), f"repair or remove the file under {store_dir}/config") from None
+        return run_foreground(
+            ctx,
+            main,
+            logger="rmq.broker",
+            unknown=unknown,
+            source=source,
+            addresses=addresses,
+            config_file_hint=f"repair or remove the file under {store_dir}/config",
+        )
     except StoreLockedError as exc:
         raise RmqError(
             str(exc), "is another broker using this store? choose another with --store"
         ) from None
     except StoreError as exc:
         raise RmqError(str(exc), f"check the store directory {store_dir}") from None
-    except OSError as exc:
-        if exc.errno not in _LISTEN_ERRORS:
-            raise
-        raise RmqError(
-            f"cannot listen on {addresses}: {exc.strerror or exc}",
-            "is another server using the port? choose another with --port or listenPort",
-        ) from None
 
 
 def print_configs(configs: BrokerConfigs, keys: frozenset[str] | None = None) -> None:

@@ -15,18 +15,15 @@ itself (asyncio, the remoting layer) is imported only when the command runs.
 
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from rmq.cli.errors import EXIT_USAGE, RmqError
-from rmq.cli.main import CliState, command_app
+from rmq.cli.main import command_app
 
 app = command_app()
-
-_LISTEN_ERRORS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
 
 
 @app.command()
@@ -59,8 +56,6 @@ def namesrv(
     ] = None,
 ) -> int:
     """Start a name server (default port 9876); stop it with Ctrl-C or SIGTERM."""
-    import logging
-
     from rmq.common.config import (
         ConfigError,
         build_namesrv_configs,
@@ -86,25 +81,15 @@ def namesrv(
             typer.echo(f"{key}={value}")
         return 0
 
+    from rmq.cli.serve import run_foreground
     from rmq.server.namesrv.server import run_namesrv
-    from rmq.server.runtime import run_server, setup_logging
-    from rmq.store.configfile import ConfigFileError
 
-    state = ctx.find_object(CliState)
-    setup_logging(debug=state is not None and state.debug)
-    if unknown:
-        logging.getLogger("rmq.namesrv").warning(
-            "ignoring unknown keys in %s: %s", source, ", ".join(unknown)
-        )
-    try:
-        return run_server(run_namesrv(configs, props))
-    except ConfigFileError as exc:
-        raise RmqError(str(exc), "repair or remove the file (kvConfigPath)") from None
-    except OSError as exc:
-        if exc.errno not in _LISTEN_ERRORS:
-            raise
-        address = f"{configs.server.bind_address}:{configs.server.listen_port}"
-        raise RmqError(
-            f"cannot listen on {address}: {exc.strerror or exc}",
-            "is another server using the port? choose another with --port or listenPort",
-        ) from None
+    return run_foreground(
+        ctx,
+        run_namesrv(configs, props),
+        logger="rmq.namesrv",
+        unknown=unknown,
+        source=source,
+        addresses=f"{configs.server.bind_address}:{configs.server.listen_port}",
+        config_file_hint="repair or remove the file (kvConfigPath)",
+    )

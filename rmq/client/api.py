@@ -29,7 +29,7 @@ the per-send ones (the same request, without encoding fourteen fields each time)
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import TypeVar
 
@@ -436,13 +436,33 @@ async def _broker_answer(
     return response.read_header(answer)
 
 
+async def _queue_answer(
+    remoting: RemotingClient,
+    addr: str,
+    mq: MessageQueue,
+    code: int,
+    request: Callable[..., object],
+    answer: type[H],
+    timeout: float,
+) -> H:
+    """The answer to a request about one queue, whose header names only the queue."""
+    header = request(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
+    return await _broker_answer(remoting, addr, code, header, answer, timeout)
+
+
 async def get_max_offset(
     remoting: RemotingClient, addr: str, mq: MessageQueue, timeout: float
 ) -> int:
     """GET_MAX_OFFSET: the queue offset the next message of `mq` will get."""
-    header = GetMaxOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
-    code = RequestCode.GET_MAX_OFFSET
-    answer = await _broker_answer(remoting, addr, code, header, GetMaxOffsetResponseHeader, timeout)
+    answer = await _queue_answer(
+        remoting,
+        addr,
+        mq,
+        RequestCode.GET_MAX_OFFSET,
+        GetMaxOffsetRequestHeader,
+        GetMaxOffsetResponseHeader,
+        timeout,
+    )
     return answer.offset
 
 
@@ -450,9 +470,15 @@ async def get_min_offset(
     remoting: RemotingClient, addr: str, mq: MessageQueue, timeout: float
 ) -> int:
     """GET_MIN_OFFSET: the oldest queue offset of `mq` still stored."""
-    header = GetMinOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
-    code = RequestCode.GET_MIN_OFFSET
-    answer = await _broker_answer(remoting, addr, code, header, GetMinOffsetResponseHeader, timeout)
+    answer = await _queue_answer(
+        remoting,
+        addr,
+        mq,
+        RequestCode.GET_MIN_OFFSET,
+        GetMinOffsetRequestHeader,
+        GetMinOffsetResponseHeader,
+        timeout,
+    )
     return answer.offset
 
 
@@ -460,12 +486,15 @@ async def get_earliest_msg_store_time(
     remoting: RemotingClient, addr: str, mq: MessageQueue, timeout: float
 ) -> int:
     """GET_EARLIEST_MSG_STORETIME: the store time (ms) of the oldest message of `mq`."""
-    header = GetEarliestMsgStoretimeRequestHeader(
-        topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name
+    answer = await _queue_answer(
+        remoting,
+        addr,
+        mq,
+        RequestCode.GET_EARLIEST_MSG_STORETIME,
+        GetEarliestMsgStoretimeRequestHeader,
+        GetEarliestMsgStoretimeResponseHeader,
+        timeout,
     )
-    code = RequestCode.GET_EARLIEST_MSG_STORETIME
-    answer_cls = GetEarliestMsgStoretimeResponseHeader
-    answer = await _broker_answer(remoting, addr, code, header, answer_cls, timeout)
     return answer.timestamp
 
 

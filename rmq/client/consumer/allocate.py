@@ -70,10 +70,9 @@ def _index_of(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequenc
         return -1
 
 
-class AllocateMessageQueueAveragely:
-    """Consecutive blocks of nearly equal size (RocketMQ's default strategy)."""
-
-    name = "AVG"
+class _ShareByIndex:
+    """A strategy whose share depends only on the client's position in the sorted client
+    list: the argument checks and the "not in the list" case are made once, here."""
 
     def allocate(
         self,
@@ -85,7 +84,24 @@ class AllocateMessageQueueAveragely:
         index = _index_of(current_cid, mq_all, cid_all)
         if index < 0:
             return []
-        base, extra = divmod(len(mq_all), len(cid_all))
+        return self._share(index, mq_all, len(cid_all))
+
+    def _share(
+        self, index: int, mq_all: Sequence[MessageQueue], clients: int
+    ) -> list[MessageQueue]:
+        """The queues of the client at ``index`` among ``clients`` clients."""
+        raise NotImplementedError
+
+
+class AllocateMessageQueueAveragely(_ShareByIndex):
+    """Consecutive blocks of nearly equal size (RocketMQ's default strategy)."""
+
+    name = "AVG"
+
+    def _share(
+        self, index: int, mq_all: Sequence[MessageQueue], clients: int
+    ) -> list[MessageQueue]:
+        base, extra = divmod(len(mq_all), clients)
         if index < extra:
             start, size = index * (base + 1), base + 1
         else:
@@ -93,22 +109,15 @@ class AllocateMessageQueueAveragely:
         return list(mq_all[start : start + size])
 
 
-class AllocateMessageQueueAveragelyByCircle:
+class AllocateMessageQueueAveragelyByCircle(_ShareByIndex):
     """Queues dealt to the clients one at a time, round-robin."""
 
     name = "AVG_BY_CIRCLE"
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, index: int, mq_all: Sequence[MessageQueue], clients: int
     ) -> list[MessageQueue]:
-        index = _index_of(current_cid, mq_all, cid_all)
-        if index < 0:
-            return []
-        return list(mq_all[index :: len(cid_all)])
+        return list(mq_all[index::clients])
 
 
 def _ring_hash(key: str) -> int:

@@ -72,6 +72,7 @@ from rmq.client.consumer.offsetstore import (
     RemoteBrokerOffsetStore,
 )
 from rmq.client.consumer.processqueue import REBALANCE_LOCK_INTERVAL, ProcessQueue
+from rmq.client.consumer.pull import CONSUMER_TIMEOUT_WHEN_SUSPEND
 from rmq.client.consumer.rebalance import PullRequest, Rebalance
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError
 from rmq.client.instance import (
@@ -105,7 +106,6 @@ __all__ = ["ConsumeStatus", "MessageListener", "PushConsumer"]
 log = logging.getLogger(__name__)
 
 BROKER_SUSPEND_MAX_TIME_MILLIS = 15_000
-CONSUMER_TIMEOUT_WHEN_SUSPEND = 30.0
 PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
 PULL_DELAY_WHEN_BROKER_FLOW_CONTROL = 0.02
 PULL_DELAY_WHEN_EXCEPTION = 3.0
