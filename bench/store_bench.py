@@ -16,8 +16,9 @@ and dispatch always on (consume queue entry + index entries for one key and the 
   show what the index costs;
 * breakdown: microseconds per message of the parts of a batched 1 KiB append (best of three,
   each on a fresh store): the commitlog append alone (a ``CommitLog`` whose dispatch does
-  nothing), ``MessageStore.dispatch`` alone (consume queue entry + two index keys), and the
-  consume queue put and the index put on their own.
+  nothing), of which ``prepare_batch`` (the walk of the batch body before the lock),
+  ``MessageStore.dispatch_batch`` alone (consume queue entries + two index keys per
+  message), and the consume queue put and the index put on their own.
 
     python bench/store_bench.py
 """
@@ -35,8 +36,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rmq.common.config import FlushDiskType, MessageStoreConfig
-from rmq.common.message import encode_batch
+from rmq.common.message import PreparedBatch, encode_batch, prepare_batch
 from rmq.common.msgid import UniqueIdGenerator, pack_host
+from rmq.common.timeutil import now_millis
 from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
 
@@ -224,6 +226,7 @@ def append_only_seconds(items: list[InnerMessage]) -> float:
             store_host=pack_host("10.0.0.1", 10911),
             max_message_size=config.max_message_size,
             dispatch=lambda *fields: None,
+            dispatch_batch=lambda *fields: None,
         )
         commitlog.queue.load()
         start = time.perf_counter()
@@ -232,6 +235,12 @@ def append_only_seconds(items: list[InnerMessage]) -> float:
         seconds = time.perf_counter() - start
         commitlog.queue.close()
         return seconds
+
+
+def seconds_of(action: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
 
 
 def seconds_on_fresh_store(drive: Callable[[MessageStore], None]) -> float:
@@ -246,48 +255,58 @@ def seconds_on_fresh_store(drive: Callable[[MessageStore], None]) -> float:
         return seconds
 
 
+def prepare(item: InnerMessage) -> PreparedBatch:
+    """What ``CommitLog.put_messages`` works out before taking its lock (IPv4 hosts)."""
+    return prepare_batch(
+        item.body, item.properties, item.topic.encode(), born_v6=False, store_v6=False
+    )
+
+
 def breakdown() -> list[dict[str, Any]]:
     """Microseconds per message of the parts of a batched 1 KiB append (best of three).
 
-    The dispatch parts see what the append of the same batches would hand them: records of
-    1,205 bytes laid end to end, spread over the queues, key ``order-<n>`` and a unique key.
+    The parts see what the append of the same batches hands them: batch ``b`` goes to queue
+    ``b % 8`` with consecutive queue offsets, records of 1,205 bytes laid end to end, key
+    ``order-<n>`` and a unique key.
     """
     ids = UniqueIdGenerator(bytes([10, 0, 0, 1]), pid=1, salt=1)
     items = batches(body_of(1024), ids)
-    keys = [f"order-{n}" for n in range(MESSAGES)]
-    uniq_keys = [ids.next_id() for _ in range(MESSAGES)]
-    size = 1205
-    stored = time.time_ns() // 1_000_000
+    prepared = [prepare(item) for item in items]
+    stored = now_millis()
+    placed = []  # (queue id, first queue offset, first physical offset, batch)
+    physical_offset = 0
+    for b, batch in enumerate(prepared):
+        placed.append((b % QUEUES, b // QUEUES * BATCH, physical_offset, batch))
+        physical_offset += batch.total_size
 
-    def dispatch(store: MessageStore) -> None:
-        for n in range(MESSAGES):
-            store.dispatch(
-                TOPIC,
-                n % QUEUES,
-                n // QUEUES,
-                n * size,
-                size,
-                TAGS_CODE,
-                stored,
-                0,
-                keys[n],
-                uniq_keys[n],
-            )
+    def prepare_all() -> None:
+        for item in items:
+            prepare(item)
+
+    def dispatch_batches(store: MessageStore) -> None:
+        for queue_id, queue_offset, offset, batch in placed:
+            store.dispatch_batch(TOPIC, queue_id, queue_offset, offset, batch, stored)
 
     def put_entries(store: MessageStore) -> None:
-        for n in range(MESSAGES):
-            store.consume_queues.put(
-                TOPIC, n % QUEUES, n // QUEUES, n * size, size, TAGS_CODE, stored
-            )
+        for queue_id, queue_offset, offset, batch in placed:
+            for size, tags_code in zip(batch.sizes, batch.tags_codes, strict=True):
+                store.consume_queues.put(
+                    TOPIC, queue_id, queue_offset, offset, size, tags_code, stored
+                )
+                queue_offset += 1
+                offset += size
 
     def put_keys(store: MessageStore) -> None:
         assert store.index is not None
-        for n in range(MESSAGES):
-            store.index.put_keys(TOPIC, (keys[n],), uniq_keys[n], n * size, stored)
+        for _, _, offset, batch in placed:
+            for size, keys, uniq_key in zip(batch.sizes, batch.keys, batch.uniq_keys, strict=True):
+                store.index.put_keys(TOPIC, (keys or "",), uniq_key, offset, stored)
+                offset += size
 
     parts: dict[str, Callable[[], float]] = {
         "commitlog_append_without_dispatch": lambda: append_only_seconds(items),
-        "dispatch": lambda: seconds_on_fresh_store(dispatch),
+        "of_which_prepare_batch": lambda: seconds_of(prepare_all),
+        "dispatch_batch": lambda: seconds_on_fresh_store(dispatch_batches),
         "consume_queue_put": lambda: seconds_on_fresh_store(put_entries),
         "index_put_two_keys": lambda: seconds_on_fresh_store(put_keys),
     }

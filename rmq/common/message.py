@@ -20,6 +20,13 @@ set from the host lengths so a record can never disagree with itself.  A store t
 ahead of its append lock patches QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP afterwards
 with ``patch_record``.
 
+Batches (SEND_BATCH_MESSAGE) are stored in two steps so that the part under the store's
+append lock is one tight loop: ``prepare_batch`` walks the batch body once, outside the lock,
+and works out everything that does not depend on where the batch goes (each record's size,
+BODYCRC, FLAG, the bytes after its body, and the consume queue and index fields read from its
+properties); ``encode_batch_into`` then writes every record of the batch with one
+``pack_into`` of the fixed part and two slice copies each, the first record's TOTALSIZE last.
+
 Reading: ``decode_record`` checks the magic, the bounds and that TOTALSIZE equals the size
 its length fields add up to, and raises ``RecordError`` (naming the offset) otherwise.
 Bodies are copied out so a record outlives the mapped file it came from.  Hot paths that do
@@ -47,7 +54,7 @@ from rmq.common.msgconst import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from rmq.common.msgid import IPV4_HOST_LENGTH, IPV6_HOST_LENGTH, host_str, offset_msg_id
-from rmq.common.properties import decode_properties_bytes
+from rmq.common.properties import decode_properties_bytes, merge_batch_properties
 from rmq.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 Buffer = bytes | bytearray | memoryview
@@ -126,6 +133,10 @@ class RecordError(ValueError):
     """Bytes that are not a valid message record at the given offset."""
 
 
+class PropertiesSizeError(RecordError):
+    """A property string longer than a record can hold (``MAX_PROPERTIES_BYTES``)."""
+
+
 def layout_of(sys_flag: int) -> RecordLayout:
     """The field positions of a record with this sysFlag."""
     return LAYOUTS[(sys_flag >> 4) & 3]
@@ -174,9 +185,7 @@ def encode_record_into(
     if topic_len > MAX_TOPIC_BYTES:
         raise RecordError(f"topic is {topic_len} bytes; a record allows at most {MAX_TOPIC_BYTES}")
     if props_len > MAX_PROPERTIES_BYTES:
-        raise RecordError(
-            f"properties are {props_len} bytes; a record allows at most {MAX_PROPERTIES_BYTES}"
-        )
+        raise _properties_size_error(props_len)
     born_len = len(born_host)
     store_len = len(store_host)
     if born_len not in (IPV4_HOST_LENGTH, IPV6_HOST_LENGTH) or store_len not in (
@@ -218,6 +227,12 @@ def encode_record_into(
     _SHORT.pack_into(buf, props_pos - 2, props_len)
     buf[props_pos:end] = properties_bytes
     return end - pos
+
+
+def _properties_size_error(props_len: int) -> PropertiesSizeError:
+    return PropertiesSizeError(
+        f"properties are {props_len} bytes; a record allows at most {MAX_PROPERTIES_BYTES}"
+    )
 
 
 def patch_record(
@@ -492,25 +507,204 @@ def iter_batch_messages(data: Buffer) -> Iterator[BatchMessage]:
     Only the FLAG, body length and properties length are read; the inner TOTALSIZE,
     MAGICCODE and BODYCRC are ignored.  A truncated body raises ``RecordError``.
     """
+    return map(BatchMessage._make, zip(*_split_batch(data), strict=True))
+
+
+def _split_batch(data: Buffer) -> tuple[list[int], list[memoryview], list[memoryview]]:
+    """The FLAGs, bodies and property strings of a batch body (views of ``data``)."""
     view = memoryview(data)
     limit = len(view)
+    unpack_head = _BATCH_HEAD.unpack_from
+    unpack_short = _SHORT.unpack_from
+    head_size = _BATCH_HEAD.size
+    flags: list[int] = []
+    bodies: list[memoryview] = []
+    properties: list[memoryview] = []
     pos = 0
     while pos < limit:
-        if pos + _BATCH_HEAD.size > limit:
+        body_pos = pos + head_size
+        if body_pos > limit:
             raise RecordError(f"truncated batch message at offset {pos}")
-        flag, body_len = _BATCH_HEAD.unpack_from(view, pos)[3:]
-        body_pos = pos + _BATCH_HEAD.size
+        _, _, _, flag, body_len = unpack_head(view, pos)
         props_len_pos = body_pos + body_len
         if body_len < 0 or props_len_pos + 2 > limit:
             raise RecordError(f"batch message at offset {pos}: body length {body_len} overruns")
-        props_len = _SHORT.unpack_from(view, props_len_pos)[0]
+        (props_len,) = unpack_short(view, props_len_pos)
         end = props_len_pos + 2 + props_len
         if props_len < 0 or end > limit:
             raise RecordError(
                 f"batch message at offset {pos}: properties length {props_len} overruns"
             )
-        yield BatchMessage(flag, view[body_pos:props_len_pos], view[props_len_pos + 2 : end])
+        flags.append(flag)
+        bodies.append(view[body_pos:props_len_pos])
+        properties.append(view[props_len_pos + 2 : end])
         pos = end
+    return flags, bodies, properties
+
+
+class PreparedBatch(NamedTuple):
+    """A batch body made ready by :func:`prepare_batch`: one entry per record, in order.
+
+    ``trailers[i]`` are the bytes after record ``i``'s body (topic length, topic, properties
+    length, properties, the batch-level properties merged in); ``body_crcs`` are BODYCRCs;
+    ``tags_codes``, ``keys`` and ``uniq_keys`` are the dispatch fields read from each
+    record's properties.  ``total_size`` is the sum of ``sizes``.
+    """
+
+    host_bits: int
+    total_size: int
+    flags: list[int]
+    bodies: list[memoryview]
+    trailers: list[bytes]
+    sizes: list[int]
+    body_crcs: list[int]
+    tags_codes: list[int]
+    keys: list[str | None]
+    uniq_keys: list[str | None]
+
+
+_DISPATCH_PROPERTIES = (PROPERTY_TAGS, PROPERTY_KEYS, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+
+def prepare_batch(
+    data: Buffer, batch_properties: bytes, topic_bytes: bytes, *, born_v6: bool, store_v6: bool
+) -> PreparedBatch:
+    """Walk a SEND_BATCH_MESSAGE body once and work out its records (see :class:`PreparedBatch`).
+
+    Each inner message's properties get ``batch_properties`` appended (as the broker stores
+    them, ``merge_batch_properties``); its TAGS, KEYS and UNIQ_KEY are those of the merged
+    string.  Raises ``PropertiesSizeError`` when a merged string is too long and
+    ``RecordError`` for a malformed body or a topic longer than a record allows.
+    """
+    topic_len = len(topic_bytes)
+    if topic_len > MAX_TOPIC_BYTES:
+        raise RecordError(f"topic is {topic_len} bytes; a record allows at most {MAX_TOPIC_BYTES}")
+    flags, bodies, inner_properties = _split_batch(data)
+    host_bits = born_v6 | store_v6 << 1
+    head_size = LAYOUTS[host_bits].body_pos
+    topic_part = bytes((topic_len,)) + topic_bytes
+    pack_short = _SHORT.pack
+    # Later pairs win when the merged string is decoded: a dispatch property the batch sets
+    # overrides the inner message's own.
+    batch_map = decode_properties_bytes(batch_properties)
+    overrides = {name: batch_map[name] for name in _DISPATCH_PROPERTIES if name in batch_map}
+    trailers: list[bytes] = []
+    sizes: list[int] = []
+    body_crcs: list[int] = []
+    tags_codes: list[int] = []
+    keys: list[str | None] = []
+    uniq_keys: list[str | None] = []
+    total = 0
+    for body, inner in zip(bodies, inner_properties, strict=True):
+        merged = merge_batch_properties(inner, batch_properties)
+        props_len = len(merged)
+        if props_len > MAX_PROPERTIES_BYTES:
+            raise _properties_size_error(props_len)
+        trailer = b"".join((topic_part, pack_short(props_len), merged))
+        size = head_size + len(body) + len(trailer)
+        total += size
+        trailers.append(trailer)
+        sizes.append(size)
+        body_crcs.append(zlib.crc32(body) & 0x7FFFFFFF)
+        properties = decode_properties_bytes(inner)
+        if overrides:
+            properties.update(overrides)
+        tags_codes.append(tags_code(properties.get(PROPERTY_TAGS)))
+        keys.append(properties.get(PROPERTY_KEYS))
+        uniq_keys.append(properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX))
+    return PreparedBatch(
+        host_bits,
+        total,
+        flags,
+        bodies,
+        trailers,
+        sizes,
+        body_crcs,
+        tags_codes,
+        keys,
+        uniq_keys,
+    )
+
+
+def encode_batch_into(
+    buf: Any,
+    pos: int,
+    batch: PreparedBatch,
+    *,
+    queue_id: int,
+    queue_offset: int,
+    physical_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    store_timestamp: int,
+    store_host: bytes,
+    reconsume_times: int,
+) -> None:
+    """Write the records of ``batch`` at ``buf[pos:]``, laid end to end.
+
+    Record ``i`` gets queue offset ``queue_offset + i`` and physical offset
+    ``physical_offset`` plus the sizes before it.  ``buf[pos:pos + batch.total_size]`` must
+    be zeros: every byte is written in order except the first record's TOTALSIZE, written
+    last, so a writer stopped in the middle leaves TOTALSIZE 0 where the batch starts.
+    Raises ``RecordError`` when a host length disagrees with the batch, the batch does not
+    fit, or a field is out of range; the range is all zeros again then.
+    """
+    host_bits = batch.host_bits
+    layout = LAYOUTS[host_bits]
+    if len(born_host) != layout.born_host_length or len(store_host) != layout.store_host_length:
+        raise RecordError(
+            f"hosts of {len(born_host)} and {len(store_host)} bytes do not match the batch "
+            f"layout ({layout.born_host_length} and {layout.store_host_length})"
+        )
+    start = pos
+    end = pos + batch.total_size
+    if end > len(buf):
+        raise RecordError(f"a {batch.total_size}-byte batch at offset {pos} does not fit")
+    pack_head = _HEADS[host_bits].pack_into
+    head_size = layout.body_pos
+    sys_flag = (sys_flag & ~_HOST_BITS) | host_bits << 4
+    base = physical_offset - pos
+    sizes = batch.sizes
+    try:
+        for flag, body, trailer, size, crc in zip(
+            batch.flags,
+            batch.bodies,
+            batch.trailers,
+            [0, *sizes[1:]],
+            batch.body_crcs,
+            strict=True,
+        ):
+            body_len = len(body)
+            pack_head(
+                buf,
+                pos,
+                size,
+                MESSAGE_MAGIC,
+                crc,
+                queue_id,
+                flag,
+                queue_offset,
+                base + pos,
+                sys_flag,
+                born_timestamp,
+                born_host,
+                store_timestamp,
+                store_host,
+                reconsume_times,
+                0,
+                body_len,
+            )
+            pos += head_size
+            buf[pos : pos + body_len] = body
+            pos += body_len
+            buf[pos : pos + len(trailer)] = trailer
+            pos += len(trailer)
+            queue_offset += 1
+    except struct.error as exc:
+        buf[start:end] = bytes(end - start)
+        raise RecordError(f"batch at offset {start}: {exc}") from exc
+    buf[start : start + 4] = _INT.pack(sizes[0])  # one 4-byte store, never half written
 
 
 def encode_batch(messages: Iterable[tuple[int, Buffer, bytes]]) -> bytes:

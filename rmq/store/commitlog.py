@@ -7,9 +7,14 @@ fit, the next file is created and an 8-byte BLANK record whose TOTALSIZE covers 
 the current file closes it), the queue offset comes from a dict keyed by ``(topic, queue
 id)``, the record is encoded with the common codec (``rmq.common.message``) into a
 preallocated buffer and copied into the mapping TOTALSIZE last (see :func:`_commit`), and
-the store's dispatch function is called inline with the consume queue and index fields.  A
-batch (SEND_BATCH_MESSAGE) is sized as a whole first, so it never straddles two files, takes
-consecutive queue offsets, and is committed as a whole.
+the store's dispatch function is called inline with the consume queue and index fields.
+
+A batch (SEND_BATCH_MESSAGE) is prepared outside the lock (``prepare_batch``: the body is
+walked once, each record's size, BODYCRC, trailing bytes and dispatch fields worked out), so
+that under the lock there is one room check for the whole batch (it never straddles two
+files), one run of consecutive queue offsets, one pass writing every record straight into
+the mapping with the first record's TOTALSIZE last (``encode_batch_into``: a kill in the
+middle leaves no record of the batch), and one call of the store's batch dispatch function.
 
 Transactional PREPARED and ROLLBACK records take queue offset 0 and do not advance the
 queue's offset (they are not consumable).  A message with a delay level whose transaction
@@ -30,10 +35,10 @@ thread (they only look below the published wrote positions); the flush thread on
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple, Protocol
 
@@ -44,7 +49,6 @@ from rmq.common.delay import (
     parse_delay_levels,
     schedule_queue_id,
 )
-from rmq.common.javahash import tags_code as compute_tags_code
 from rmq.common.message import (
     BLANK_MAGIC,
     END_FILE_MIN_BLANK_LENGTH,
@@ -52,30 +56,26 @@ from rmq.common.message import (
     MAX_TOPIC_BYTES,
     MESSAGE_MAGIC,
     DispatchInfo,
+    PreparedBatch,
+    PropertiesSizeError,
     RecordError,
+    encode_batch_into,
     encode_blank_into,
     encode_record_into,
-    iter_batch_messages,
     peek_size_magic,
+    prepare_batch,
     read_dispatch_info,
     record_size,
     store_timestamp_at,
 )
 from rmq.common.msgconst import (
     PROPERTY_DELAY_TIME_LEVEL,
-    PROPERTY_KEYS,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
-    PROPERTY_TAGS,
-    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
 from rmq.common.msgid import IPV6_HOST_LENGTH, offset_msg_id
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
-from rmq.common.properties import (
-    decode_properties_bytes,
-    encode_properties_bytes,
-    merge_batch_properties,
-)
+from rmq.common.properties import decode_properties_bytes, encode_properties_bytes
 from rmq.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -83,6 +83,7 @@ from rmq.common.sysflag import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from rmq.common.timeutil import now_millis
 from rmq.store.errors import StoreError
 from rmq.store.mappedfile import Allocate, MappedFile, MappedFileQueue, TruncatedRange
 
@@ -94,10 +95,9 @@ BODY_SIZE_RESERVE: Final = 64 * 1024
 NORMAL_RECOVERY_FILES: Final = 3
 DEFAULT_DELAY_LEVELS: Final = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
 
-
-def now_ms() -> int:
-    """Wall-clock milliseconds, the store timestamp of records."""
-    return time.time_ns() // 1_000_000
+now_ms: Final = now_millis
+"""The store clock, :func:`rmq.common.timeutil.now_millis` (the broker's delay and
+transaction services import it under this name)."""
 
 
 class PutMessageStatus(enum.Enum):
@@ -209,7 +209,7 @@ class PutMessageResult:
 
 
 class Dispatch(Protocol):
-    """The store's dispatch function: builds the consume queue entry and index keys."""
+    """The store's dispatch function: builds one record's consume queue entry and index keys."""
 
     def __call__(
         self,
@@ -223,6 +223,22 @@ class Dispatch(Protocol):
         sys_flag: int,
         keys: str | None,
         uniq_key: str | None,
+    ) -> None: ...
+
+
+class DispatchBatch(Protocol):
+    """The store's batch dispatch function: the consume queue entries and index keys of the
+    records of one batch, stored from ``physical_offset`` on with consecutive queue offsets
+    from ``queue_offset`` (sizes and dispatch fields in ``batch``)."""
+
+    def __call__(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        physical_offset: int,
+        batch: PreparedBatch,
+        store_timestamp: int,
     ) -> None: ...
 
 
@@ -254,9 +270,10 @@ def _commit(mapped: MappedFile, pos: int, encoded: memoryview, size: int) -> Non
 class CommitLog:
     """The commitlog of one store.
 
-    ``dispatch`` is called for every appended record, inside the append lock, in commitlog
-    order.  ``delay_levels[level - 1]`` is the delay of each level in ms.  ``clock`` returns the
-    store timestamp in ms (replaceable in tests).
+    ``dispatch`` is called for every record appended by :meth:`put_message` and
+    ``dispatch_batch`` once for every batch appended by :meth:`put_messages`, inside the
+    append lock, in commitlog order.  ``delay_levels[level - 1]`` is the delay of each level
+    in ms.  ``clock`` returns the store timestamp in ms (replaceable in tests).
     """
 
     def __init__(
@@ -267,9 +284,10 @@ class CommitLog:
         store_host: bytes,
         max_message_size: int,
         dispatch: Dispatch,
+        dispatch_batch: DispatchBatch,
         delay_levels: tuple[int, ...] = DEFAULT_DELAY_LEVELS,
         allocate: Allocate = os.posix_fallocate,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] = now_millis,
     ) -> None:
         self.queue = MappedFileQueue(store_path, mapped_file_size, allocate)
         self.store_host = store_host
@@ -278,6 +296,7 @@ class CommitLog:
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.lock = threading.Lock()
         self._dispatch = dispatch
+        self._dispatch_batch = dispatch_batch
         self._clock = clock
         self._store_v6 = len(store_host) == IPV6_HOST_LENGTH
         self._scratch = memoryview(bytearray(max_message_size + BODY_SIZE_RESERVE))
@@ -372,42 +391,25 @@ class CommitLog:
         if len(batch.body) > self.max_message_size:
             log.warning("batch body of %d bytes exceeds %d", len(batch.body), self.max_message_size)
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-        topic_bytes = batch.topic.encode()
-        if len(topic_bytes) > MAX_TOPIC_BYTES:
-            return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-        born_v6 = len(batch.born_host) == IPV6_HOST_LENGTH
-        store_v6 = self._store_v6
-        topic_len = len(topic_bytes)
-        batch_properties = batch.properties
-        records = []
-        total = 0
         try:
-            for flag, body, inner_properties in iter_batch_messages(batch.body):
-                props = merge_batch_properties(inner_properties, batch_properties)
-                if len(props) > MAX_PROPERTIES_BYTES:
-                    return _failure(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
-                size = record_size(len(body), topic_len, len(props), born_v6, store_v6)
-                total += size
-                properties = decode_properties_bytes(props)
-                records.append(
-                    (
-                        flag,
-                        body,
-                        props,
-                        size,
-                        compute_tags_code(properties.get(PROPERTY_TAGS)),
-                        properties.get(PROPERTY_KEYS),
-                        properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
-                    )
-                )
+            prepared = prepare_batch(
+                batch.body,
+                batch.properties,
+                batch.topic.encode(),
+                born_v6=len(batch.born_host) == IPV6_HOST_LENGTH,
+                store_v6=self._store_v6,
+            )
+        except PropertiesSizeError:
+            return _failure(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
         except RecordError as exc:
-            log.warning("malformed batch body: %s", exc)
+            log.warning("malformed batch: %s", exc)
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-        if not records:
+        sizes = prepared.sizes
+        if not sizes:
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+        total = prepared.total_size
         topic = batch.topic
         queue_id = batch.queue_id
-        sys_flag = batch.sys_flag
         key = (topic, queue_id)
         with self.lock:
             store_timestamp = self._clock()
@@ -418,63 +420,40 @@ class CommitLog:
                 return _failure(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
             if mapped is None:
                 return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-            scratch = self._scratch_for(total)
-            start = mapped.wrote_position
-            base = mapped.file_from_offset + start
-            first_queue_offset = queue_offset = self.topic_queue_table.get(key, 0)
-            offsets = []
-            pos = 0
-            for flag, body, props, size, _, _, _ in records:
-                encode_record_into(
-                    scratch,
+            pos = mapped.wrote_position
+            physical_offset = mapped.file_from_offset + pos
+            queue_offset = self.topic_queue_table.get(key, 0)
+            try:
+                encode_batch_into(
+                    mapped.buffer,
                     pos,
+                    prepared,
                     queue_id=queue_id,
-                    flag=flag,
                     queue_offset=queue_offset,
-                    physical_offset=base + pos,
-                    sys_flag=sys_flag,
+                    physical_offset=physical_offset,
+                    sys_flag=batch.sys_flag,
                     born_timestamp=batch.born_timestamp,
                     born_host=batch.born_host,
                     store_timestamp=store_timestamp,
                     store_host=self.store_host,
                     reconsume_times=batch.reconsume_times,
-                    prepared_transaction_offset=0,
-                    body=body,
-                    topic_bytes=topic_bytes,
-                    properties_bytes=props,
                 )
-                offsets.append(base + pos)
-                pos += size
-                queue_offset += 1
-            _commit(mapped, start, scratch, total)
-            mapped.appended(start + total, store_timestamp)
-            self.topic_queue_table[key] = queue_offset
-            dispatch = self._dispatch
-            queue_offset = first_queue_offset
-            for physical_offset, (_, _, _, size, tags_code, keys, uniq_key) in zip(
-                offsets, records, strict=True
-            ):
-                dispatch(
-                    topic,
-                    queue_id,
-                    queue_offset,
-                    physical_offset,
-                    size,
-                    tags_code,
-                    store_timestamp,
-                    sys_flag,
-                    keys,
-                    uniq_key,
-                )
-                queue_offset += 1
+            except RecordError as exc:
+                log.warning("batch refused: %s", exc)
+                return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+            mapped.appended(pos + total, store_timestamp)
+            self.topic_queue_table[key] = queue_offset + len(sizes)
+            self._dispatch_batch(
+                topic, queue_id, queue_offset, physical_offset, prepared, store_timestamp
+            )
         return PutMessageResult(
             PutMessageStatus.PUT_OK,
-            offsets[0],
+            physical_offset,
             total,
-            first_queue_offset,
+            queue_offset,
             store_timestamp,
             self.store_host,
-            offsets,
+            list(itertools.accumulate(sizes[:-1], initial=physical_offset)),
         )
 
     def _scratch_for(self, size: int) -> memoryview:

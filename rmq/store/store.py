@@ -17,11 +17,15 @@ flushes everything, removes the ``abort`` file and releases the lock.
 
 Dispatch.  :meth:`MessageStore.dispatch` writes one record's consume queue entry (unless it
 is a transactional PREPARED or ROLLBACK record) and its index keys (the unique key and every
-KEYS token, unless ROLLBACK).  It is the one dispatch function: the commitlog calls it inline
-after each append, recovery and replication call it for records read back.  Dispatching a
-record again is harmless and completes what a kill interrupted: the consume queue skips an
-entry it holds (rewriting its last entry when that differs, i.e. was left half written), and
-the index adds, for the newest message it holds, only the keys it lacks.
+KEYS token, unless ROLLBACK).  The commitlog calls it inline after each single append,
+recovery and replication call it for records read back; :meth:`MessageStore.dispatch_batch`
+does the same for the records of one batch (never transactional) in one call, with the
+fields the append already worked out.  Dispatching a record again is harmless and completes
+what a kill interrupted: the consume queue skips an entry it holds (rewriting its last entry
+when that differs, i.e. was left half written), and the index adds, for the newest message
+it holds, only the keys it lacks.  Once the consume queue holds the entries,
+:attr:`MessageStore.arrival_listener` (the broker's long polling) is told the queue's new
+end: once per record, or once per batch for each tags code in it.
 
 Reads.  :meth:`MessageStore.get_messages` is the pull path: consume-queue entries from the
 requested offset, filtered by tags code (and optionally by the record), returned as
@@ -48,6 +52,7 @@ from rmq.common.delay import parse_delay_levels
 from rmq.common.message import (
     DispatchInfo,
     MessageRecord,
+    PreparedBatch,
     RecordError,
     decode_record,
     store_timestamp_at,
@@ -55,19 +60,15 @@ from rmq.common.message import (
 from rmq.common.msgconst import KEY_SEPARATOR
 from rmq.common.msgid import decode_offset_msg_id, pack_host
 from rmq.common.sysflag import (
+    TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from rmq.common.timeutil import now_millis
 from rmq.store.checkpoint import StoreCheckpoint
 from rmq.store.cleanup import CleanupResult, CleanupService, DiskUsage, disk_used_ratio
-from rmq.store.commitlog import (
-    CommitLog,
-    InnerMessage,
-    PutMessageResult,
-    PutMessageStatus,
-    now_ms,
-)
+from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.consumequeue import (
     CQ_STORE_UNIT_SIZE,
     ConsumeQueue,
@@ -99,6 +100,9 @@ RecordFilter = Callable[[memoryview], bool]
 
 FlushCallback = Callable[[PutMessageStatus], None]
 """Gets PUT_OK once the record is on disk, FLUSH_DISK_TIMEOUT when that took too long."""
+
+ArrivalListener = Callable[[str, int, int, int], None]
+"""Told ``(topic, queue id, next queue offset, tags code)`` when messages reach a consume queue."""
 
 
 class GetMessageStatus(enum.Enum):
@@ -173,6 +177,12 @@ class MessageStore:
     ``store_host`` is the broker's own address as ``ip:port`` (goes into every record and
     offset message id).  ``allocate`` (file preallocation), ``clock`` (store timestamps, ms)
     and ``disk_usage`` (used-space ratio of a path) are replaceable for tests.
+
+    ``arrival_listener``, when set, is called on the writer thread, inside the append lock,
+    each time dispatch has put messages into a consume queue: ``(topic, queue id, the queue
+    offset after the last of them, tags code)``.  Set it after :meth:`start`, so that
+    recovery does not call it.  PREPARED and ROLLBACK records, which get no consume queue
+    entry, are not reported; a batch is reported once for each distinct tags code in it.
     """
 
     def __init__(
@@ -181,7 +191,7 @@ class MessageStore:
         *,
         store_host: str = "127.0.0.1:10911",
         allocate: Allocate = os.posix_fallocate,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] = now_millis,
         disk_usage: DiskUsage = disk_used_ratio,
     ) -> None:
         self.config = config
@@ -195,6 +205,7 @@ class MessageStore:
             store_host=self.store_host,
             max_message_size=config.max_message_size,
             dispatch=self.dispatch,
+            dispatch_batch=self.dispatch_batch,
             delay_levels=parse_delay_levels(config.message_delay_level),
             allocate=allocate,
             clock=clock,
@@ -220,6 +231,7 @@ class MessageStore:
         self._replica_dispatched = 0
         self.running = False
         self.disk_full = False
+        self.arrival_listener: ArrivalListener | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -363,25 +375,104 @@ class MessageStore:
         uniq_key: str | None,
     ) -> None:
         """Build the consume queue entry and index keys of one record (idempotent)."""
-        tran_type = sys_flag & TRANSACTION_TYPE_MASK
         try:
-            if tran_type != TRANSACTION_PREPARED_TYPE and tran_type != TRANSACTION_ROLLBACK_TYPE:
-                self.consume_queues.put(
-                    topic, queue_id, queue_offset, physical_offset, size, tags_code, store_timestamp
-                )
-            index = self.index
-            if index is not None and tran_type != TRANSACTION_ROLLBACK_TYPE and (keys or uniq_key):
-                index.put_keys(
-                    topic,
-                    keys.split(KEY_SEPARATOR) if keys else (),
-                    uniq_key,
-                    physical_offset,
-                    store_timestamp,
-                )
+            consumable = self._dispatch_record(
+                topic,
+                queue_id,
+                queue_offset,
+                physical_offset,
+                size,
+                tags_code,
+                store_timestamp,
+                sys_flag & TRANSACTION_TYPE_MASK,
+                keys,
+                uniq_key,
+            )
         except StoreError as exc:
-            log.error("dispatch of the record at %d failed, will retry: %s", physical_offset, exc)
-            if self._redispatch_from < 0:
-                self._redispatch_from = physical_offset
+            self._dispatch_failed(physical_offset, exc)
+            return
+        listener = self.arrival_listener
+        if listener is not None and consumable:
+            listener(topic, queue_id, queue_offset + 1, tags_code)
+
+    def dispatch_batch(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        physical_offset: int,
+        batch: PreparedBatch,
+        store_timestamp: int,
+    ) -> None:
+        """Build the consume queue entries and index keys of the records of one batch,
+        stored from ``physical_offset`` on with queue offsets from ``queue_offset``."""
+        dispatch_record = self._dispatch_record
+        offset = physical_offset
+        try:
+            for size, tags_code, keys, uniq_key in zip(
+                batch.sizes, batch.tags_codes, batch.keys, batch.uniq_keys, strict=True
+            ):
+                dispatch_record(
+                    topic,
+                    queue_id,
+                    queue_offset,
+                    offset,
+                    size,
+                    tags_code,
+                    store_timestamp,
+                    TRANSACTION_NOT_TYPE,
+                    keys,
+                    uniq_key,
+                )
+                queue_offset += 1
+                offset += size
+        except StoreError as exc:
+            self._dispatch_failed(offset, exc)
+            return
+        listener = self.arrival_listener
+        if listener is not None:
+            for tags_code in dict.fromkeys(batch.tags_codes):
+                listener(topic, queue_id, queue_offset, tags_code)
+
+    def _dispatch_record(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        physical_offset: int,
+        size: int,
+        tags_code: int,
+        store_timestamp: int,
+        tran_type: int,
+        keys: str | None,
+        uniq_key: str | None,
+    ) -> bool:
+        """Write one record's consume queue entry and index keys; returns whether it has a
+        consume queue entry (not PREPARED or ROLLBACK).  Raises StoreError."""
+        consumable = (
+            tran_type != TRANSACTION_PREPARED_TYPE and tran_type != TRANSACTION_ROLLBACK_TYPE
+        )
+        if consumable:
+            self.consume_queues.put(
+                topic, queue_id, queue_offset, physical_offset, size, tags_code, store_timestamp
+            )
+        index = self.index
+        if index is not None and tran_type != TRANSACTION_ROLLBACK_TYPE and (keys or uniq_key):
+            index.put_keys(
+                topic,
+                keys.split(KEY_SEPARATOR) if keys else (),
+                uniq_key,
+                physical_offset,
+                store_timestamp,
+            )
+        return consumable
+
+    def _dispatch_failed(self, physical_offset: int, exc: StoreError) -> None:
+        """A consume queue or index file could not be created: retry from this record
+        before the next append."""
+        log.error("dispatch of the record at %d failed, will retry: %s", physical_offset, exc)
+        if self._redispatch_from < 0:
+            self._redispatch_from = physical_offset
 
     def _redispatch(self, info: DispatchInfo) -> None:
         self._redispatched += 1

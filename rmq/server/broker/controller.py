@@ -37,7 +37,8 @@ local midnight                              roll the day totals of the runtime i
 Topics and groups are written by their managers on every change; a topic change the name
 servers must learn (UPDATE_AND_CREATE_TOPIC, auto-creation) schedules a registration, and
 registrations requested close together are coalesced.  Every message the store dispatches to
-a consume queue wakes the pulls parked on that queue (:class:`_ArrivalNotifyingStore`).
+a consume queue wakes the pulls parked on that queue: once the store has started, its
+``arrival_listener`` is the hold service's ``notify_message_arriving``.
 
 Stop (SIGTERM, Ctrl-C): timers stop, the server stops accepting and closes every connection,
 the broker unregisters from its name servers, offsets, topics and groups are written, and the
@@ -94,47 +95,6 @@ HOLD_CHECK_INTERVAL_S = 5.0
 CLIENT_SCAN_INTERVAL_S = 10.0
 FIRST_CLEANUP_DELAY_S = 60.0
 
-ArrivalListener = Callable[[str, int, int, int], None]
-"""Told (topic, queue id, new max queue offset, tags code) of every dispatched message."""
-
-
-class _ArrivalNotifyingStore(MessageStore):
-    """The message store, telling :attr:`arrival_listener` about every dispatched message.
-
-    The listener is set once the store has started, so recovery does not call it.
-    """
-
-    arrival_listener: ArrivalListener | None = None
-
-    def dispatch(
-        self,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        physical_offset: int,
-        size: int,
-        tags_code: int,
-        store_timestamp: int,
-        sys_flag: int,
-        keys: str | None,
-        uniq_key: str | None,
-    ) -> None:
-        super().dispatch(
-            topic,
-            queue_id,
-            queue_offset,
-            physical_offset,
-            size,
-            tags_code,
-            store_timestamp,
-            sys_flag,
-            keys,
-            uniq_key,
-        )
-        listener = self.arrival_listener
-        if listener is not None:
-            listener(topic, queue_id, queue_offset + 1, tags_code)
-
 
 def seconds_to_next_midnight(now: datetime.datetime) -> float:
     """Seconds from ``now`` (local time) to the next local midnight."""
@@ -163,7 +123,7 @@ class BrokerController:
             else Path(self.store_config.store_path_root_dir) / "config" / BROKER_CONFIG_FILE
         )
         self.broker_addr = f"{self.broker_config.broker_ip1}:{self.netty_config.listen_port}"
-        self.store = _ArrivalNotifyingStore(self.store_config, store_host=self.broker_addr)
+        self.store = MessageStore(self.store_config, store_host=self.broker_addr)
         self.store_host = self.store.store_host
         layout = self.store.layout
         self.topic_config_manager = TopicConfigManager(

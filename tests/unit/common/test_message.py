@@ -22,9 +22,11 @@ from rmq.common.message import (
     BLANK_MAGIC,
     LAYOUTS,
     MESSAGE_MAGIC,
+    PropertiesSizeError,
     RecordError,
     decode_record,
     encode_batch,
+    encode_batch_into,
     encode_blank_into,
     encode_record_into,
     iter_batch_messages,
@@ -32,6 +34,7 @@ from rmq.common.message import (
     layout_of,
     patch_record,
     peek_size_magic,
+    prepare_batch,
     read_dispatch_info,
     record_size,
     store_timestamp_at,
@@ -445,6 +448,160 @@ def test_truncated_batch_raises(cut: int) -> None:
     body = batch_entry(1, b"first", b"KEYS\x01a")
     with pytest.raises(RecordError, match="batch message at offset 0"):
         list(iter_batch_messages(body[:cut]))
+
+
+# Storing batches: prepare_batch + encode_batch_into.
+
+BORN = pack_host("10.0.0.1", 54321)
+STORE = pack_host("192.168.1.10", 10911)
+STORE_V6 = pack_host("fe80::1", 10911)
+
+
+def spec_record(
+    *, flag: int, queue_offset: int, physical_offset: int, body: bytes, props: bytes, store: bytes
+) -> bytes:
+    """A record of topic ``TopicTest``, queue 3, written out from the spec table."""
+    sys_flag = 0x20 if len(store) == 20 else 0
+    fields = (
+        struct.pack(">I", MESSAGE_MAGIC)
+        + struct.pack(">i", zlib.crc32(body) & 0x7FFFFFFF)
+        + struct.pack(">i", 3)
+        + struct.pack(">i", flag)
+        + struct.pack(">q", queue_offset)
+        + struct.pack(">q", physical_offset)
+        + struct.pack(">i", sys_flag)
+        + struct.pack(">q", 1_700_000_000_123)
+        + BORN
+        + struct.pack(">q", 1_700_000_000_456)
+        + store
+        + struct.pack(">i", 2)
+        + struct.pack(">q", 0)
+        + struct.pack(">i", len(body))
+        + body
+        + struct.pack(">b", 9)
+        + b"TopicTest"
+        + struct.pack(">h", len(props))
+        + props
+    )
+    return struct.pack(">i", 4 + len(fields)) + fields
+
+
+class StoreLog(bytearray):
+    """A buffer noting, at every slice store, its range and the TOTALSIZE at position 0."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.stores: list[tuple[int, int, bytes]] = []
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.stores.append((key.start, key.stop, bytes(self[0:4])))
+        super().__setitem__(key, value)
+
+
+def encode_prepared(buf: Any, store: bytes = STORE, **overrides: Any) -> None:
+    batch = overrides.pop("batch")
+    fields: dict[str, Any] = {
+        "queue_id": 3,
+        "queue_offset": 10,
+        "physical_offset": 5000,
+        "sys_flag": 0,
+        "born_timestamp": 1_700_000_000_123,
+        "born_host": BORN,
+        "store_timestamp": 1_700_000_000_456,
+        "store_host": store,
+        "reconsume_times": 2,
+    }
+    fields.update(overrides)
+    encode_batch_into(buf, 0, batch, **fields)
+
+
+@pytest.mark.parametrize("store", [STORE, STORE_V6], ids=["ipv4", "ipv6-store"])
+def test_a_batch_is_stored_as_spec_records_with_the_first_size_written_last(store: bytes) -> None:
+    entries = [
+        (1, b"first", b"TAGS\x01TagA\x02KEYS\x01k1 k2"),
+        (0, b"", b"UNIQ_KEY\x01U2\x02"),
+        (7, b"third body", b""),
+    ]
+    batch = prepare_batch(
+        encode_batch(entries),
+        b"WAIT\x01true",
+        b"TopicTest",
+        born_v6=False,
+        store_v6=len(store) == 20,
+    )
+    stored_props = [
+        b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02WAIT\x01true",
+        b"UNIQ_KEY\x01U2\x02WAIT\x01true",
+        b"WAIT\x01true",
+    ]
+    records: list[bytes] = []
+    for n, ((flag, body, _), props) in enumerate(zip(entries, stored_props, strict=True)):
+        records.append(
+            spec_record(
+                flag=flag,
+                queue_offset=10 + n,
+                physical_offset=5000 + sum(map(len, records)),
+                body=body,
+                props=props,
+                store=store,
+            )
+        )
+    expected = b"".join(records)
+    buf = StoreLog(len(expected) + 16)
+    encode_prepared(buf, store, batch=batch)
+    assert bytes(buf) == expected + bytes(16)
+    assert batch.total_size == len(expected)
+    assert batch.sizes == [len(record) for record in records]
+    # Every byte but the first TOTALSIZE goes in while that TOTALSIZE still reads 0.
+    *before_last, last = buf.stores
+    assert all(size == bytes(4) for _, _, size in before_last)
+    assert last == (0, 4, bytes(4))
+
+
+def test_a_prepared_batch_carries_the_dispatch_fields_of_each_message() -> None:
+    entries = [
+        (0, b"a", b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01U1"),
+        (0, b"b", b"TAGS\x01\x02KEYS\x01k3"),
+        (0, b"c", b""),
+    ]
+    batch = prepare_batch(encode_batch(entries), b"", b"T", born_v6=False, store_v6=False)
+    assert batch.tags_codes == [2598919, 0, 0]
+    assert batch.keys == ["k1 k2", "k3", None]
+    assert batch.uniq_keys == ["U1", None, None]
+    assert batch.flags == [0, 0, 0]
+    assert [bytes(body) for body in batch.bodies] == [b"a", b"b", b"c"]
+    # Batch-level properties come after the message's own: theirs win.
+    overridden = prepare_batch(
+        encode_batch(entries), b"KEYS\x01batch-key", b"T", born_v6=False, store_v6=False
+    )
+    assert overridden.keys == ["batch-key"] * 3
+    assert overridden.uniq_keys == ["U1", None, None]
+
+
+def test_a_batch_whose_merged_properties_are_too_long_is_refused() -> None:
+    inner = b"KEYS\x01" + b"k" * 32750
+    body = encode_batch([(0, b"x", inner)])
+    assert prepare_batch(body, b"", b"T", born_v6=False, store_v6=False).sizes
+    with pytest.raises(PropertiesSizeError, match="32767"):
+        prepare_batch(body, b"WAIT\x01true" * 3, b"T", born_v6=False, store_v6=False)
+    with pytest.raises(RecordError, match="topic"):
+        prepare_batch(body, b"", b"t" * 128, born_v6=False, store_v6=False)
+    with pytest.raises(RecordError, match="batch message at offset 0"):
+        prepare_batch(body[:30], b"", b"T", born_v6=False, store_v6=False)
+
+
+def test_a_batch_that_cannot_be_written_leaves_the_buffer_zero() -> None:
+    batch = prepare_batch(
+        encode_batch([(0, b"one", b""), (0, b"two", b"")]), b"", b"T", born_v6=False, store_v6=False
+    )
+    buf = bytearray(batch.total_size)
+    with pytest.raises(RecordError, match="hosts"):
+        encode_prepared(buf, STORE_V6, batch=batch)
+    with pytest.raises(RecordError, match="does not fit"):
+        encode_prepared(bytearray(batch.total_size - 1), batch=batch)
+    with pytest.raises(RecordError, match="batch at offset 0"):
+        encode_prepared(buf, batch=batch, queue_id=2**31)
+    assert buf == bytearray(batch.total_size)
 
 
 # The JSON message record.

@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from rmq.common.message import encode_batch
+from rmq.common.message import PreparedBatch, encode_batch
 from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageStatus
 
 STORE_TIME = 1_700_000_000_123
@@ -22,13 +22,44 @@ MESSAGE_MAGIC = 0xDAA320A7
 
 
 class Recorder:
-    """Collects what the commitlog dispatches."""
+    """Collects what the commitlog dispatches, a batch as one row per record."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.batch_calls = 0
 
     def __call__(self, *args: Any) -> None:
         self.calls.append(args)
+
+    def batch(
+        self,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        physical_offset: int,
+        batch: PreparedBatch,
+        store_timestamp: int,
+    ) -> None:
+        self.batch_calls += 1
+        for size, tags_code, keys, uniq_key in zip(
+            batch.sizes, batch.tags_codes, batch.keys, batch.uniq_keys, strict=True
+        ):
+            self.calls.append(
+                (
+                    topic,
+                    queue_id,
+                    queue_offset,
+                    physical_offset,
+                    size,
+                    tags_code,
+                    store_timestamp,
+                    0,
+                    keys,
+                    uniq_key,
+                )
+            )
+            queue_offset += 1
+            physical_offset += size
 
     @property
     def queue_offsets(self) -> list[tuple[str, int, int]]:
@@ -45,6 +76,7 @@ def make_commitlog(
         store_host=STORE_HOST,
         max_message_size=max_message_size,
         dispatch=recorder,
+        dispatch_batch=recorder.batch,
         clock=lambda: STORE_TIME,
         **kwargs,
     )
@@ -256,6 +288,7 @@ def test_batch_records_get_consecutive_offsets_and_merged_properties(tmp_path: P
     result = commitlog.put_messages(header)
     assert result.status is PutMessageStatus.PUT_OK
     assert (result.queue_offset, result.msg_num) == (1, 3)
+    assert recorder.batch_calls == 1
     assert [c[2] for c in recorder.calls[1:]] == [1, 2, 3]
     assert [c[8] for c in recorder.calls[1:]] == ["key0", "key1", "key2"]
     assert [c[9] for c in recorder.calls[1:]] == ["UNIQ0", "UNIQ1", "UNIQ2"]
@@ -279,6 +312,14 @@ def test_batch_records_get_consecutive_offsets_and_merged_properties(tmp_path: P
     )
     assert content[offsets[1] : offsets[1] + len(expected_second)] == expected_second
     assert result.wrote_bytes == sum(c[4] for c in recorder.calls[1:])
+
+
+def test_a_batch_with_too_long_properties_is_refused_whole(tmp_path: Path) -> None:
+    commitlog, recorder = make_commitlog(tmp_path)
+    body = encode_batch([(0, b"fits", b""), (0, b"too long", b"KEYS\x01" + b"k" * 32760)])
+    result = commitlog.put_messages(message(body=body, properties=b"WAIT\x01true"))
+    assert result.status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert (recorder.calls, commitlog.max_offset()) == ([], 0)
 
 
 def test_a_batch_never_straddles_two_files(tmp_path: Path) -> None:

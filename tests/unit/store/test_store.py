@@ -317,6 +317,40 @@ def test_batch_is_dispatched_message_by_message(store: MessageStore) -> None:
     ]
 
 
+def test_batch_consume_queue_entries_follow_the_spec(store: MessageStore, tmp_path: Path) -> None:
+    put_ok(store, message(0, queue_id=2))
+    body = encode_batch((0, b"batch-%d" % i, b"TAGS\x01TagB") for i in range(3))
+    result = store.put_messages(InnerMessage("TopicTest", 2, body, b""))
+    offsets = list(result.physical_offsets)
+    sizes = [b - a for a, b in zip(offsets, [*offsets[1:], result.next_offset], strict=True)]
+    entries = (tmp_path / "consumequeue" / "TopicTest" / "2" / "00000000000000000000").read_bytes()
+    tag_b = 2598920  # "TagB".hashCode()
+    assert entries[20:80] == b"".join(
+        struct.pack(">qiq", offset, size, tag_b)
+        for offset, size in zip(offsets, sizes, strict=True)
+    )
+    assert entries[80:100] == bytes(20)
+
+
+def test_arrival_listener_hears_of_every_message_that_reaches_a_consume_queue(
+    store: MessageStore,
+) -> None:
+    heard: list[tuple[str, int, int, int]] = []
+    store.arrival_listener = lambda *arrival: heard.append(arrival)
+    put_ok(store, message(0, queue_id=1))
+    put_ok(store, message(1, queue_id=1, sys_flag=0x4))  # PREPARED: no consume queue entry
+    put_ok(store, message(2, queue_id=1, sys_flag=0xC))  # ROLLBACK: none either
+    put_ok(store, message(3, queue_id=1, sys_flag=0x8))  # COMMIT
+    assert heard == [("TopicTest", 1, 1, TAG_A), ("TopicTest", 1, 2, TAG_A)]
+    heard.clear()
+    tags = [b"TagA", b"TagB", b"TagA"]
+    body = encode_batch((0, b"b", b"TAGS\x01" + tag) for tag in tags)
+    result = store.put_messages(InnerMessage("TopicTest", 1, body, b""))
+    assert result.queue_offset == 2
+    # Once per batch and tags code, with the queue offset after the batch.
+    assert heard == [("TopicTest", 1, 5, TAG_A), ("TopicTest", 1, 5, 2598920)]
+
+
 def test_sync_flush_waiters_complete_from_the_flush_thread(tmp_path: Path) -> None:
     store = MessageStore(small_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH))
     store.start()
