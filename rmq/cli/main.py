@@ -72,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "topic": "rmq.cli.topic:app",
     "cluster": "rmq.cli.cluster:app",
     "inspect": "rmq.cli.inspect.commands:app",
+    "spark-export": "rmq.cli.spark_export:app",
     "profile": "rmq.cli.profile:app",
     "completion": "rmq.cli.completion:app",
 }

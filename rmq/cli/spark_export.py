@@ -1,0 +1,273 @@
+"""`rmq spark-export`: messages of store directories or of a running cluster written as
+Parquet, JSON, CSV or ORC files with Spark.
+
+    rmq spark-export STORE_DIR... --out DIR [--format parquet|json|csv|orc] [--topic T]...
+                     [--since TIME] [--until TIME] [--partition-by topic,date]
+                     [--master local[*]|spark://HOST:PORT] [--overwrite]
+    rmq spark-export -n NAMESRV --topic T --out DIR [--starting-offsets earliest|latest|JSON]
+                     [--ending-offsets latest|JSON] ...
+
+With STORE_DIRs the export reads the store files (offline: the broker may be stopped, the
+directories may be copies); without them it pulls from the brokers of the name server given
+by -n (or $NAMESRV_ADDR, the profile, 127.0.0.1:9876).  The job itself is
+`rmq.spark.export.run_export`, the same one `spark-submit rmq/spark/export.py` runs.
+
+Output: the rows written per topic (`-o` as everywhere; json/yaml give one object with
+`out`, `format`, `files`, `rows` and `topics`), progress and Spark's own messages on stderr.
+pyspark (and pyarrow) are an optional extra: without them the command says to
+`pip install 'rmq[spark]'` and exits 1.  They are imported inside the command only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import click
+import typer
+
+from rmq.cli.errors import EXIT_USAGE, RmqError
+from rmq.cli.main import CliState, command_app
+from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
+from rmq.cli.settings import NamesrvOption, resolve_namesrv
+
+if TYPE_CHECKING:
+    from rmq.spark.job import ExportJob, ExportResult
+
+FORMAT_CHOICES = ("parquet", "json", "csv", "orc")
+_EXCEPTION_LINE = re.compile(r"^\s*[\w.]*(Error|Exception): .+")
+
+app = command_app()
+
+
+def _time(text: str | None, name: str) -> int | None:
+    from rmq.spark.options import parse_time
+
+    if text is None:
+        return None
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{name}'") from None
+
+
+def _require_spark() -> None:
+    try:
+        for module in ("pyspark", "pyarrow"):
+            importlib.import_module(module)
+    except ImportError as exc:
+        raise RmqError(
+            f"Spark export needs {exc.name or 'pyspark'}, which is not installed",
+            "pip install 'rmq[spark]'",
+        ) from None
+
+
+def _check_store_dirs(store_dirs: list[Path]) -> None:
+    for store_dir in store_dirs:
+        if not (store_dir / "commitlog").is_dir():
+            raise RmqError(
+                f"{store_dir} is not a store directory (it has no commitlog/)",
+                "give a broker's storePathRootDir",
+            )
+
+
+def _one_line(exc: BaseException) -> str:
+    """The line of a Spark failure that says what went wrong (Spark's messages carry Java
+    and Python tracebacks)."""
+    lines = str(exc).splitlines() or [type(exc).__name__]
+    causes = [line.strip() for line in lines if _EXCEPTION_LINE.match(line)]
+    return causes[-1] if causes else lines[0].strip()
+
+
+@app.command("spark-export")
+def spark_export(
+    ctx: typer.Context,
+    out: Annotated[
+        str, typer.Option("--out", metavar="DIR", help="Output directory (or Spark URI).")
+    ],
+    store_dirs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[STORE_DIR]...",
+            help="Store directories to read (offline). Without them: pull from -n (online).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            click_type=click.Choice(FORMAT_CHOICES, case_sensitive=False),
+            help="File format.",
+        ),
+    ] = "parquet",
+    topics: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC",
+            help="Only these topics (repeat or comma-separate). Required online.",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="TIME",
+            help="Messages stored at or after TIME (epoch ms or ISO 8601).",
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TIME",
+            help="Messages stored before TIME (epoch ms or ISO 8601).",
+            show_default=False,
+        ),
+    ] = None,
+    partition_by: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-by",
+            metavar="COLUMNS",
+            help="Directory partitioning: topic, date, brokerName, queueId (comma-separated).",
+            show_default=False,
+        ),
+    ] = None,
+    master: Annotated[
+        str,
+        typer.Option("--master", metavar="URL", help="Spark master: local[N], spark://HOST:PORT."),
+    ] = "local[*]",
+    namesrv: NamesrvOption = None,
+    starting_offsets: Annotated[
+        str | None,
+        typer.Option(
+            "--starting-offsets",
+            metavar="OFFSETS",
+            help='Online: earliest (default), latest, or {"topic":{"broker":{"queueId":offset}}}.',
+            show_default=False,
+        ),
+    ] = None,
+    ending_offsets: Annotated[
+        str | None,
+        typer.Option(
+            "--ending-offsets",
+            metavar="OFFSETS",
+            help="Online: latest (default) or JSON as --starting-offsets.",
+            show_default=False,
+        ),
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the output directory if it exists.")
+    ] = False,
+    max_partition_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-partition-bytes",
+            min=1,
+            metavar="BYTES",
+            help="Offline: commitlog bytes per Spark task. Default: 134217728 (128 MiB).",
+            show_default=False,
+        ),
+    ] = None,
+    broker_name: Annotated[
+        str | None,
+        typer.Option(
+            "--broker-name",
+            metavar="NAME",
+            help="Offline: the brokerName column (a store does not record it).",
+            show_default=False,
+        ),
+    ] = None,
+    output: OutputOption = None,
+) -> None:
+    """Export messages to Parquet, JSON, CSV or ORC files with Spark.
+
+    Offline, from store directories (the broker's storePathRootDir; copies or a stopped
+    broker's files are fine), or online, from the brokers of a running cluster (-n, one
+    Spark task per queue).  Rows are the message record of 'rmq consume' with body binary
+    (CSV: body base64, keys and properties JSON).  Prints the rows written per topic.
+    Needs pyspark: pip install 'rmq[spark]'.  See docs/spark.md for clusters.
+    """
+    dirs = list(store_dirs or [])
+    if dirs and namesrv is not None:
+        raise click.UsageError("give store directories or -n/--namesrv, not both", ctx)
+    job = _job(
+        ctx,
+        dirs,
+        out=out,
+        format=fmt.lower(),
+        namesrv=None if dirs else resolve_namesrv(namesrv),
+        topics=tuple(t.strip() for text in topics or [] for t in text.split(",") if t.strip()),
+        since=_time(since, "--since"),
+        until=_time(until, "--until"),
+        starting_offsets=starting_offsets,
+        ending_offsets=ending_offsets,
+        partition_by=tuple(c.strip() for c in (partition_by or "").split(",") if c.strip()),
+        overwrite=overwrite,
+        max_partition_bytes=max_partition_bytes,
+        broker_name=broker_name,
+    )
+    _check_store_dirs(dirs)
+    if "://" not in out and Path(out).exists() and not overwrite:
+        raise RmqError(f"{out} already exists", "pass --overwrite to replace it")
+    _require_spark()
+    state = ctx.find_object(CliState)
+    result = _run(job, master, debug=state is not None and state.debug)
+    _show(result, output)
+
+
+def _job(ctx: typer.Context, dirs: list[Path], **fields: Any) -> ExportJob:
+    from rmq.spark.job import ExportJob
+
+    try:
+        return ExportJob(store_dirs=tuple(str(d) for d in dirs), **fields)
+    except ValueError as exc:
+        raise RmqError(str(exc), f"see '{ctx.command_path} --help'", EXIT_USAGE) from None
+
+
+def _run(job: ExportJob, master: str, *, debug: bool) -> ExportResult:
+    from rmq.spark.export import run_export
+    from rmq.spark.session import build_session
+
+    def progress(text: str) -> None:
+        print(f"rmq: {text}", file=sys.stderr, flush=True)
+
+    progress(f"starting Spark ({master})")
+    console_progress = "true" if sys.stderr.isatty() else "false"
+    try:
+        spark = build_session(master, conf={"spark.ui.showConsoleProgress": console_progress})
+    except Exception as exc:
+        raise RmqError(
+            f"cannot start Spark: {_one_line(exc)}",
+            "check that Java 17 or later is installed (JAVA_HOME) and the --master URL",
+        ) from exc
+    if not debug:
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        return run_export(spark, job, progress)
+    except Exception as exc:
+        raise RmqError(f"Spark export failed: {_one_line(exc)}") from exc
+
+
+def _show(result: ExportResult, output: OutputFormat | None) -> None:
+    topics = [{"topic": topic, "rows": rows} for topic, rows in result.rows_by_topic.items()]
+    if resolve_output(output) in (OutputFormat.TABLE, OutputFormat.WIDE):
+        render(topics, columns=("topic", "rows"), output=output)
+        print(f"{result.rows} rows in {result.files} {result.format} files under {result.out}")
+        return
+    summary = {
+        "out": result.out,
+        "format": result.format,
+        "files": result.files,
+        "rows": result.rows,
+        "topics": topics,
+    }
+    render(summary, columns=tuple(summary), output=output)

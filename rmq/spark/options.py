@@ -1,0 +1,240 @@
+"""What a read of the ``rocketmq`` data source asks for: its options and pushed filters.
+
+Everything here is plain Python (no pyspark), shared by the data source, the export job and
+the ``rmq spark-export`` command, so each option is parsed in exactly one place.
+
+:class:`ScanBounds` is the selection both modes apply: a set of topics (None: every topic)
+and two half-open intervals, store timestamps ``[min_timestamp, max_timestamp)`` in epoch
+milliseconds and commitlog offsets ``[min_offset, max_offset)``.  The reader options
+(``topics``/``topic``, ``startTimestamp``/``endTimestamp``, ``startOffset``/``endOffset``)
+give the first bounds; every filter Spark pushes on ``topic``, ``storeTimestamp`` or
+``commitLogOffset`` narrows them (:meth:`ScanBounds.narrow`).  Start bounds are inclusive,
+end bounds exclusive, as Kafka's starting and ending offsets are.
+
+Times are epoch milliseconds or ISO 8601 (``2024-05-01``, ``2024-05-01T12:00:00Z``; a time
+without a zone is local), :func:`parse_time`.
+
+Online offsets (:func:`parse_offsets`) follow the Spark Kafka source and the rocketmq-spark
+connector: the words ``earliest`` / ``latest``, or JSON keyed topic -> broker name -> queue id,
+``{"TopicA": {"broker-a": {"0": 23, "1": -2}}}``, where -2 means earliest and -1 latest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+EARLIEST: Final = -2
+LATEST: Final = -1
+OFFSET_WORDS: Final = {"earliest": EARLIEST, "latest": LATEST}
+
+NO_LIMIT: Final = 1 << 63
+"""An end bound that nothing reaches (offsets and timestamps are Java longs)."""
+
+_MICROS_PER_MILLI: Final = 1000
+
+Interval = Callable[[str, int], tuple[int, int]]
+"""``(op, value) -> [low, high)``: the values ``v`` for which ``v <op> value`` holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOffsets:
+    """Parsed ``startingOffsets`` / ``endingOffsets``: ``default`` (EARLIEST or LATEST) for
+    every queue not named in ``by_queue`` (topic, broker name, queue id) -> offset."""
+
+    default: int
+    by_queue: Mapping[tuple[str, str, int], int]
+
+    def of(self, topic: str, broker_name: str, queue_id: int) -> int:
+        return self.by_queue.get((topic, broker_name, queue_id), self.default)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanBounds:
+    """The records a scan returns (see the module docstring)."""
+
+    topics: frozenset[str] | None = None
+    min_timestamp: int = 0
+    max_timestamp: int = NO_LIMIT
+    min_offset: int = 0
+    max_offset: int = NO_LIMIT
+
+    @property
+    def empty(self) -> bool:
+        return (
+            self.topics == frozenset()
+            or self.min_timestamp >= self.max_timestamp
+            or self.min_offset >= self.max_offset
+        )
+
+    @property
+    def limits_time(self) -> bool:
+        return self.min_timestamp > 0 or self.max_timestamp < NO_LIMIT
+
+    def admits(self, topic: str, store_timestamp: int, physical_offset: int) -> bool:
+        """Whether a record with these values is in the bounds."""
+        return (
+            (self.topics is None or topic in self.topics)
+            and self.min_timestamp <= store_timestamp < self.max_timestamp
+            and self.min_offset <= physical_offset < self.max_offset
+        )
+
+    def narrow(
+        self,
+        *,
+        topics: frozenset[str] | None = None,
+        timestamps: tuple[int, int] = (0, NO_LIMIT),
+        offsets: tuple[int, int] = (0, NO_LIMIT),
+    ) -> ScanBounds:
+        """These bounds intersected with more topics and half-open intervals."""
+        if topics is not None and self.topics is not None:
+            topics = self.topics & topics
+        return replace(
+            self,
+            topics=self.topics if topics is None else topics,
+            min_timestamp=max(self.min_timestamp, timestamps[0]),
+            max_timestamp=min(self.max_timestamp, timestamps[1]),
+            min_offset=max(self.min_offset, offsets[0]),
+            max_offset=min(self.max_offset, offsets[1]),
+        )
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ScanBounds:
+        """The bounds the reader options give (see the module docstring)."""
+        topics = topic_list(options.get("topics")) + topic_list(options.get("topic"))
+        start_ts, end_ts = options.get("startTimestamp"), options.get("endTimestamp")
+        start_offset, end_offset = options.get("startOffset"), options.get("endOffset")
+        return cls(
+            frozenset(topics) if topics else None,
+            0 if start_ts is None else parse_time(start_ts),
+            NO_LIMIT if end_ts is None else parse_time(end_ts),
+            0 if start_offset is None else parse_int(start_offset, "startOffset"),
+            NO_LIMIT if end_offset is None else parse_int(end_offset, "endOffset"),
+        )
+
+
+def topic_list(text: str | None) -> list[str]:
+    """A comma-separated topic list (blanks dropped)."""
+    return [topic.strip() for topic in (text or "").split(",") if topic.strip()]
+
+
+def parse_int(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"option {name} must be an integer, not {text!r}") from None
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds from epoch milliseconds or an ISO 8601 date or time."""
+    word = text.strip()
+    if word.isdigit():
+        return int(word)
+    try:
+        moment = datetime.datetime.fromisoformat(word)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither epoch milliseconds nor an ISO 8601 time "
+            "(2024-05-01, 2024-05-01T12:00:00Z)"
+        ) from None
+    return int(moment.timestamp() * 1000)
+
+
+def timestamp_interval(op: str, micros: int) -> tuple[int, int]:
+    """The half-open millisecond interval of store timestamps ``t`` (ms) for which
+    ``t * 1000 <op> micros`` holds; Spark compares timestamps in microseconds."""
+    floor = micros // _MICROS_PER_MILLI
+    ceil = -(-micros // _MICROS_PER_MILLI)
+    if op == ">=":
+        return ceil, NO_LIMIT
+    if op == ">":
+        return floor + 1, NO_LIMIT
+    if op == "<":
+        return 0, ceil
+    if op == "<=":
+        return 0, floor + 1
+    if micros % _MICROS_PER_MILLI:
+        return 0, 0
+    return floor, floor + 1
+
+
+def integer_interval(op: str, value: int) -> tuple[int, int]:
+    """The half-open interval of integers ``v`` for which ``v <op> value`` holds."""
+    if op == ">=":
+        return value, NO_LIMIT
+    if op == ">":
+        return value + 1, NO_LIMIT
+    if op == "<":
+        return 0, value
+    if op == "<=":
+        return 0, value + 1
+    return value, value + 1
+
+
+def parse_offsets(text: str | None, name: str, default: int) -> QueueOffsets:
+    """``startingOffsets`` / ``endingOffsets``: a word or the per-queue JSON."""
+    if text is None or not text.strip():
+        return QueueOffsets(default, {})
+    word = text.strip()
+    if word.lower() in OFFSET_WORDS:
+        return QueueOffsets(OFFSET_WORDS[word.lower()], {})
+    try:
+        document: Any = json.loads(word)
+    except ValueError:
+        raise ValueError(
+            f"option {name} must be earliest, latest or JSON such as "
+            '{"TopicA": {"broker-a": {"0": 23}}}, not ' + repr(text)
+        ) from None
+    by_queue: dict[tuple[str, str, int], int] = {}
+    if not isinstance(document, dict):
+        raise ValueError(f"option {name}: the JSON must be an object keyed by topic")
+    for topic, brokers in document.items():
+        if not isinstance(brokers, dict):
+            raise ValueError(f"option {name}: {topic!r} must map broker names to queues")
+        for broker_name, queues in brokers.items():
+            if not isinstance(queues, dict):
+                raise ValueError(
+                    f"option {name}: {topic!r} / {broker_name!r} must map queue ids to offsets"
+                )
+            for queue_id, offset in queues.items():
+                if not isinstance(offset, int) or offset < EARLIEST:
+                    raise ValueError(
+                        f"option {name}: offset {offset!r} of {topic} / {broker_name} / "
+                        f"{queue_id} must be a queue offset, -2 (earliest) or -1 (latest)"
+                    )
+                by_queue[topic, broker_name, parse_int(queue_id, f"{name} queue id")] = offset
+    return QueueOffsets(default, by_queue)
+
+
+def parse_ending_offsets(text: str | None) -> QueueOffsets:
+    """``endingOffsets``: like :func:`parse_offsets`, default latest, earliest not allowed."""
+    ending = parse_offsets(text, "endingOffsets", LATEST)
+    if ending.default == EARLIEST or EARLIEST in ending.by_queue.values():
+        raise ValueError("option endingOffsets cannot be earliest (-2)")
+    return ending
+
+
+def parse_bool(text: str | None, name: str, default: bool) -> bool:
+    if text is None:
+        return default
+    word = text.strip().lower()
+    if word not in ("true", "false"):
+        raise ValueError(f"option {name} must be true or false, not {text!r}")
+    return word == "true"
+
+
+def store_paths(options: Mapping[str, str]) -> list[str]:
+    """The store directories of an offline read: ``path``, or ``paths`` (the JSON list
+    Spark sets for ``load([dir, dir])``)."""
+    paths = []
+    if options.get("paths"):
+        listed = json.loads(options["paths"])
+        if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+            raise ValueError("option paths must be a JSON list of store directories")
+        paths += listed
+    if options.get("path"):
+        paths.append(options["path"])
+    return paths
