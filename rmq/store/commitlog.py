@@ -95,10 +95,6 @@ BODY_SIZE_RESERVE: Final = 64 * 1024
 NORMAL_RECOVERY_FILES: Final = 3
 DEFAULT_DELAY_LEVELS: Final = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
 
-now_ms: Final = now_millis
-"""The store clock, :func:`rmq.common.timeutil.now_millis` (the broker's delay and
-transaction services import it under this name)."""
-
 
 class PutMessageStatus(enum.Enum):
     """Outcome of a put, as Apache's ``PutMessageStatus``."""

@@ -59,7 +59,8 @@ from rmq.common.msgconst import (
 from rmq.common.msgid import parse_host
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from rmq.common.properties import encode_properties_bytes
-from rmq.store.commitlog import InnerMessage, now_ms
+from rmq.common.timeutil import now_millis
+from rmq.store.commitlog import InnerMessage
 from rmq.store.configfile import load_config_file, persist_config
 from rmq.store.consumequeue import PRE_BLANK_SIZE, iter_entries
 from rmq.store.store import MessageStore
@@ -147,7 +148,7 @@ class ScheduleMessageService:
         store_config: MessageStoreConfig,
         delay_offset_path: str | os.PathLike[str],
         *,
-        clock: Callable[[], int] = now_ms,
+        clock: Callable[[], int] = now_millis,
     ) -> None:
         self.path = Path(delay_offset_path)
         self._store = store

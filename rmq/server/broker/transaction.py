@@ -86,13 +86,14 @@ from rmq.common.sysflag import (
     TRANSACTION_ROLLBACK_TYPE,
     with_transaction_type,
 )
+from rmq.common.timeutil import now_millis
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from rmq.server.broker.schedule import real_queue, reput_message
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus, now_ms
+from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import GetMessageStatus
 
 if TYPE_CHECKING:
@@ -208,7 +209,9 @@ def encode_check_body(
 class EndTransactionProcessor:
     """Serves END_TRANSACTION: commits and rollbacks of half messages."""
 
-    def __init__(self, controller: BrokerController, *, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self, controller: BrokerController, *, clock: Callable[[], int] = now_millis
+    ) -> None:
         self.controller = controller
         self._clock = clock
 
@@ -314,7 +317,9 @@ class EndTransactionProcessor:
 class TransactionalMessageCheckService:
     """Asks producers about half messages left unresolved (see the module docstring)."""
 
-    def __init__(self, controller: BrokerController, *, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(
+        self, controller: BrokerController, *, clock: Callable[[], int] = now_millis
+    ) -> None:
         self.controller = controller
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
