@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: run test lint unit stress bench clean
+.PHONY: run test lint unit stress bench clean apache conformance conformance-matrix
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,15 +29,45 @@ lint: $(VENV)/.test-installed
 	$(BIN)/lint-imports
 
 unit: $(VENV)/.test-installed
-	$(BIN)/python -m pytest -q -m "not stress"
+	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance
 
 test: lint unit
 
 stress: $(VENV)/.test-installed
-	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress
+	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress --ignore=tests/conformance
 
 bench: $(VENV)/.core-installed
 	$(BIN)/python bench/run_all.py
 
+# Apache RocketMQ 4.9.8 beside rmq (docs/conformance.md): Maven copies the jars named by
+# conformance/apache/pom.xml into conformance/apache/lib, javac compiles the scenario drivers
+# against them.  Both steps are stamped, so a second run does nothing and needs no network.
+APACHE := conformance/apache
+DRIVERS := conformance/drivers
+DRIVER_SOURCES := $(shell find $(DRIVERS)/src -name '*.java' 2>/dev/null)
+
+$(APACHE)/lib/.stamp: $(APACHE)/pom.xml
+	rm -rf $(APACHE)/lib
+	mvn -q -B -f $(APACHE)/pom.xml dependency:copy-dependencies -DoutputDirectory=lib
+	touch $@
+
+$(DRIVERS)/classes/.stamp: $(APACHE)/lib/.stamp $(DRIVER_SOURCES)
+	rm -rf $(DRIVERS)/classes
+	mkdir -p $(DRIVERS)/classes
+	javac -nowarn -encoding UTF-8 -d $(DRIVERS)/classes \
+		-cp '$(APACHE)/lib/*' $(DRIVER_SOURCES)
+	touch $@
+
+apache: $(DRIVERS)/classes/.stamp
+
+# The differential suite: every scenario against Apache's servers and against rmq's; the run
+# fails when its matrix differs from the committed docs/conformance.md.
+conformance: apache $(VENV)/.test-installed
+	RMQ_CONFORMANCE_MATRIX=check $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance
+
+# Rewrite docs/conformance.md from a full run (review the diff before committing it).
+conformance-matrix: apache $(VENV)/.test-installed
+	RMQ_CONFORMANCE_MATRIX=write $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(APACHE)/lib $(DRIVERS)/classes

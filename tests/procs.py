@@ -70,6 +70,28 @@ def free_port() -> int:
         return port
 
 
+def free_broker_port() -> int:
+    """A loopback port p for a broker's listenPort such that p - 2 (the fast port) and p + 1
+    (the HA port) are free too."""
+    for _ in range(200):
+        port = free_port()
+        if port < 1026 or port > 65533:
+            continue
+        probes = []
+        try:
+            for candidate in (port - 2, port, port + 1):
+                probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                probes.append(probe)
+                probe.bind((LOOPBACK, candidate))
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+        return port
+    raise AssertionError("no loopback port p with p - 2 and p + 1 free in 200 tries")
+
+
 def write_properties(path: Path, props: Mapping[str, object]) -> Path:
     """Write a `.properties` file (values with `str()`, booleans in Java's spelling)."""
     lines = []
@@ -92,6 +114,8 @@ class RmqProcess:
     home: Path
     log_path: Path
     stdout_path: Path
+    command: tuple[str, ...] = ()
+    """The full argv when it is not `python -m rmq args...` (Apache's Java servers)."""
 
     @property
     def addr(self) -> str:
@@ -168,7 +192,7 @@ class StandaloneProcess(RmqProcess):
     """A running `rmq standalone`: `port`/`addr` are the broker's, `namesrv_addr` the name
     server's."""
 
-    namesrv_port: int
+    namesrv_port: int = 0
 
     @property
     def namesrv_addr(self) -> str:
@@ -235,8 +259,10 @@ class RmqProcesses:
         debug: bool = False,
         env: Mapping[str, str] | None = None,
         ready_timeout: float = 20.0,
+        command: Sequence[str] = (),
     ) -> RmqProcess:
-        """Start `rmq args...` and wait until `port` accepts connections.
+        """Start `rmq args...` (or `command`, a full argv, when given) and wait until `port`
+        accepts connections.
 
         `home` defaults to `<root>/<name>-home`.  The log files are appended to, so a
         restarted server's log follows the previous run's.
@@ -247,13 +273,15 @@ class RmqProcesses:
         stdout_path = self.root / f"{name}.out"
         with log_path.open("ab") as log, stdout_path.open("ab") as out:
             popen = subprocess.Popen(
-                rmq_command(args, debug=debug),
+                list(command) or rmq_command(args, debug=debug),
                 stdout=out,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, "HOME": str(home), **(env or {})},
             )
-        process = RmqProcess(name, tuple(args), debug, popen, port, home, log_path, stdout_path)
+        process = RmqProcess(
+            name, tuple(args), debug, popen, port, home, log_path, stdout_path, tuple(command)
+        )
         self.started.append(process)
         wait_until_listening(process, ready_timeout)
         return process
@@ -262,7 +290,12 @@ class RmqProcesses:
         """Start a stopped process again: same command line, port and HOME."""
         assert not process.running, f"{process.name} is still running"
         return self.start(
-            process.name, process.args, port=process.port, home=process.home, debug=process.debug
+            process.name,
+            process.args,
+            port=process.port,
+            home=process.home,
+            debug=process.debug,
+            command=process.command,
         )
 
     def start_namesrv(
@@ -301,7 +334,7 @@ class RmqProcesses:
         store is `<HOME>/store` (HOME is `<root>/<name>-home`).  `props` adds or overrides
         keys.  Returns once the name server lists the broker.
         """
-        port = free_port()
+        port = free_broker_port()
         namesrv_addr = namesrv.addr if isinstance(namesrv, RmqProcess) else namesrv
         conf_props: dict[str, object] = {
             "brokerName": name,
@@ -341,7 +374,7 @@ class RmqProcesses:
         loopback ports; the conf is that of `start_broker` (without `namesrvAddr`).
         `args` adds command-line options.  Returns once the broker is registered."""
         namesrv_port = free_port()
-        broker_port = free_port()
+        broker_port = free_broker_port()
         conf = write_properties(
             self.root / f"{name}.conf",
             {

@@ -1,0 +1,149 @@
+"""Fixtures and hooks of the conformance suite (make conformance; never collected by make test).
+
+* `apache` / `rmq`: one cluster of each kind for the whole session (tests/conformance/clusters.py);
+  `cluster` is whichever the test's `target` parameter names.
+* `differential`: runs a scenario against Apache first (it must pass there, which proves the
+  scenario), caches that result, and gives it to the rmq run to compare with.
+* The matrix hooks turn outcomes into docs/conformance.md (tests/conformance/matrix.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance import matrix
+from tests.conformance.clusters import Cluster, start_apache, start_rmq, stop
+from tests.conformance.java import ensure_built
+
+TARGETS = ("apache", "rmq")
+
+_MATRIX = matrix.Matrix()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "matrix(section, row, column, passed='pass'): matrix cell")
+    config.addinivalue_line("markers", "conformance: runs Apache RocketMQ beside rmq")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.conformance)
+        mark = item.get_closest_marker("matrix")
+        if mark is None:
+            continue
+        section, row, column = mark.args
+        _MATRIX.declare(section, row, column)
+        item.user_properties.append(("matrix", (section, row, column, mark.kwargs)))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    props = dict(report.user_properties)
+    if "matrix" not in props:
+        return
+    section, row, column, options = props["matrix"]
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.passed:
+            cell = str(options.get("passed", "pass"))
+        elif report.skipped and hasattr(report, "wasxfail"):
+            cell = f"expected fail: {report.wasxfail}"
+        elif report.skipped:
+            cell = "skipped"
+        elif "XPASS" in str(report.longrepr):
+            cell = "XPASS: remove the expected-fail mark"
+        else:
+            cell = str(props.get("matrix_outcome", "FAIL"))
+        _MATRIX.record(section, row, column, cell)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    mode = os.environ.get("RMQ_CONFORMANCE_MATRIX", "")
+    if not mode or not _MATRIX.sections:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    block = _MATRIX.render()
+    (matrix.ROOT / "conformance" / "last-run.md").write_text(block, encoding="utf-8")
+    if not _MATRIX.complete():
+        if reporter is not None:
+            reporter.write_line("conformance matrix incomplete (a partial run): not compared")
+        if mode == "check":
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return
+    if mode == "write":
+        matrix.write(block)
+        if reporter is not None:
+            reporter.write_line(f"conformance matrix written to {matrix.DOC}")
+        return
+    diff = matrix.compare(block)
+    if diff:
+        if reporter is not None:
+            reporter.write_line("conformance matrix differs from docs/conformance.md:", red=True)
+            for line in diff:
+                reporter.write_line(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    ensure_built()
+    cluster = start_apache(tmp_path_factory.mktemp("apache"))
+    yield cluster
+    stop(cluster)
+    cluster.processes.kill_all()
+
+
+@pytest.fixture(scope="session")
+def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    ensure_built()
+    cluster = start_rmq(tmp_path_factory.mktemp("rmq"))
+    yield cluster
+    stop(cluster)
+    cluster.processes.kill_all()
+
+
+@pytest.fixture(params=TARGETS)
+def target(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, target: str) -> Cluster:
+    return request.getfixturevalue(target)  # type: ignore[no-any-return]
+
+
+class Differential:
+    """Results of scenarios against Apache, computed once and shared with the rmq runs."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self._request = request
+        self._apache: dict[str, Any] = {}
+
+    def apache_result(self, key: str, run: Callable[[Cluster], Any]) -> Any:
+        if key not in self._apache:
+            cluster: Cluster = self._request.getfixturevalue("apache")
+            try:
+                self._apache[key] = ("ok", run(cluster))
+            except Exception as exc:  # kept: the rmq run reports it as "unproven"
+                self._apache[key] = ("error", exc)
+        state, value = self._apache[key]
+        if state == "error":
+            raise AssertionError(
+                f"scenario {key} fails against Apache, so it proves nothing"
+            ) from value
+        return value
+
+
+@pytest.fixture(scope="session")
+def differential(request: pytest.FixtureRequest) -> Differential:
+    return Differential(request)
+
+
+@pytest.fixture(scope="session")
+def java_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """user.home of the Java drivers and mqadmin (logs, ~/.rocketmq_offsets)."""
+    return tmp_path_factory.mktemp("java-home")

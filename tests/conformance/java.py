@@ -1,0 +1,203 @@
+"""Apache RocketMQ 4.9.8's own programs, run from the jars `make apache` fetched.
+
+* `java_argv` builds a `java` command line on conformance/apache/lib with the options JDK 17
+  needs for 4.9.x, a small heap, `user.home` and the client log root pointed at a directory
+  of the test's (Java takes `user.home` from the password file, not from HOME).
+* `start_apache_namesrv` / `start_apache_broker` start NamesrvStartup and BrokerStartup as
+  `RmqProcesses` members (same logs, readiness and kill-at-the-end as rmq's servers) with
+  `ROCKETMQ_HOME` = conformance/apache/home, which holds the logback files they load.
+* `run_driver` runs one scenario driver (conformance/drivers) with its spec as JSON on stdin
+  and returns the JSON it printed; `run_mqadmin` runs MQAdminStartup and returns its stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.procs import (
+    LOOPBACK,
+    RmqProcess,
+    RmqProcesses,
+    free_broker_port,
+    free_port,
+    wait_registered,
+    write_properties,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+APACHE = ROOT / "conformance" / "apache"
+LIB = APACHE / "lib"
+ROCKETMQ_HOME = APACHE / "home"
+DRIVER_CLASSES = ROOT / "conformance" / "drivers" / "classes"
+
+JDK17_OPTIONS = (
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+)
+"""What 4.9.x needs on JDK 17: unmapping files (nio, jdk.internal.ref, sun.nio.ch) and
+fastjson's reflection into java.lang / java.util."""
+
+SERVER_HEAP = ("-Xms128m", "-Xmx512m", "-XX:MaxDirectMemorySize=256m", "-XX:+UseSerialGC")
+CLIENT_HEAP = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+def ensure_built() -> None:
+    """Fail with the one command that fixes it when `make apache` has not run."""
+    missing = [p for p in (LIB / ".stamp", DRIVER_CLASSES / ".stamp") if not p.exists()]
+    if missing:
+        raise AssertionError(f"{', '.join(map(str, missing))} missing: run `make apache` first")
+    if shutil.which("java") is None:
+        raise AssertionError("java is not on PATH")
+
+
+def classpath(*, drivers: bool = False) -> str:
+    parts = [str(DRIVER_CLASSES)] if drivers else []
+    parts.append(str(LIB / "*"))
+    return os.pathsep.join(parts)
+
+
+def java_argv(
+    main: str,
+    args: Sequence[str] = (),
+    *,
+    home: Path,
+    heap: Sequence[str] = CLIENT_HEAP,
+    drivers: bool = False,
+    props: Mapping[str, str] | None = None,
+) -> list[str]:
+    """`java ... main args...` with `user.home` and every log under `home`."""
+    home.mkdir(parents=True, exist_ok=True)
+    system = {
+        "user.home": str(home),
+        "rocketmq.home.dir": str(ROCKETMQ_HOME),
+        "rmq.conformance.logs": str(home / "logs"),
+        "rocketmq.client.logRoot": str(home / "logs"),
+        "rocketmq.client.logLevel": "WARN",
+        "java.net.preferIPv4Stack": "true",
+        **(props or {}),
+    }
+    return [
+        "java",
+        *heap,
+        *JDK17_OPTIONS,
+        *(f"-D{key}={value}" for key, value in system.items()),
+        "-cp",
+        classpath(drivers=drivers),
+        main,
+        *args,
+    ]
+
+
+def java_env(home: Path) -> dict[str, str]:
+    return {**os.environ, "HOME": str(home), "ROCKETMQ_HOME": str(ROCKETMQ_HOME)}
+
+
+def start_apache_namesrv(processes: RmqProcesses, name: str = "apache-namesrv") -> RmqProcess:
+    """Apache's NamesrvStartup on a free loopback port."""
+    port = free_port()
+    home = processes.root / f"{name}-home"
+    conf = write_properties(processes.root / f"{name}.properties", {"listenPort": port})
+    argv = java_argv(
+        "org.apache.rocketmq.namesrv.NamesrvStartup",
+        ["-c", str(conf)],
+        home=home,
+        heap=SERVER_HEAP,
+    )
+    return processes.start(
+        name, (), port=port, home=home, env=java_env(home), command=argv, ready_timeout=60
+    )
+
+
+def start_apache_broker(
+    processes: RmqProcesses,
+    name: str,
+    *,
+    namesrv_addr: str,
+    props: Mapping[str, object],
+) -> RmqProcess:
+    """Apache's BrokerStartup -c <conf>, registered with `namesrv_addr` when it returns.
+
+    The conf binds everything to 127.0.0.1 on free ports (listenPort, listenPort - 2,
+    listenPort + 1) and stores under `<root>/<name>-home/store`; `props` adds or overrides.
+    """
+    port = free_broker_port()
+    home = processes.root / f"{name}-home"
+    store = home / "store"
+    conf_props: dict[str, object] = {
+        "brokerIP1": LOOPBACK,
+        "listenPort": port,
+        "namesrvAddr": namesrv_addr,
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+        **props,
+    }
+    conf = write_properties(processes.root / f"{name}.conf", conf_props)
+    argv = java_argv(
+        "org.apache.rocketmq.broker.BrokerStartup",
+        ["-c", str(conf)],
+        home=home,
+        heap=SERVER_HEAP,
+    )
+    process = processes.start(
+        name, (), port=port, home=home, env=java_env(home), command=argv, ready_timeout=60
+    )
+    wait_registered(namesrv_addr, process.addr, 60, process)
+    return process
+
+
+class DriverError(AssertionError):
+    """A scenario driver failed: its error, trace and output are in the message."""
+
+
+def run_driver(
+    scenario: str, spec: Mapping[str, Any], *, home: Path, timeout: float = 120
+) -> dict[str, Any]:
+    """Run conformance driver `scenario` with `spec` on stdin; return its RESULT object."""
+    argv = java_argv("rmq.conformance.Driver", [scenario], home=home, drivers=True)
+    try:
+        done = subprocess.run(
+            argv,
+            input=json.dumps(spec).encode(),
+            capture_output=True,
+            timeout=timeout,
+            env=java_env(home),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise DriverError(f"driver {scenario} did not finish within {timeout}s") from exc
+    stdout = done.stdout.decode(errors="replace")
+    results = [line[7:] for line in stdout.splitlines() if line.startswith("RESULT ")]
+    if not results:
+        raise DriverError(
+            f"driver {scenario} printed no RESULT (exit {done.returncode})\n{stdout}\n"
+            f"{done.stderr.decode(errors='replace')[-4000:]}"
+        )
+    result: dict[str, Any] = json.loads(results[-1])
+    if "error" in result:
+        raise DriverError(f"driver {scenario}: {result['error']}\n{result.get('trace', '')}")
+    return result
+
+
+def run_mqadmin(
+    args: Sequence[str], *, home: Path, timeout: float = 60, input_text: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Apache's mqadmin (MQAdminStartup args...); stdout and stderr as text."""
+    argv = java_argv("org.apache.rocketmq.tools.command.MQAdminStartup", args, home=home)
+    return subprocess.run(
+        argv,
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=java_env(home),
+        check=False,
+    )
