@@ -28,23 +28,15 @@ class Scenario:
     """Result keys not compared between Apache and rmq (still checked by `checks`)."""
 
 
-def _received_all(count: int) -> Callable[[Result], None]:
+def received_all(count: int) -> Callable[[Result], None]:
+    """Checks: `count` messages received, queue offsets dense, each where its send said."""
+
     def check(result: Result) -> None:
         assert result["count"] == count, f"received {result['count']} of {count}"
         assert result.get("denseOffsets", True), "queue offsets are not dense"
         assert result.get("sentWhereReceived", True), "messages not where the send said"
 
     return check
-
-
-SCENARIOS: list[Scenario] = [
-    Scenario(
-        "producer sync send",
-        "ProducerScenarios.sync",
-        {"count": 20, "topics": {"ConfSync": 4}, "topic": "ConfSync"},
-        _received_all(20),
-    ),
-]
 
 
 def normalise(result: Result, scenario: Scenario) -> Result:

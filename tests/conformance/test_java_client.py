@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
+from tests.conformance import consumer_scenarios, producer_scenarios
 from tests.conformance.clusters import Cluster
 from tests.conformance.conftest import Differential
 from tests.conformance.java import run_driver
-from tests.conformance.scenarios import SCENARIOS, Scenario, normalise
+from tests.conformance.scenarios import Scenario, normalise
 
 SECTION = "Java client scenarios"
+SCENARIOS = producer_scenarios.SCENARIOS + consumer_scenarios.SCENARIOS
 
 
 def _slug(name: str) -> str:
