@@ -67,6 +67,7 @@ class Cluster:
 
 
 def start_apache(root: Path, props: Mapping[str, object] | None = None) -> Cluster:
+    root.mkdir(parents=True, exist_ok=True)
     processes = RmqProcesses(root)
     namesrv = start_apache_namesrv(processes)
     broker = start_apache_broker(
@@ -79,6 +80,7 @@ def start_apache(root: Path, props: Mapping[str, object] | None = None) -> Clust
 
 
 def start_rmq(root: Path, props: Mapping[str, object] | None = None) -> Cluster:
+    root.mkdir(parents=True, exist_ok=True)
     processes = RmqProcesses(root)
     namesrv = processes.start_namesrv("rmq-namesrv")
     broker = processes.start_broker(
