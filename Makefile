@@ -52,11 +52,12 @@ $(APACHE)/lib/.stamp: $(APACHE)/pom.xml
 	touch $@
 
 $(DRIVERS)/classes/.stamp: $(APACHE)/lib/.stamp $(DRIVER_SOURCES)
-	rm -rf $(DRIVERS)/classes
-	mkdir -p $(DRIVERS)/classes
-	javac -nowarn -encoding UTF-8 -d $(DRIVERS)/classes \
+	rm -rf $(DRIVERS)/classes.new
+	mkdir -p $(DRIVERS)/classes.new
+	javac -nowarn -encoding UTF-8 -d $(DRIVERS)/classes.new \
 		-cp '$(APACHE)/lib/*' $(DRIVER_SOURCES)
-	touch $@
+	touch $(DRIVERS)/classes.new/.stamp
+	rm -rf $(DRIVERS)/classes && mv $(DRIVERS)/classes.new $(DRIVERS)/classes
 
 apache: $(DRIVERS)/classes/.stamp
 

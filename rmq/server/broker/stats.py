@@ -193,12 +193,16 @@ class BrokerStats:
 
     # -- reports -------------------------------------------------------------------------
 
-    def _window_tps(self, value: Callable[[_Sample], int]) -> list[float]:
+    def _window_tps(self, value: Callable[[_Sample], int]) -> list[float | None]:
+        """TPS over each window; None while fewer than window + 1 samples exist (Apache then
+        reports the window as an empty word)."""
         samples = self._samples
-        newest = samples[-1]
-        result = []
+        result: list[float | None] = []
         for window in SAMPLE_WINDOWS:
-            oldest = samples[max(len(samples) - 1 - window, 0)]
+            if len(samples) <= window:
+                result.append(None)
+                continue
+            oldest, newest = samples[len(samples) - 1 - window], samples[-1]
             result.append(_tps(value(oldest), value(newest), newest.timestamp - oldest.timestamp))
         return result
 
@@ -214,7 +218,9 @@ class BrokerStats:
         found_tps = self._window_tps(lambda s: s.get_found)
         miss_tps = self._window_tps(lambda s: s.get_miss)
         transferred_tps = self._window_tps(lambda s: s.transferred)
-        total_tps = [found + miss for found, miss in zip(found_tps, miss_tps, strict=True)]
+        total_tps: list[float | None] = [
+            (found or 0.0) + (miss or 0.0) for found, miss in zip(found_tps, miss_tps, strict=True)
+        ]
         times_total = self.put_total or 1
         distribution = "".join(
             f"{name}:{count} "
@@ -247,5 +253,7 @@ class BrokerStats:
         }
 
 
-def _triple(values: list[float]) -> str:
-    return " ".join(repr(value) for value in values)
+def _triple(values: list[float | None]) -> str:
+    """Three windows as Apache joins them: a window without enough samples is empty, so a
+    broker up for 30 s reports `putTps` as "12.5  " (10 s window only)."""
+    return " ".join("" if value is None else repr(value) for value in values)

@@ -1,0 +1,268 @@
+"""rmq's own tools against Apache's cluster and against rmq's: `rmq produce` / `rmq consume`,
+every `rmq topic` verb, `rmq cluster list` and `rmq bench`.
+
+Each case runs the same commands against both clusters and compares their JSON output after
+`_normalise` (addresses, times, message ids and load figures are what legitimately differs);
+the Apache run must itself show the result the case is about, which is what makes the
+comparison mean something.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conformance.clusters import BROKER_NAME, CLUSTER, Cluster
+
+SECTION = "rmq tools against both clusters"
+TOPIC = "ConfTools"
+
+
+def rmq_cli(cluster: Cluster, *args: str, stdin: str | None = None, timeout: float = 90) -> Any:
+    """`python -m rmq ARGS -n <cluster's name server>`; returns stdout (exit 0 asserted)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rmq", *args, "-n", cluster.namesrv_addr],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "HOME": str(cluster.root / "cli-home")},
+        check=False,
+    )
+    assert done.returncode == 0, f"rmq {' '.join(args)} exited {done.returncode}: {done.stderr}"
+    return done.stdout
+
+
+def rmq_json(cluster: Cluster, *args: str, stdin: str | None = None) -> Any:
+    return json.loads(rmq_cli(cluster, *args, "-o", "json", stdin=stdin))
+
+
+def _ndjson(text: str) -> list[Any]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _addr(cluster: Cluster, value: Any) -> Any:
+    """Replace the cluster's broker and name server addresses with placeholders."""
+    text = json.dumps(value)
+    text = text.replace(cluster.broker_addr, "<broker>").replace(cluster.namesrv_addr, "<namesrv>")
+    return json.loads(text)
+
+
+def _until(probe: Callable[[], Any], ok: Callable[[Any], bool], timeout: float = 30) -> Any:
+    """Call `probe` until `ok(result)`; the last result is returned either way (the caller's
+    assertion then shows it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if ok(result) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
+
+
+def _topic_update(cluster: Cluster) -> Any:
+    out = rmq_json(
+        cluster, "topic", "update", "-t", TOPIC, "--cluster", CLUSTER, "-r", "4", "-w", "4"
+    )
+    return _addr(cluster, out)
+
+
+def _topic_route(cluster: Cluster) -> Any:
+    out = _until(
+        lambda: rmq_json(cluster, "topic", "route", TOPIC),
+        lambda r: bool(r.get("queueDatas")),
+    )
+    return _addr(cluster, out)
+
+
+def _topic_clusters(cluster: Cluster) -> Any:
+    return rmq_json(cluster, "topic", "clusters", TOPIC)
+
+
+SYSTEM_TOPICS = {
+    "BenchmarkTest",
+    "OFFSET_MOVED_EVENT",
+    "RMQ_SYS_TRACE_TOPIC",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "SCHEDULE_TOPIC_XXXX",
+    "SELF_TEST_TOPIC",
+    "TBW102",
+    BROKER_NAME,
+    CLUSTER,
+    f"{CLUSTER}_REPLY_TOPIC",
+}
+
+
+def _topic_list(cluster: Cluster) -> Any:
+    """The system topics and this module's topic: other modules' topics are not compared."""
+    rows = rmq_json(cluster, "topic", "list")
+    return [row for row in rows if row["topic"] in SYSTEM_TOPICS | {TOPIC}]
+
+
+def _cluster_list(cluster: Cluster) -> Any:
+    """Every field's presence and type; the figures themselves are load and disk dependent,
+    except the identity of the broker."""
+    rows = _addr(cluster, rmq_json(cluster, "cluster", "list"))
+    identity = ("cluster", "brokerName", "brokerId", "addr", "version", "error")
+    return [
+        {key: (value if key in identity else type(value).__name__) for key, value in row.items()}
+        for row in rows
+    ]
+
+
+MESSAGES = [
+    {
+        "body": f"body-{i}",
+        "tags": "TagA" if i % 2 else "TagB",
+        "keys": [f"key-{i}"],
+        "properties": {"index": str(i), "note": "héllo wörld"},
+    }
+    for i in range(12)
+] + [{"body": "AAECA/8=", "bodyEncoding": "base64", "keys": ["binary"]}]
+
+
+def _produce(cluster: Cluster) -> Any:
+    """Send the records; the per-message results without ids, queues and offsets."""
+    stdin = "".join(json.dumps(record) + "\n" for record in MESSAGES)
+    rows = rmq_json(cluster, "produce", TOPIC, stdin=stdin)
+    return sorted((row["line"], row["brokerName"], row["status"]) for row in rows)
+
+
+def _record(record: dict[str, Any]) -> dict[str, Any]:
+    """A consumed record without what each broker assigns (ids, offsets, hosts, times)."""
+    dropped = {
+        "msgId",
+        "offsetMsgId",
+        "commitLogOffset",
+        "bornTimestamp",
+        "storeTimestamp",
+        "bornHost",
+        "storeHost",
+        "queueId",
+        "queueOffset",
+    }
+    properties = {
+        key: value
+        for key, value in record["properties"].items()
+        if key not in {"UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET"}
+    }
+    return {**{k: v for k, v in record.items() if k not in dropped}, "properties": properties}
+
+
+def _consume_all(cluster: Cluster) -> Any:
+    records = _ndjson(rmq_cli(cluster, "consume", TOPIC, "--from", "first", "-e"))
+    return sorted((_record(r) for r in records), key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def _consume_filtered(cluster: Cluster) -> Any:
+    records = _ndjson(rmq_cli(cluster, "consume", TOPIC, "--filter", "TagA", "-e"))
+    return sorted(r["keys"][0] for r in records)
+
+
+def _consume_group_commits(cluster: Cluster) -> Any:
+    """A group reads everything once (and commits); the same group then finds nothing new."""
+    group = "CG-conf-tools"
+    first = _ndjson(rmq_cli(cluster, "consume", TOPIC, "-g", group, "--from", "first", "-e"))
+    again = _ndjson(rmq_cli(cluster, "consume", TOPIC, "-g", group, "-e"))
+    return {"first": len(first), "again": len(again)}
+
+
+def _topic_status(cluster: Cluster) -> Any:
+    rows = rmq_json(cluster, "topic", "status", TOPIC)
+    return {
+        "queues": sorted((r["brokerName"], r["queueId"], r["minOffset"]) for r in rows),
+        "messages": sum(r["maxOffset"] - r["minOffset"] for r in rows),
+    }
+
+
+def _bench(cluster: Cluster) -> Any:
+    produced = json.loads(
+        rmq_cli(cluster, "bench", "produce", "-t", TOPIC, "-c", "300", "-s", "256", "--json")
+    )
+    consumed = json.loads(
+        rmq_cli(
+            cluster,
+            "bench",
+            "consume",
+            "-t",
+            TOPIC,
+            "-g",
+            "CG-conf-bench",
+            "--from",
+            "first",
+            "-c",
+            "300",
+            "--json",
+        )
+    )
+    return {
+        "sendTotal": produced["sendTotal"],
+        "sendFailed": produced["sendFailed"] + produced["responseFailed"],
+        "consumedAtLeast300": consumed["consumeTotal"] >= 300,
+        "consumeFailed": consumed["failed"],
+    }
+
+
+def _topic_delete(cluster: Cluster) -> Any:
+    out = _addr(cluster, rmq_json(cluster, "topic", "delete", TOPIC, "--cluster", CLUSTER, "-y"))
+    listed = _until(
+        lambda: [row["topic"] for row in rmq_json(cluster, "topic", "list")],
+        lambda topics: TOPIC not in topics,
+    )
+    return {"delete": out, "stillListed": TOPIC in listed}
+
+
+def _expect_topic(result: Any) -> None:
+    assert result["topic"] == TOPIC and result["brokerAddrs"] == ["<broker>"], result
+
+
+CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], None]]] = [
+    ("rmq topic update", _topic_update, _expect_topic),
+    ("rmq topic route", _topic_route, lambda r: _expect_topic({**r, "brokerAddrs": ["<broker>"]})),
+    ("rmq topic clusters", _topic_clusters, lambda r: r == [{"cluster": CLUSTER}]),
+    ("rmq topic list", _topic_list, lambda r: TOPIC in {row["topic"] for row in r}),
+    ("rmq cluster list", _cluster_list, lambda r: r[0]["addr"] == "<broker>"),
+    ("rmq produce", _produce, lambda r: len(r) == len(MESSAGES)),
+    ("rmq topic status", _topic_status, lambda r: r["messages"] == len(MESSAGES)),
+    ("rmq consume --from first -e", _consume_all, lambda r: len(r) == len(MESSAGES)),
+    ("rmq consume --filter", _consume_filtered, lambda r: len(r) == 6),
+    ("rmq consume -g (commits)", _consume_group_commits, lambda r: r == {"first": 13, "again": 0}),
+    ("rmq bench produce/consume", _bench, lambda r: r["sendTotal"] == 300 and r["sendFailed"] == 0),
+    ("rmq topic delete", _topic_delete, lambda r: not r["stillListed"]),
+]
+
+
+def _cases() -> list[Any]:
+    return [
+        pytest.param(
+            name,
+            kind,
+            marks=pytest.mark.matrix(SECTION, name, "Apache" if kind == "apache" else "rmq"),
+            id=f"{name.split()[1]}-{'-'.join(name.split()[2:3]) or 'x'}-{kind}",
+        )
+        for name, _, _ in CASES
+        for kind in ("apache", "rmq")
+    ]
+
+
+@pytest.mark.parametrize(("case", "kind"), _cases())
+def test_tool(case: str, kind: str, request: pytest.FixtureRequest, differential: Any) -> None:
+    _, run, check = next(c for c in CASES if c[0] == case)
+
+    def checked(cluster: Cluster) -> Any:
+        result = run(cluster)
+        outcome = check(result)
+        assert outcome is None or outcome, f"{case} against {cluster.kind}: {result}"
+        return result
+
+    expected = differential.apache_result(f"tools:{case}", checked)
+    if kind == "apache":
+        return
+    actual = checked(request.getfixturevalue("rmq"))
+    assert actual == expected
