@@ -10,9 +10,10 @@ a file.  Unknown keys in the file are reported as a warning (and kept: GET_BROKE
 shows them, as Apache does); a value that does not parse stops the start (exit 2).
 
 Logs go to stderr (INFO, or DEBUG with `rmq --debug`).  SIGTERM stops the broker cleanly
-(unregister, flush, remove `abort`) with exit code 0, Ctrl-C with 130.  A port in use, a
-store locked by another broker or unreadable metadata stop the start with one line on
-stderr.  The server itself is imported only when the command runs.
+(unregister, flush, remove `abort`) with exit code 0, Ctrl-C with 130.  A port in use
+(`listenPort`, or the fast port `listenPort - 2`), a store locked by another broker or
+unreadable metadata stop the start with one line on stderr.  The server itself is imported
+only when the command runs.
 
 `load_broker_configs` and `serve` are shared with `rmq standalone`.
 """
@@ -121,13 +122,9 @@ def serve(
     configs: BrokerConfigs,
     unknown: list[str],
     source: str | None,
-    addresses: str,
 ) -> int:
     """Run the server `main` (see `rmq.cli.serve.run_foreground`); store failures ->
-    RmqError too.
-
-    `addresses` names the ports the server listens on, for the error when one is taken.
-    """
+    RmqError too."""
     from rmq.cli.serve import run_foreground
     from rmq.store.errors import StoreError, StoreLockedError
 
@@ -139,7 +136,6 @@ def serve(
             logger="rmq.broker",
             unknown=unknown,
             source=source,
-            addresses=addresses,
             config_file_hint=f"repair or remove the file under {store_dir}/config",
         )
     except StoreLockedError as exc:
@@ -200,7 +196,12 @@ def broker(
     ] = False,
     port: Annotated[
         int | None,
-        typer.Option("--port", min=1, max=65534, help="Listen port (overrides listenPort)."),
+        typer.Option(
+            "--port",
+            min=3,
+            max=65534,
+            help="Listen port (overrides listenPort); the fast port is PORT - 2.",
+        ),
     ] = None,
     store: Annotated[
         Path | None,
@@ -229,5 +230,4 @@ def broker(
 
     source = str(config_file) if config_file is not None else None
     main = run_broker(configs, config_file=source, file_properties=file_props)
-    address = f"{configs.server.bind_address}:{configs.server.listen_port}"
-    return serve(ctx, main, configs, unknown, source, address)
+    return serve(ctx, main, configs, unknown, source)

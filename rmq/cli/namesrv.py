@@ -90,6 +90,5 @@ def namesrv(
         logger="rmq.namesrv",
         unknown=unknown,
         source=source,
-        addresses=f"{configs.server.bind_address}:{configs.server.listen_port}",
         config_file_hint="repair or remove the file (kvConfigPath)",
     )

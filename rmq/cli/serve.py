@@ -4,13 +4,13 @@
 `run_foreground` sets up logging (DEBUG with `rmq --debug`), warns about config keys it did
 not know, runs the server until it stops and turns the start failures a user can fix into an
 `RmqError` with a hint: a config file under the store that does not parse, and a port that
-cannot be bound.  Other failures (a broker's store errors) pass through to the caller.  The
-server modules are imported only when it runs, so the CLI starts fast.
+cannot be bound (the error names it: a broker listens on `listenPort` and `listenPort - 2`).
+Other failures (a broker's store errors) pass through to the caller.  The server modules are
+imported only when it runs, so the CLI starts fast.
 """
 
 from __future__ import annotations
 
-import errno
 from collections.abc import Coroutine
 from typing import Any
 
@@ -21,8 +21,6 @@ from rmq.cli.main import CliState
 
 __all__ = ["run_foreground"]
 
-_LISTEN_ERRORS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
-
 
 def run_foreground(
     ctx: typer.Context,
@@ -31,14 +29,14 @@ def run_foreground(
     logger: str,
     unknown: list[str],
     source: str | None,
-    addresses: str,
     config_file_hint: str,
 ) -> int:
     """Run `main` to its exit code; warn on logger `logger` about the `unknown` keys of the
-    file `source`.  `addresses` names the ports listened on, `config_file_hint` what to do
-    about a config file that does not parse."""
+    file `source`.  `config_file_hint` says what to do about a config file that does not
+    parse."""
     import logging
 
+    from rmq.remoting.errors import ListenError
     from rmq.server.runtime import run_server, setup_logging
     from rmq.store.configfile import ConfigFileError
 
@@ -52,10 +50,7 @@ def run_foreground(
         return run_server(main)
     except ConfigFileError as exc:
         raise RmqError(str(exc), config_file_hint) from None
-    except OSError as exc:
-        if exc.errno not in _LISTEN_ERRORS:
-            raise
+    except ListenError as exc:
         raise RmqError(
-            f"cannot listen on {addresses}: {exc.strerror or exc}",
-            "is another server using the port? choose another with --port or listenPort",
+            str(exc), "is another server using the port? choose another with --port or listenPort"
         ) from None

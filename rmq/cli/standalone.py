@@ -1,11 +1,11 @@
 """`rmq standalone`: a name server and a broker in one process, the embedded default.
 
 `rmq standalone` is what `make run` starts: a name server on `--namesrv-port` (9876) and a
-broker on `--broker-port` (10911) in one process and one event loop, the broker registered
-with that name server.  The store is `$HOME/store` unless `--store DIR` (or `storePathRootDir`
-in the `-c` file) says otherwise.  `-c broker.conf` takes the same keys as `rmq broker -c`;
-its `namesrvAddr` is replaced by the embedded name server.  The name server binds the broker's
-`bindAddress`.
+broker on `--broker-port` (10911, and its fast port 10909) in one process and one event
+loop, the broker registered with that name server.  The store is `$HOME/store` unless
+`--store DIR` (or `storePathRootDir` in the `-c` file) says otherwise.  `-c broker.conf`
+takes the same keys as `rmq broker -c`; its `namesrvAddr` is replaced by the embedded name
+server.  The name server binds the broker's `bindAddress`.
 
 Once both listen, one line on stderr gives their addresses.  SIGTERM stops the broker (it
 unregisters and flushes its store) and then the name server, exit code 0; Ctrl-C exits 130.
@@ -43,9 +43,10 @@ def standalone(
         int | None,
         typer.Option(
             "--broker-port",
-            min=1,
+            min=3,
             max=65534,
-            help="Broker port (default: listenPort of the -c file, else 10911).",
+            help="Broker port (default: listenPort of the -c file, else 10911); "
+            "its fast port is PORT - 2.",
         ),
     ] = None,
     config_file: Annotated[
@@ -75,6 +76,4 @@ def standalone(
     namesrv_configs = standalone_configs(configs, namesrv_port)
     source = str(config_file) if config_file is not None else None
     main = run_standalone(namesrv_configs, configs, config_file=source, file_properties=file_props)
-    bind = configs.server.bind_address
-    addresses = f"{bind}:{namesrv_port} or {bind}:{configs.server.listen_port}"
-    return serve(ctx, main, configs, unknown, source, addresses)
+    return serve(ctx, main, configs, unknown, source)

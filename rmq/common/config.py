@@ -56,7 +56,8 @@ configs fed from one property set, unknown keys reported once), :func:`to_proper
 :func:`update_config` (UPDATE_*_CONFIG with the black list), and
 :func:`build_namesrv_configs` / :func:`build_broker_configs`, which also apply the rules the
 Java startup classes add (default ports 9876 / 10911, ``haListenPort = listenPort + 1``,
-``brokerId`` 0 for a master).
+``brokerId`` 0 for a master); a broker ``listenPort`` that leaves no room for the fast port
+(``listenPort - 2``) or ``haListenPort`` is refused there (Java fails later, binding it).
 """
 
 import functools
@@ -75,6 +76,7 @@ from rmq.common.javanames import camel_case, snake_case
 
 __all__ = [
     "BROKER_LISTEN_PORT",
+    "FAST_PORT_OFFSET",
     "NAMESRV_LISTEN_PORT",
     "RMQ_ONLY_KEYS",
     "BrokerConfig",
@@ -106,6 +108,8 @@ NAMESRV_LISTEN_PORT = 9876
 """The name server's port when ``listenPort`` is not configured (NamesrvStartup)."""
 BROKER_LISTEN_PORT = 10911
 """The broker's port when ``listenPort`` is not configured (BrokerStartup)."""
+FAST_PORT_OFFSET = 2
+"""A broker also serves on ``listenPort - 2``, the fast (VIP) port of Java clients."""
 
 _CONSUME_QUEUE_UNIT_SIZE = 20
 _INT_RANGE = (-(1 << 31), (1 << 31) - 1)
@@ -817,8 +821,9 @@ def build_broker_configs(
 ) -> tuple[BrokerConfigs, list[str]]:
     """The broker's configs from its ``-c`` properties, as BrokerStartup builds them.
 
-    ``listenPort`` defaults to 10911; ``haListenPort`` is always ``listenPort + 1``; a
-    master's ``brokerId`` is forced to 0 and a slave's must be > 0; ``namesrvAddr`` must be
+    ``listenPort`` defaults to 10911 and must leave room for the fast port
+    (``listenPort - 2``) and ``haListenPort``, which is always ``listenPort + 1``; a master's
+    ``brokerId`` is forced to 0 and a slave's must be > 0; ``namesrvAddr`` must be
     ``host:port`` items separated by ``;``.
     """
     configs = BrokerConfigs(
@@ -829,6 +834,15 @@ def build_broker_configs(
     )
     unknown = apply_properties(props, *configs.all(), source=config_file)
     broker, store = configs.broker, configs.store
+    port = configs.server.listen_port
+    if not FAST_PORT_OFFSET < port < 65535:
+        raise ConfigError(
+            f"listenPort={port}: expected {FAST_PORT_OFFSET + 1}..65534 (the broker also "
+            f"listens on listenPort - {FAST_PORT_OFFSET}; haListenPort is listenPort + 1)",
+            source=config_file,
+            key="listenPort",
+            value=str(port),
+        )
     if broker.namesrv_addr is not None:
         _check_namesrv_addr(broker.namesrv_addr, config_file)
     if store.broker_role is BrokerRole.SLAVE:

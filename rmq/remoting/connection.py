@@ -63,7 +63,8 @@ _JOIN_LIMIT = 16 * 1024
 _connection_ids = itertools.count(1)
 
 
-def _address_text(address: tuple[str, int]) -> str:
+def address_text(address: tuple[str, int]) -> str:
+    """`address` as "host:port" ("[host]:port" for an IPv6 host)."""
     host, port = address
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -174,12 +175,12 @@ class Connection(asyncio.Protocol):
     @property
     def remote_addr(self) -> str:
         """The peer as "host:port"."""
-        return _address_text(self.remote_address)
+        return address_text(self.remote_address)
 
     @property
     def local_addr(self) -> str:
         """This end as "host:port"."""
-        return _address_text(self.local_address)
+        return address_text(self.local_address)
 
     @property
     def closed(self) -> bool:

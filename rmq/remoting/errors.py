@@ -5,6 +5,8 @@ connection that carried them is closed.  `HeaderError` means a well-formed reque
 custom header rmq cannot use (a required field missing, a number that does not parse): the
 server answers that request with SYSTEM_ERROR and the header error's text as remark, and the
 connection stays open.  The client-side errors say why an invocation produced no response.
+`ListenError` means a server could not bind its address; its text names the address and,
+for a broker's second server, which port that is.
 """
 
 from __future__ import annotations
@@ -28,3 +30,18 @@ class RemotingConnectError(RemotingError):
 
 class RemotingTimeoutError(RemotingError):
     """No response arrived within the invocation's timeout."""
+
+
+class ListenError(RemotingError, OSError):
+    """A server could not listen on its address: the port is taken, the address is not one of
+    this host's, the port needs privileges.  ``str()`` is one line naming the address."""
+
+    def __init__(self, address: str, reason: str, errno: int | None, role: str | None) -> None:
+        OSError.__init__(self, errno, reason)
+        self.address = address
+        self.reason = reason
+        self.role = role
+
+    def __str__(self) -> str:
+        where = self.address if self.role is None else f"{self.address}, {self.role}"
+        return f"cannot listen on {where}: {self.reason}"

@@ -14,15 +14,20 @@ returns is written back as the response (None: no response).  The rules for unkn
 failing handlers and oneway requests, malformed frames and idle connections are those of
 `connection.py`; the server only adds the listening socket, the set of open connections
 and the callbacks to run when one closes.  Port 0 picks a free port; `port` tells which.
+A port that cannot be bound makes `start` raise `ListenError`, whose text names the address
+and the server's `role` when it has one (a broker runs a second server on its fast port).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from collections.abc import Callable
 from types import TracebackType
 
-from rmq.remoting.connection import Connection, RemotingEndpoint, log
+from rmq.remoting.connection import Connection, RemotingEndpoint, address_text, log
+from rmq.remoting.errors import ListenError
 from rmq.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 
 # Netty's serverChannelMaxIdleTimeSeconds.
@@ -32,19 +37,22 @@ ConnectionCallback = Callable[[Connection], None]
 
 
 class RemotingServer(RemotingEndpoint):
-    """Listens on `host`:`port` and serves every connection with the registered handlers."""
+    """Listens on `host`:`port` and serves every connection with the registered handlers;
+    `role`, when given, says which of a process's servers this is in logs and errors."""
 
     def __init__(
         self,
         host: str,
         port: int,
         *,
+        role: str | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         close_grace: float = 1.0,
     ) -> None:
         super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout)
         self.host = host
+        self.role = role
         self._requested_port = port
         self._close_grace = close_grace
         self._server: asyncio.Server | None = None
@@ -69,11 +77,21 @@ class RemotingServer(RemotingEndpoint):
         self._close_callbacks.append(callback)
 
     async def start(self) -> None:
+        """Listen; raises `ListenError` when the address cannot be bound."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._accept, self.host, self._requested_port, reuse_address=True, backlog=1024
-        )
-        log.info("remoting server listening on %s:%d", self.host, self.port)
+        try:
+            self._server = await loop.create_server(
+                self._accept, self.host, self._requested_port, reuse_address=True, backlog=1024
+            )
+        except OSError as exc:
+            raise ListenError(
+                address_text((self.host, self._requested_port)),
+                _bind_failure_reason(exc),
+                exc.errno,
+                self.role,
+            ) from exc
+        role = f" ({self.role})" if self.role is not None else ""
+        log.info("remoting server%s listening on %s:%d", role, self.host, self.port)
 
     async def close(self) -> None:
         """Stop listening, cancel running handlers and close every connection."""
@@ -108,3 +126,11 @@ class RemotingServer(RemotingEndpoint):
                 callback(connection)
             except Exception:
                 log.exception("connection-closed callback failed for %s", connection)
+
+
+def _bind_failure_reason(exc: OSError) -> str:
+    """The system's words for why binding failed ("Address already in use"), without the
+    address the event loop wraps around them."""
+    if isinstance(exc, socket.gaierror) or not exc.errno or exc.errno < 0:
+        return exc.strerror or str(exc)
+    return os.strerror(exc.errno)

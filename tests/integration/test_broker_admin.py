@@ -213,7 +213,7 @@ def test_a_port_in_use_and_a_locked_store_are_errors(
     assert not (tmp_path / "s1" / "abort").exists()
 
     first = rmq_processes.start_broker("lock-holder", namesrv=None)
-    result = run_rmq(["broker", "--store", str(first.home / "store"), "--port", "1"], tmp_path)
+    result = run_rmq(["broker", "--store", str(first.home / "store"), "--port", "3"], tmp_path)
     assert result.returncode == 1
     assert "locked by another process" in result.stderr
     first.stop_cleanly()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import socket
@@ -17,7 +18,7 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection
-from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
+from rmq.remoting.errors import ListenError, RemotingConnectError, RemotingTimeoutError
 from rmq.remoting.frame import decode_frame, encode_frame
 from rmq.remoting.headers import (
     GetConsumerRunningInfoRequestHeader,
@@ -378,6 +379,22 @@ def test_connect_failure_is_a_connect_error(run: Runner) -> None:
                 await client.invoke(f"127.0.0.1:{port}", echo_request(), timeout=3)
             with pytest.raises(RemotingConnectError, match="bad address"):
                 await client.invoke("no-port", echo_request(), timeout=3)
+
+    run(scenario())
+
+
+def test_a_port_in_use_is_a_listen_error_naming_it(run: Runner) -> None:
+    async def scenario() -> None:
+        async with serving() as taken:
+            port = taken.port
+            plain = RemotingServer("127.0.0.1", port)
+            described = RemotingServer("127.0.0.1", port, role="the second port")
+            with pytest.raises(ListenError) as caught:
+                await plain.start()
+            assert str(caught.value) == f"cannot listen on 127.0.0.1:{port}: Address already in use"
+            assert caught.value.errno == errno.EADDRINUSE
+            with pytest.raises(OSError, match=f"127.0.0.1:{port}, the second port: Address"):
+                await described.start()
 
     run(scenario())
 

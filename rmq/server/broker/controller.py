@@ -16,10 +16,18 @@ between them):
   ``pull_hold``, the parked pull requests; ``registration``, the name server registration;
 * ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
   every processor (admin, send, pull, query, consumer offsets, client management); codes
-  nobody serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED.
+  nobody serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED;
+* ``fast_server``, a second :class:`RemotingServer` on ``bindAddress:listenPort - 2``: the
+  "fast" (VIP) port, where Java clients with ``vipChannelEnabled`` (on by default up to
+  4.4.0, off since 4.5.1) send everything but pulls.  It serves the same handlers except
+  those of :data:`MAIN_PORT_ONLY` (PULL_MESSAGE), which get REQUEST_CODE_NOT_SUPPORTED
+  there, as on Apache's fast port.  The broker registers only ``listenPort`` with its name
+  servers; clients derive the fast port by subtracting 2.  Connections closing on either
+  server are cleaned up the same way.
 
 Start: the three metadata files are read (a corrupt file with no usable backup stops the
-start), the store starts in a worker thread (lock, recovery), the server listens, the broker
+start), the store starts in a worker thread (lock, recovery), both servers listen (either port
+taken stops the start: :class:`~rmq.remoting.errors.ListenError` names it), the broker
 registers with its name servers and the timers start:
 
 ==========================================  ==============================================
@@ -40,7 +48,7 @@ registrations requested close together are coalesced.  Every message the store d
 a consume queue wakes the pulls parked on that queue: once the store has started, its
 ``arrival_listener`` is the hold service's ``notify_message_arriving``.
 
-Stop (SIGTERM, Ctrl-C): timers stop, the server stops accepting and closes every connection,
+Stop (SIGTERM, Ctrl-C): timers stop, both servers stop accepting and close every connection,
 the broker unregisters from its name servers, offsets, topics and groups are written, and the
 store shuts down (flush, delete ``abort``, release the lock).
 """
@@ -55,7 +63,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from rmq.common.config import BrokerConfigs, BrokerRole
+from rmq.common.config import FAST_PORT_OFFSET, BrokerConfigs, BrokerRole
+from rmq.remoting.codes import RequestCode
 from rmq.remoting.connection import Connection
 from rmq.remoting.server import RemotingServer
 from rmq.server.broker.adminprocessor import AdminProcessor
@@ -94,6 +103,8 @@ STATS_SAMPLE_INTERVAL_S = 1.0
 HOLD_CHECK_INTERVAL_S = 5.0
 CLIENT_SCAN_INTERVAL_S = 10.0
 FIRST_CLEANUP_DELAY_S = 60.0
+MAIN_PORT_ONLY = frozenset({RequestCode.PULL_MESSAGE})
+"""The request codes the fast port (``listenPort - 2``) does not serve."""
 
 
 def seconds_to_next_midnight(now: datetime.datetime) -> float:
@@ -151,10 +162,16 @@ class BrokerController:
             self.topic_config_manager,
             self.broker_addr,
         )
+        netty = self.netty_config
+        idle_timeout = float(netty.server_channel_max_idle_time_seconds)
         self.server = RemotingServer(
-            self.netty_config.bind_address,
-            self.netty_config.listen_port,
-            idle_timeout=float(self.netty_config.server_channel_max_idle_time_seconds),
+            netty.bind_address, netty.listen_port, idle_timeout=idle_timeout
+        )
+        self.fast_server = RemotingServer(
+            netty.bind_address,
+            netty.listen_port - FAST_PORT_OFFSET,
+            role=f"the broker's fast port (listenPort - {FAST_PORT_OFFSET})",
+            idle_timeout=idle_timeout,
         )
         self.admin_processor = AdminProcessor(self)
         self.client_processor = ClientProcessor(self)
@@ -170,8 +187,11 @@ class BrokerController:
         for processor in processors:
             for code, handler in processor.handlers().items():
                 self.server.register(code, handler)
-        self.server.register_default(self.admin_processor.not_supported)
-        self.server.on_connection_closed(self._connection_closed)
+                if code not in MAIN_PORT_ONLY:
+                    self.fast_server.register(code, handler)
+        for server in (self.server, self.fast_server):
+            server.register_default(self.admin_processor.not_supported)
+            server.on_connection_closed(self._connection_closed)
         self._timers: list[asyncio.Task[None]] = []
         self._cleanup: asyncio.Future[CleanupResult] | None = None
 
@@ -192,7 +212,8 @@ class BrokerController:
 
         Raises :class:`~rmq.store.configfile.ConfigFileError` for unreadable metadata,
         :class:`~rmq.store.errors.StoreError` when the store cannot be opened and
-        :class:`OSError` when the port cannot be bound; nothing is left running then.
+        :class:`~rmq.remoting.errors.ListenError` when ``listenPort`` or the fast port cannot
+        be bound; nothing is left running then.
         """
         self.topic_config_manager.load()
         self.subscription_group_manager.load()
@@ -206,7 +227,9 @@ class BrokerController:
             if master:
                 await self.schedule_service.start()
             await self.server.start()
+            await self.fast_server.start()
         except BaseException:
+            await self.server.close()
             await self.schedule_service.stop()
             await asyncio.to_thread(self.store.shutdown)
             raise
@@ -230,6 +253,7 @@ class BrokerController:
         await asyncio.gather(*self._timers, return_exceptions=True)
         self._timers.clear()
         await self.server.close()
+        await self.fast_server.close()
         await self.registration.unregister()
         await self.transaction_check_service.stop()
         await self.schedule_service.stop()

@@ -390,3 +390,21 @@ def test_build_broker_configs_rejects_bad_startup_values() -> None:
         config.build_broker_configs({"namesrvAddr": "host-without-port"})
     configs, _ = config.build_broker_configs({"namesrvAddr": "10.0.0.1:9876;ns2:9876"})
     assert configs.broker.namesrv_addr == "10.0.0.1:9876;ns2:9876"
+
+
+@pytest.mark.parametrize("port", ["0", "2", "-10911", "65535"])
+def test_build_broker_configs_needs_room_for_the_fast_and_ha_ports(port: str) -> None:
+    with pytest.raises(ConfigError, match=rf"listenPort={port}: expected 3\.\.65534") as caught:
+        config.build_broker_configs({"listenPort": port}, config_file="broker.conf")
+    assert (caught.value.source, caught.value.key, caught.value.value) == (
+        "broker.conf",
+        "listenPort",
+        port,
+    )
+
+
+@pytest.mark.parametrize("port", [3, 65534])
+def test_build_broker_configs_accepts_the_edge_ports(port: int) -> None:
+    configs, _ = config.build_broker_configs({"listenPort": str(port)})
+    assert configs.server.listen_port - config.FAST_PORT_OFFSET >= 1
+    assert configs.store.ha_listen_port == port + 1 <= 65535
