@@ -1,0 +1,141 @@
+"""Running Apache's mqadmin and the Java clients the mqadmin tests need.
+
+* `mqadmin` runs one command through `rmq.conformance.MqAdmin` (conformance/drivers), which is
+  MQAdminStartup.main followed by System.exit: the same program and output as `run_mqadmin`,
+  without the ~3 s mqadmin spends after the command waiting for Netty's event loops to wind
+  down.  `mqadmin_until` runs a command that never ends (startMonitoring) with MQAdminStartup
+  itself and kills it once its output holds what the caller waits for.
+* `Clients` is one `rmq.conformance.MqAdminClients` process: it sets up a cluster (topics,
+  groups, messages, a traced message, a push consumer that has consumed everything) and keeps
+  its producer and consumer connected until `close`.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from tests.conformance.java import java_argv, java_env
+
+MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+
+
+def mqadmin(args: Sequence[str], *, home: Path, timeout: float = 60) -> str:
+    """stdout of `mqadmin args...` (mqadmin exits 0 whatever happened; stderr holds traces)."""
+    argv = java_argv("rmq.conformance.MqAdmin", args, home=home, drivers=True)
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env=java_env(home), check=False
+    )
+    return done.stdout + _stderr_block(done.stderr)
+
+
+def _stderr_block(stderr: str) -> str:
+    """Exceptions mqadmin prints go to stderr; they are part of what the command showed."""
+    lines = [line for line in stderr.splitlines() if not line.startswith("WARNING:")]
+    return "".join(f"STDERR {line}\n" for line in lines)
+
+
+def mqadmin_until(
+    args: Sequence[str], done: Callable[[str], bool], *, home: Path, timeout: float = 60
+) -> str:
+    """Run MQAdminStartup `args` until `done(stdout so far)` holds, then kill it."""
+    argv = java_argv(MQADMIN_MAIN, args, home=home)
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=java_env(home),
+    )
+    assert process.stdout is not None
+    lines = _reader(process.stdout)
+    output = ""
+    deadline = time.monotonic() + timeout
+    try:
+        while not done(output):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"mqadmin {args[0]}: no complete report in {timeout}s")
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
+            output += line
+        return output
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def _reader(stream: IO[str]) -> queue.Queue[str | None]:
+    """Lines of `stream` as a thread reads them; None at the end."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+class Clients:
+    """A running MqAdminClients process and what it reported when it was ready."""
+
+    def __init__(self, spec: Mapping[str, Any], *, home: Path, timeout: float = 120) -> None:
+        argv = java_argv("rmq.conformance.MqAdminClients", [], home=home, drivers=True)
+        self.log = home / "clients.out"
+        home.mkdir(parents=True, exist_ok=True)
+        self._out = self.log.open("w")
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._out,
+            text=True,
+            env=java_env(home),
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(spec) + "\n")
+        self.process.stdin.flush()
+        self.ready = self._await_ready(_reader(self.process.stdout), timeout)
+
+    def _await_ready(self, lines: queue.Queue[str | None], timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                line = None
+            if line is None:
+                self.close()
+                raise AssertionError(
+                    f"MqAdminClients did not get ready: {''.join(seen)}\n"
+                    f"{self.log.read_text(errors='replace')[-4000:]}"
+                )
+            if line.startswith("READY "):
+                ready: dict[str, Any] = json.loads(line[6:])
+                return ready
+            seen.append(line)
+
+    def close(self) -> None:
+        """Close stdin (the clients shut down), or kill them when they do not."""
+        if self.process.poll() is None:
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.close()
+                self.process.wait(timeout=30)
+            except (subprocess.TimeoutExpired, BrokenPipeError):
+                self.process.kill()
+                self.process.wait(timeout=30)
+        self._out.close()
