@@ -3,7 +3,73 @@ TransactionMQProducer, request-reply, message trace and the wire options of the 
 
 from __future__ import annotations
 
-from tests.conformance.scenarios import Scenario, received_all
+from collections.abc import Callable
+
+from tests.conformance.scenarios import Result, Scenario, received_all
+
+Check = Callable[[Result], None]
+
+
+def every(*checks: Check) -> Check:
+    def check(result: Result) -> None:
+        for one in checks:
+            one(result)
+
+    return check
+
+
+def all_sent_ok(count: int) -> Check:
+    def check(result: Result) -> None:
+        assert result["statuses"] == ["SEND_OK"] * count, result["statuses"]
+
+    return check
+
+
+def flags(*names: str) -> Check:
+    """Checks: each named result key is true."""
+
+    def check(result: Result) -> None:
+        false = [name for name in names if result.get(name) is not True]
+        assert not false, f"false: {false}"
+
+    return check
+
+
+def _async(result: Result) -> None:
+    assert result["callbacks"] == 20, f"{result['callbacks']} of 20 callbacks completed"
+    assert result["outcomes"] == ["SEND_OK"] * 20, result["outcomes"]
+
+
+def _batch(result: Result) -> None:
+    assert result["splitBatches"] >= 3, "the large list was not split into several batches"
+    assert result["idsPerBatch"][0] == 10, "the first batch's send result names 10 ids"
+    assert not any(m["sysFlagCompressed"] for m in result["messages"]), "batch compressed"
+
+
+def _orderly(result: Result) -> None:
+    for key, placement in result["perKey"].items():
+        assert len(placement["queues"]) == 1, f"{key} spread over {placement['queues']}"
+        assert placement["inSendOrder"], f"{key} not in send order"
+
+
+def _large(result: Result) -> None:
+    compressed = {m["keys"]: m["sysFlagCompressed"] for m in result["messages"]}
+    assert compressed == {
+        "large-4095": False,
+        "large-4096": True,
+        "large-5000": True,
+        "large-1572864r": True,
+        "large-3145728": True,
+    }, compressed
+
+
+def _keys(result: Result) -> None:
+    assert len(result["queryShared"]) == 3, "queryMessage(shared) did not find all three"
+    assert len(result["queryOwn"]) == 1, "queryMessage(kp-0) did not find exactly one"
+    props = result["messages"][0]["properties"]
+    assert len(props) == 42 and props["emoji"] == "🚀🎉", props
+    assert result["queryShared"] == result["messages"], "query by key differs from consumer"
+
 
 SCENARIOS: list[Scenario] = [
     Scenario(
@@ -11,5 +77,54 @@ SCENARIOS: list[Scenario] = [
         "ProducerScenarios.sync",
         {"count": 20, "topics": {"ConfSync": 4}, "topic": "ConfSync"},
         received_all(20),
+    ),
+    Scenario(
+        "producer async send",
+        "ProducerScenarios.async",
+        {"count": 20, "topics": {"ConfAsync": 4}, "topic": "ConfAsync"},
+        every(received_all(20), _async),
+    ),
+    Scenario(
+        "producer oneway send",
+        "ProducerScenarios.oneway",
+        {"count": 20, "topics": {"ConfOneway": 4}, "topic": "ConfOneway"},
+        received_all(20),
+    ),
+    Scenario(
+        "producer batch send (one batch and a list split into batches)",
+        "ProducerScenarios.batch",
+        {"count": 10, "large": 40, "topics": {"ConfBatch": 4}, "topic": "ConfBatch"},
+        every(received_all(50), _batch),
+    ),
+    Scenario(
+        "producer orderly send (MessageQueueSelector)",
+        "ProducerScenarios.orderly",
+        {"perKey": 10, "topics": {"ConfOrderly": 4}, "topic": "ConfOrderly"},
+        every(received_all(30), all_sent_ok(30), _orderly),
+    ),
+    Scenario(
+        "producer delay level 2",
+        "ProducerScenarios.delay",
+        {"level": 2, "delaySeconds": 2, "topics": {"ConfDelay": 2}, "topic": "ConfDelay"},
+        every(
+            received_all(2),
+            flags("plainDelivered", "plainBeforeDelayed", "delayedDelivered", "delayedNotEarly"),
+        ),
+    ),
+    Scenario(
+        "producer large and compressed bodies",
+        "ProducerLookups.large",
+        {"topics": {"ConfLarge": 2}, "topic": "ConfLarge"},
+        every(received_all(5), all_sent_ok(5), flags("intact"), _large),
+    ),
+    Scenario(
+        "producer keys and UTF-8 properties (consumer, query by key, view by id)",
+        "ProducerLookups.keysAndProperties",
+        {"count": 3, "properties": 40, "topics": {"ConfKeys": 2}, "topic": "ConfKeys"},
+        every(
+            received_all(3),
+            flags("consumerSeesSendIds", "viewByOffsetIdMatches", "queryByUniqueIdMatches"),
+            _keys,
+        ),
     ),
 ]
