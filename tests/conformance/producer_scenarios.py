@@ -71,6 +71,29 @@ def _keys(result: Result) -> None:
     assert result["queryShared"] == result["messages"], "query by key differs from consumer"
 
 
+def _transactions(result: Result) -> None:
+    keys = sorted(m["keys"] for m in result["messages"])
+    assert keys == ["commit-0", "commit-1", "unknown-commit-0", "unknown-commit-1"], keys
+    assert result["checkedBack"] == [
+        "unknown-commit-0",
+        "unknown-commit-1",
+        "unknown-rollback-0",
+        "unknown-rollback-1",
+    ], f"checked back: {result['checkedBack']}"
+
+
+def _replies(result: Result) -> None:
+    assert not result["failures"] and not result["responderErrors"], result
+    assert result["replies"] == {
+        f"request-{i}": {
+            "topic": "DefaultCluster_REPLY_TOPIC",
+            "body": f"reply to request-{i}",
+            "properties": {"answers": f"request-{i}"},
+        }
+        for i in range(3)
+    }, result["replies"]
+
+
 SCENARIOS: list[Scenario] = [
     Scenario(
         "producer sync send",
@@ -126,5 +149,18 @@ SCENARIOS: list[Scenario] = [
             flags("consumerSeesSendIds", "viewByOffsetIdMatches", "queryByUniqueIdMatches"),
             _keys,
         ),
+    ),
+    Scenario(
+        "transactional producer: commit, rollback, unknown then check-back",
+        "TransactionScenarios.outcomes",
+        {"perOutcome": 2, "topics": {"ConfTx": 2}, "topic": "ConfTx"},
+        every(received_all(4), all_sent_ok(8), flags("unknownCheckedBack"), _transactions),
+    ),
+    Scenario(
+        "producer request-reply",
+        "RequestScenarios.requestReply",
+        {"count": 3, "timeout": 15, "topics": {"ConfRequest": 2}, "topic": "ConfRequest"},
+        _replies,
+        missing="request-reply (SEND_REPLY_MESSAGE 324/325, PUSH_REPLY_MESSAGE_TO_CLIENT 326)",
     ),
 ]
