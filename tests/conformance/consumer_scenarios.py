@@ -1,9 +1,87 @@
 """Java client scenarios of the consumer side: push consumers (concurrently, orderly,
 clustering, broadcasting, filters, where to start, retries to the DLQ), the lite pull consumer
-and the pull consumer."""
+and the pull consumer.
+
+The drivers are PushScenarios, RetryScenarios, LiteScenarios and PullScenarios in
+conformance/drivers; every message they send is numbered (`index` and `parity` properties,
+`key-<i>`, `body-<i>`), and results name messages by index, so they are the same on any broker.
+"""
 
 from __future__ import annotations
 
-from tests.conformance.scenarios import Scenario
+from collections.abc import Callable
 
-SCENARIOS: list[Scenario] = []
+from tests.conformance.scenarios import Result, Scenario
+
+
+def _indexes(count: int, start: int = 0) -> list[int]:
+    return list(range(start, start + count))
+
+
+def _push_concurrently(result: Result) -> None:
+    assert result["count"] == 20 and result["duplicates"] == 0, result
+    assert result["heldAllQueues"] and result["denseOffsets"], result
+    assert result["committedAll"] and sum(result["consumerOffsets"]) == 20, result
+    assert all(m["reconsumeTimes"] == 0 for m in result["messages"])
+
+
+def _push_orderly(result: Result) -> None:
+    assert result["count"] == 40 and result["lockedQueues"] == 4, result
+    assert not result["overlapped"], "two threads consumed one queue at once"
+    assert result["perQueue"] == {str(q): list(range(q, 40, 4)) for q in range(4)}, result
+    assert all(result["inOrder"].values()), result
+
+
+def _clustering(result: Result) -> None:
+    assert result["split"] and result["consumersInGroup"] == 2, result
+    assert result["queuesHeld"] == [2, 2], result
+    assert result["received"] == _indexes(20) and result["duplicates"] == 0, result
+    assert result["countsPerConsumer"] == [10, 10], result
+
+
+def _broadcasting(result: Result) -> None:
+    assert result["eachHeldAllQueues"], result
+    assert result["received"] == [_indexes(20), _indexes(20)], result
+    assert result["counts"] == [20, 20], "a broadcasting consumer got a message twice"
+
+
+def _tags(result: Result) -> None:
+    assert result["TagA || TagC"] == [i for i in range(30) if i % 3 != 1], result
+    assert result["*"] == _indexes(30), result
+
+
+def _sql92(result: Result) -> None:
+    assert result["received"] == [i for i in range(20) if i > 5 and i % 2 == 0], result
+
+
+def _from_where(result: Result) -> None:
+    # A new group on a queue whose first message is still in memory starts at offset 0
+    # whatever its ConsumeFromWhere (the broker answers QUERY_CONSUMER_OFFSET with 0).
+    assert result["received"] == {mode: _indexes(20) for mode in ("first", "last", "timestamp")}
+    assert result["searchOffsetAtBoundary"], result
+
+
+def _push(name: str, method: str, check: Callable[[Result], None], **spec: object) -> Scenario:
+    return Scenario(name, f"PushScenarios.{method}", spec, check)
+
+
+SCENARIOS: list[Scenario] = [
+    _push("push consumer concurrently", "concurrently", _push_concurrently),
+    _push("push consumer orderly", "orderly", _push_orderly),
+    _push("push clustering, two consumers", "clustering", _clustering),
+    _push("push broadcasting, two consumers", "broadcasting", _broadcasting),
+    _push(
+        "push tag expressions",
+        "tags",
+        _tags,
+        expressions={"TagA || TagC": 20, "*": 30},
+    ),
+    Scenario(
+        "push SQL92 selector",
+        "PushScenarios.sql92",
+        {"sql": "index > 5 AND parity = 'even'", "expected": 7},
+        _sql92,
+        missing="SQL92 filtering",
+    ),
+    _push("push consume from first / last / timestamp", "fromWhere", _from_where),
+]
