@@ -94,6 +94,12 @@ def _replies(result: Result) -> None:
     }, result["replies"]
 
 
+def _trace(result: Result) -> None:
+    assert result["consumed"] == 3, f"the traced consumer got {result['consumed']} of 3"
+    assert result["traceTypes"] == {"Pub": 3, "SubBefore": 3, "SubAfter": 3}, result
+    assert result["traceMessageTopics"] == ["RMQ_SYS_TRACE_TOPIC"], result
+
+
 SCENARIOS: list[Scenario] = [
     Scenario(
         "producer sync send",
@@ -162,5 +168,11 @@ SCENARIOS: list[Scenario] = [
         {"count": 3, "timeout": 15, "topics": {"ConfRequest": 2}, "topic": "ConfRequest"},
         _replies,
         missing="request-reply (SEND_REPLY_MESSAGE 324/325, PUSH_REPLY_MESSAGE_TO_CLIENT 326)",
+    ),
+    Scenario(
+        "message trace (enableMsgTrace producer and consumer)",
+        "TraceScenarios.pubSub",
+        {"count": 3, "topics": {"ConfTraced": 2}, "topic": "ConfTraced"},
+        _trace,
     ),
 ]

@@ -6,6 +6,7 @@ package rmq.conformance;
 import com.alibaba.fastjson.JSONObject;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -14,6 +15,7 @@ import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.protocol.body.ClusterInfo;
 import org.apache.rocketmq.common.protocol.route.BrokerData;
+import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 final class Spec {
@@ -82,22 +84,45 @@ final class Spec {
         return producer;
     }
 
+    /** A producer with `rpcHook` (null: none) and the client's message trace on or off. */
+    DefaultMQProducer producer(RPCHook rpcHook, boolean enableMsgTrace) {
+        DefaultMQProducer producer = new DefaultMQProducer(
+            str("producerGroup", group() + "-producer"), rpcHook, enableMsgTrace, null);
+        configureProducer(producer);
+        return producer;
+    }
+
+    /**
+     * The spec's "vipChannel" (send through the broker's fast port, listenPort - 2) when it
+     * sets one; otherwise the client's own default stays.
+     */
+    void vipChannel(ClientConfig client) {
+        if (json.containsKey("vipChannel")) {
+            client.setVipChannelEnabled(flag("vipChannel"));
+        }
+    }
+
     private void configureProducer(DefaultMQProducer producer) {
         producer.setNamesrvAddr(namesrv());
         producer.setInstanceName(instance("producer"));
         producer.setSendMsgTimeout(integer("sendTimeoutMillis", 5000));
         producer.setRetryTimesWhenSendFailed(integer("retries", 2));
-        producer.setVipChannelEnabled(flag("vipChannel"));
+        vipChannel(producer);
         if (json.containsKey("compressOver")) {
             producer.setCompressMsgBodyOverHowmuch(integer("compressOver", 4096));
         }
     }
 
     DefaultMQPushConsumer pushConsumer(String group) {
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        return pushConsumer(group, false);
+    }
+
+    /** A push consumer with the client's message trace on or off. */
+    DefaultMQPushConsumer pushConsumer(String group, boolean enableMsgTrace) {
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group, enableMsgTrace);
         consumer.setNamesrvAddr(namesrv());
         consumer.setInstanceName(instance("push"));
-        consumer.setVipChannelEnabled(flag("vipChannel"));
+        vipChannel(consumer);
         consumer.setPersistConsumerOffsetInterval(1000);
         consumer.setPollNameServerInterval(1000);
         consumer.setHeartbeatBrokerInterval(1000);
@@ -108,7 +133,7 @@ final class Spec {
         DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
         consumer.setNamesrvAddr(namesrv());
         consumer.setInstanceName(instance("lite"));
-        consumer.setVipChannelEnabled(flag("vipChannel"));
+        vipChannel(consumer);
         consumer.setAutoCommitIntervalMillis(1000);
         consumer.setTopicMetadataCheckIntervalMillis(1000);
         return consumer;
@@ -119,7 +144,7 @@ final class Spec {
         DefaultMQPullConsumer consumer = new DefaultMQPullConsumer(group);
         consumer.setNamesrvAddr(namesrv());
         consumer.setInstanceName(instance("pull"));
-        consumer.setVipChannelEnabled(flag("vipChannel"));
+        vipChannel(consumer);
         return consumer;
     }
 
@@ -127,7 +152,7 @@ final class Spec {
         DefaultMQAdminExt admin = new DefaultMQAdminExt(integer("adminTimeoutMillis", 5000));
         admin.setNamesrvAddr(namesrv());
         admin.setInstanceName(instance("admin"));
-        admin.setVipChannelEnabled(flag("vipChannel"));
+        vipChannel(admin);
         admin.start();
         return admin;
     }
