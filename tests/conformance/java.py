@@ -159,10 +159,18 @@ class DriverError(AssertionError):
 
 
 def run_driver(
-    scenario: str, spec: Mapping[str, Any], *, home: Path, timeout: float = 120
+    scenario: str,
+    spec: Mapping[str, Any],
+    *,
+    home: Path,
+    timeout: float = 120,
+    props: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run conformance driver `scenario` with `spec` on stdin; return its RESULT object."""
-    argv = java_argv("rmq.conformance.Driver", [scenario], home=home, drivers=True)
+    """Run conformance driver `scenario` with `spec` on stdin; return its RESULT object.
+
+    `props` are JVM system properties (-Dkey=value), e.g. the client's
+    `rocketmq.serialize.type`."""
+    argv = java_argv("rmq.conformance.Driver", [scenario], home=home, drivers=True, props=props)
     try:
         done = subprocess.run(
             argv,

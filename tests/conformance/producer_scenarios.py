@@ -100,6 +100,25 @@ def _trace(result: Result) -> None:
     assert result["traceMessageTopics"] == ["RMQ_SYS_TRACE_TOPIC"], result
 
 
+def wire(codes: list[int], serialize: str, port_below: int, vip: bool) -> Check:
+    """Checks of WireScenarios.send: the send codes, the header serialization both ways,
+    how far below listenPort the sends went (2: the fast port) and the client's vip flag."""
+
+    def check(result: Result) -> None:
+        assert result["sendCodes"] == codes, f"sent with {result['sendCodes']}"
+        assert result["requestSerializeTypes"] == [serialize], result["requestSerializeTypes"]
+        assert result["responseSerializeTypes"] == [serialize], result["responseSerializeTypes"]
+        assert result["sendPortsBelowListenPort"] == [port_below], result
+        assert result["vipChannelEnabled"] is vip, result["vipChannelEnabled"]
+        assert result["traceOn"] is True and result["regionId"] == "DefaultRegion", result
+
+    return check
+
+
+def _wire_topic(name: str) -> dict[str, object]:
+    return {"batch": 3, "topics": {name: 2}, "topic": name}
+
+
 SCENARIOS: list[Scenario] = [
     Scenario(
         "producer sync send",
@@ -174,5 +193,31 @@ SCENARIOS: list[Scenario] = [
         "TraceScenarios.pubSub",
         {"count": 3, "topics": {"ConfTraced": 2}, "topic": "ConfTraced"},
         _trace,
+    ),
+    Scenario(
+        "wire: client defaults (JSON headers, SEND_MESSAGE_V2, main port)",
+        "WireScenarios.send",
+        _wire_topic("ConfWireDefault"),
+        every(received_all(4), all_sent_ok(2), wire([310, 320], "JSON", 0, vip=False)),
+    ),
+    Scenario(
+        "wire: ROCKETMQ binary headers (rocketmq.serialize.type)",
+        "WireScenarios.send",
+        _wire_topic("ConfWireBinary"),
+        every(received_all(4), all_sent_ok(2), wire([310, 320], "ROCKETMQ", 0, vip=False)),
+        props={"rocketmq.serialize.type": "ROCKETMQ"},
+    ),
+    Scenario(
+        "wire: SEND_MESSAGE V1 header (sendSmartMsg=false)",
+        "WireScenarios.send",
+        _wire_topic("ConfWireV1"),
+        every(received_all(4), all_sent_ok(2), wire([10, 320], "JSON", 0, vip=False)),
+        props={"org.apache.rocketmq.client.sendSmartMsg": "false"},
+    ),
+    Scenario(
+        "wire: VIP channel (vipChannelEnabled, fast port listenPort - 2)",
+        "WireScenarios.send",
+        {**_wire_topic("ConfWireVip"), "vipChannel": True},
+        every(received_all(4), all_sent_ok(2), wire([310, 320], "JSON", 2, vip=True)),
     ),
 ]

@@ -26,6 +26,8 @@ class Scenario:
     missing: str | None = None
     ignore: tuple[str, ...] = ()
     """Result keys not compared between Apache and rmq (still checked by `checks`)."""
+    props: Mapping[str, str] = field(default_factory=dict)
+    """JVM system properties of the driver (the Java client reads some options only there)."""
 
 
 def received_all(count: int) -> Callable[[Result], None]:

@@ -31,7 +31,9 @@ def _run(scenario: Scenario, cluster: Cluster, home: Path) -> dict[str, Any]:
         "group": f"CG-{slug}",
         **scenario.spec,
     }
-    result = run_driver(scenario.driver, spec, home=home / cluster.kind / slug)
+    result = run_driver(
+        scenario.driver, spec, home=home / cluster.kind / slug, props=scenario.props
+    )
     if scenario.checks is not None:
         scenario.checks(result)
     return result
