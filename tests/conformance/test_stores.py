@@ -1,0 +1,403 @@
+"""Apache RocketMQ 4.9 stores and rmq stores, crossed both ways (matrix section "Stores").
+
+1. Apache -> rmq: a fresh Apache cluster of its own takes the Java traffic of
+   conformance/drivers StoreTraffic (tags, keys, user properties, compressed bodies, a batch,
+   delay level 2, a committed and a rolled-back transaction; a push consumer group consumes
+   phase one, then phase two is sent, then a new group reads everything) and stops with
+   SIGTERM.  `rmq inspect` (verify, dump, export, config) and `rmq spark-export` must read the
+   store without a warning and agree field by field with what the Java consumers received.
+2. rmq -> Apache: the same traffic on a fresh rmq cluster; rmq's broker stops cleanly and
+   Apache's broker starts on the same store directory (same brokerName): the consumer group
+   resumes exactly where it stopped, a new group reads every record as sent, and the topics
+   and groups created on rmq exist on Apache.
+3. kill -9, crossed: on that store, Apache's broker is killed in the middle of a stream of
+   sync sends and rmq's broker recovers the store, then rmq's is killed the same way and
+   Apache's recovers it: every acknowledged message is at its queue and offset, and new sends
+   are accepted.  Finally `rmq inspect verify` reads the store both brokers wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance import store_checks as checks
+from tests.conformance import store_runs as runs
+from tests.conformance.clusters import Cluster, start_apache, start_rmq
+from tests.conformance.java import ensure_built
+from tests.procs import RmqProcess
+
+SECTION = "Stores"
+COLUMN = "result"
+
+
+def row(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.matrix(SECTION, name, COLUMN)
+
+
+def visible(sends: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sends that reach the topic: all but the rolled-back transaction."""
+    return [send for send in sends if send["kind"] != "rollback"]
+
+
+def system_record_count(sends: list[dict[str, Any]]) -> int:
+    """Records besides the topic's: a parked copy per delayed message, a half and an op
+    record per transaction."""
+    delayed = sum(send["kind"] == "delayed" for send in sends)
+    transactions = sum(send["kind"] in ("commit", "rollback") for send in sends)
+    return delayed + 2 * transactions
+
+
+def expect_none(record_property: Callable[[str, object], None], problems: list[str]) -> None:
+    if problems:
+        record_property("matrix_outcome", "different")
+    assert not problems, "\n".join(problems[:40])
+
+
+# -- 1. Apache -> rmq ---------------------------------------------------------------------------
+
+
+@dataclass
+class ApacheStore:
+    store: Path
+    traffic: dict[str, Any]
+
+    @property
+    def sends(self) -> list[dict[str, Any]]:
+        return list(self.traffic["sends"])
+
+    def java_records(self, name: str = "readAll") -> list[checks.Record]:
+        return [checks.from_java(record) for record in self.traffic[name]]
+
+    @property
+    def record_count(self) -> int:
+        return len(visible(self.sends)) + system_record_count(self.sends)
+
+
+@pytest.fixture(scope="module")
+def apache_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheStore]:
+    ensure_built()
+    root = tmp_path_factory.mktemp("store-apache")
+    cluster = start_apache(root)
+    try:
+        traffic = runs.traffic(cluster.namesrv_addr, root / "java", read_all=True)
+        cluster.broker.stop(timeout=60)
+        assert not (cluster.store_dir / "abort").exists(), "Apache's broker left its abort file"
+    finally:
+        cluster.processes.kill_all()
+    yield ApacheStore(cluster.store_dir, traffic)
+
+
+@row("Apache -> rmq: rmq inspect verify")
+def test_apache_store_verifies(apache_store: ApacheStore, record_property: Any) -> None:
+    overview = runs.inspect_json(apache_store.store, "overview")
+    verified = runs.inspect_json(apache_store.store, "verify")
+    problems = [str(p) for p in verified["problems"]]
+    if not verified["ok"]:
+        problems.append("verify: not ok")
+    if verified["records"] != apache_store.record_count:
+        problems.append(f"verify: {verified['records']} records, {apache_store.record_count} sent")
+    if (overview["shutdown"], overview["lockHeld"]) != ("clean", False):
+        problems.append(f"overview: shutdown {overview['shutdown']}, lock {overview['lockHeld']}")
+    expect_none(record_property, problems)
+
+
+@row("Apache -> rmq: rmq inspect dump = Java consumer, field by field")
+def test_apache_store_dump(apache_store: ApacheStore, record_property: Any) -> None:
+    dumped: list[checks.Record] = []
+    for name in sorted(p.name for p in (apache_store.store / "commitlog").iterdir()):
+        records = runs.inspect_json(apache_store.store, "dump", "--file", name)
+        dumped += [checks.from_message_record(r) for r in records]
+    problems = checks.match_records(apache_store.java_records(), dumped, by="commitLogOffset")
+    problems += checks.system_records(apache_store.sends, dumped, runs.TOPIC)
+    if len(dumped) != apache_store.record_count:
+        problems.append(f"dump: {len(dumped)} records, expected {apache_store.record_count}")
+    expect_none(record_property, problems)
+
+
+@row("Apache -> rmq: rmq inspect export = Java consumer and producer, field by field")
+def test_apache_store_export(apache_store: ApacheStore, record_property: Any) -> None:
+    exported = [checks.from_message_record(r) for r in runs.inspect_export(apache_store.store)]
+    in_topic = [r for r in exported if r["topic"] == runs.TOPIC]
+    java = apache_store.java_records()
+    problems = checks.match_records(java, exported)
+    problems += checks.match_records(apache_store.java_records("consumed"), exported)
+    problems += checks.match_sends(apache_store.sends, in_topic)
+    problems += checks.system_records(apache_store.sends, exported, runs.TOPIC)
+    if len(in_topic) != len(java) or len(exported) != apache_store.record_count:
+        problems.append(
+            f"export: {len(in_topic)} in {runs.TOPIC} of {len(exported)}, Java read {len(java)}"
+        )
+    expect_none(record_property, problems)
+
+
+@row("Apache -> rmq: rmq inspect config (offsets, topics, groups, delay)")
+def test_apache_store_config(apache_store: ApacheStore, record_property: Any) -> None:
+    store = apache_store.store
+    offsets = runs.inspect_json(store, "config", "offsets")
+    topics = {t["topicName"]: t for t in runs.inspect_json(store, "config", "topics")}
+    groups = {g["groupName"]: g for g in runs.inspect_json(store, "config", "groups")}
+    delay = runs.inspect_json(store, "config", "delay")
+    problems = []
+    ends: dict[str, dict[int, int]] = {}
+    for name in ("consumed", "readAll"):
+        for record in apache_store.traffic[name]:
+            queue = ends.setdefault(name, {})
+            queue[record["queueId"]] = max(
+                queue.get(record["queueId"], 0), record["queueOffset"] + 1
+            )
+    stored = {
+        (o["group"], o["queueId"]): (o["offset"], o["maxOffset"])
+        for o in offsets
+        if o["topic"] == runs.TOPIC
+    }
+    for group, name in ((runs.GROUP, "consumed"), (f"{runs.GROUP}-all", "readAll")):
+        for queue_id, end in ends[name].items():
+            got = stored.get((group, queue_id))
+            if got != (end, ends["readAll"][queue_id]):
+                problems.append(f"offsets {group} queue {queue_id}: {got}, expected {end}")
+    main, side = topics.get(runs.TOPIC), topics.get(f"{runs.TOPIC}-Side")
+    if main is None or (main["readQueueNums"], main["writeQueueNums"], main["perm"]) != (4, 4, 6):
+        problems.append(f"topic {runs.TOPIC}: {main}")
+    elif main["messages"] != len(apache_store.traffic["readAll"]):
+        problems.append(f"topic {runs.TOPIC}: {main['messages']} messages")
+    if side is None or (side["readQueueNums"], side["writeQueueNums"], side["perm"]) != (3, 2, 4):
+        problems.append(f"topic {runs.TOPIC}-Side: {side}")
+    group = groups.get(runs.GROUP)
+    if group is None or (group["retryMaxTimes"], group["consumeBroadcastEnable"]) != (7, False):
+        problems.append(f"group {runs.GROUP}: {group}")
+    level_two = [d for d in delay if d["level"] == 2]
+    if len(level_two) != 1 or (level_two[0]["queueId"], level_two[0]["offset"]) != (1, 1):
+        problems.append(f"delay offsets: {delay}")
+    expect_none(record_property, problems)
+
+
+@row("Apache -> rmq: rmq spark-export = Java consumer, field by field")
+def test_apache_store_spark_export(
+    apache_store: ApacheStore, tmp_path: Path, record_property: Any
+) -> None:
+    pytest.importorskip("pyspark")
+    out = tmp_path / "export"
+    done = runs.rmq_cli(
+        [
+            "spark-export",
+            str(apache_store.store),
+            "--out",
+            str(out),
+            "--broker-name",
+            "broker-a",
+            "--master",
+            "local[1]",
+        ],
+        timeout=300,
+    )
+    assert done.returncode == 0, f"rmq spark-export exited {done.returncode}\n{done.stderr[-4000:]}"
+    rows = checks.read_parquet(out)
+    problems = checks.match_records(apache_store.java_records(), rows)
+    problems += checks.system_records(apache_store.sends, rows, runs.TOPIC)
+    if len(rows) != apache_store.record_count:
+        problems.append(f"spark-export: {len(rows)} rows, expected {apache_store.record_count}")
+    names = {r["brokerName"] for r in rows}
+    if names != {"broker-a"}:
+        problems.append(f"spark-export: brokerName {names}")
+    expect_none(record_property, problems)
+
+
+# -- 2. rmq -> Apache ---------------------------------------------------------------------------
+
+
+@dataclass
+class Switch:
+    """rmq's cluster after the traffic, with Apache's broker now serving rmq's store."""
+
+    cluster: Cluster
+    traffic: dict[str, Any]
+    config_files: list[str]
+    apache: RmqProcess
+    resumed: dict[str, Any]
+
+    @property
+    def sends(self) -> list[dict[str, Any]]:
+        return list(self.traffic["sends"])
+
+    @property
+    def store(self) -> Path:
+        return self.cluster.store_dir
+
+
+@pytest.fixture(scope="module")
+def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
+    ensure_built()
+    root = tmp_path_factory.mktemp("store-rmq")
+    cluster = start_rmq(root)
+    try:
+        traffic = runs.traffic(cluster.namesrv_addr, root / "java", read_all=False)
+        cluster.broker.stop_cleanly(timeout=30)
+        config_files = sorted(p.name for p in (cluster.store_dir / "config").glob("*.json"))
+        apache = runs.start_apache_on(
+            cluster.processes, "apache-on-rmq-store", cluster.namesrv_addr, cluster.store_dir
+        )
+        sends = traffic["sends"]
+        resumed = runs.resume(
+            cluster.namesrv_addr,
+            root / "java",
+            unconsumed=len(visible(sends)) - len(traffic["consumed"]),
+            total=len(visible(sends)),
+        )
+        yield Switch(cluster, traffic, config_files, apache, resumed)
+    finally:
+        cluster.processes.kill_all()
+
+
+@row("rmq -> Apache: topics and groups created on rmq exist on Apache")
+def test_switch_topics_and_groups(switch: Switch, record_property: Any) -> None:
+    problems = []
+    for name in ("topics.json", "subscriptionGroup.json", "consumerOffset.json"):
+        if name not in switch.config_files:
+            problems.append(f"rmq wrote no {switch.store}/config/{name}: {switch.config_files}")
+    topics = switch.resumed["topics"]
+    shapes = {runs.TOPIC: (4, 4, 6), f"{runs.TOPIC}-Side": (3, 2, 4)}
+    for name, shape in shapes.items():
+        config = topics.get(name)
+        if (
+            config is None
+            or (config["readQueueNums"], config["writeQueueNums"], config["perm"]) != shape
+        ):
+            problems.append(f"Apache's topic {name}: {config}, expected (r, w, perm) {shape}")
+    if not switch.resumed["namesrvTopics"]:
+        problems.append(f"the name server does not list {runs.TOPIC} from Apache's broker")
+    group = switch.resumed["group"]
+    if group is None or (group["retryMaxTimes"], group["consumeBroadcastEnable"]) != (7, False):
+        problems.append(f"Apache's group {runs.GROUP}: {group}")
+    expect_none(record_property, problems)
+
+
+@row("rmq -> Apache: a consumer group resumes from rmq's stored offsets")
+def test_switch_group_resumes(switch: Switch, record_property: Any) -> None:
+    consumed = {r["msgId"] for r in switch.traffic["consumed"]}
+    unconsumed = [s for s in visible(switch.sends) if s["msgId"] not in consumed]
+    resumed = [checks.from_java(r) for r in switch.resumed["resumed"]]
+    problems = checks.match_sends(unconsumed, resumed)
+    got = sorted(r["msgId"] for r in resumed)
+    if got != sorted(s["msgId"] for s in unconsumed):
+        problems.append(f"resumed {len(got)} messages, {len(unconsumed)} were not consumed")
+    expect_none(record_property, problems)
+
+
+@row("rmq -> Apache: a new group reads every record as sent and as rmq served it")
+def test_switch_new_group_reads_all(switch: Switch, record_property: Any) -> None:
+    read = [checks.from_java(r) for r in switch.resumed["readAll"]]
+    problems = checks.match_sends(switch.sends, read)
+    served_by_rmq = [checks.from_java(r) for r in switch.traffic["consumed"]]
+    problems += checks.match_records(served_by_rmq, read)
+    if len(read) != len(visible(switch.sends)):
+        problems.append(f"read {len(read)} records, sent {len(visible(switch.sends))}")
+    expect_none(record_property, problems)
+
+
+# -- 3. kill -9, crossed ------------------------------------------------------------------------
+
+
+@dataclass
+class CrashChain:
+    """The kill -9 steps on the switched store, each run once, in order, on first use."""
+
+    switch: Switch
+    home: Path
+    done: dict[str, Any] = field(default_factory=dict)
+
+    def _once(self, name: str, step: Callable[[], Any]) -> Any:
+        if name not in self.done:
+            try:
+                self.done[name] = ("ok", step())
+            except Exception as exc:  # kept: later steps report it
+                self.done[name] = ("error", exc)
+        state, value = self.done[name]
+        if state == "error":
+            raise AssertionError(f"step {name} failed") from value
+        return value
+
+    @property
+    def namesrv(self) -> str:
+        return self.switch.cluster.namesrv_addr
+
+    def rmq_recovers(self) -> tuple[runs.StreamRun, runs.StreamRun, RmqProcess]:
+        """Apache's broker killed mid-stream; rmq's broker recovers, is checked, then is
+        killed mid-stream itself."""
+
+        def step() -> tuple[runs.StreamRun, runs.StreamRun, RmqProcess]:
+            first = runs.stream(self.namesrv, self.home, label="apache", kill=self.switch.apache)
+            broker = runs.start_rmq_on(
+                self.switch.cluster.processes, "rmq-recovers", self.namesrv, self.switch.store
+            )
+            second = runs.stream(
+                self.namesrv, self.home, label="rmq", kill=broker, verify=first.acked, fresh=3
+            )
+            return first, second, broker
+
+        return self._once("rmq recovers", step)  # type: ignore[no-any-return]
+
+    def apache_recovers(self) -> tuple[runs.StreamRun, RmqProcess]:
+        first, second, _ = self.rmq_recovers()
+
+        def step() -> tuple[runs.StreamRun, RmqProcess]:
+            broker = runs.start_apache_on(
+                self.switch.cluster.processes, "apache-recovers", self.namesrv, self.switch.store
+            )
+            earlier = first.acked + second.result["fresh"] + second.acked
+            third = runs.stream(
+                self.namesrv, self.home, label="final", kill=None, verify=earlier, fresh=3
+            )
+            return third, broker
+
+        return self._once("apache recovers", step)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def crash_chain(switch: Switch) -> CrashChain:
+    return CrashChain(switch, switch.cluster.root / "java-crash")
+
+
+def recovery_problems(recovery: runs.StreamRun, acked: list[dict[str, Any]]) -> list[str]:
+    """The recovering broker's check of `acked`, and its fresh sends placed after them."""
+    problems = [str(p) for p in recovery.result["problems"] + recovery.result["freshProblems"]]
+    if recovery.result["verified"] != len(acked):
+        problems.append(f"verified {recovery.result['verified']} of {len(acked)} acked sends")
+    last: dict[int, int] = {}
+    for ack in acked:
+        last[ack["queueId"]] = max(last.get(ack["queueId"], -1), ack["queueOffset"])
+    for sent in recovery.result["fresh"]:
+        if sent["queueOffset"] <= last.get(sent["queueId"], -1):
+            problems.append(
+                f"new send {sent['keys']} reused offset {sent['queueId']}@{sent['queueOffset']}"
+            )
+    return problems
+
+
+@row("kill -9 of Apache's broker mid-stream: rmq's broker recovers every ack, takes new sends")
+def test_rmq_recovers_apache_kill(crash_chain: CrashChain, record_property: Any) -> None:
+    first, second, _ = crash_chain.rmq_recovers()
+    expect_none(record_property, recovery_problems(second, first.acked))
+
+
+@row("kill -9 of rmq's broker mid-stream: Apache's broker recovers every ack, takes new sends")
+def test_apache_recovers_rmq_kill(crash_chain: CrashChain, record_property: Any) -> None:
+    first, second, _ = crash_chain.rmq_recovers()
+    third, _ = crash_chain.apache_recovers()
+    earlier = first.acked + second.result["fresh"] + second.acked
+    expect_none(record_property, recovery_problems(third, earlier))
+
+
+@row("the store both brokers wrote and recovered: rmq inspect verify")
+def test_crossed_store_verifies(crash_chain: CrashChain, record_property: Any) -> None:
+    _, broker = crash_chain.apache_recovers()
+    broker.stop(timeout=60)
+    verified = runs.inspect_json(crash_chain.switch.store, "verify")
+    problems = [str(p) for p in verified["problems"]]
+    if not verified["ok"]:
+        problems.append("verify: not ok")
+    expect_none(record_property, problems)
