@@ -52,11 +52,20 @@ def traffic(namesrv_addr: str, home: Path, *, read_all: bool) -> dict[str, Any]:
     return run_driver("StoreTraffic.traffic", spec(namesrv_addr, readAll=read_all), home=home)
 
 
-def resume(namesrv_addr: str, home: Path, *, unconsumed: int, total: int) -> dict[str, Any]:
-    """StoreTraffic.resume on the broker now serving the store."""
+def resume(
+    namesrv_addr: str,
+    home: Path,
+    *,
+    unconsumed: int,
+    total: int,
+    keys: list[str],
+    ids: list[str],
+) -> dict[str, Any]:
+    """StoreTraffic.resume on the broker now serving the store (`keys` and `ids` are looked
+    up through its index files)."""
     return run_driver(
         "StoreTraffic.resume",
-        spec(namesrv_addr, unconsumed=unconsumed, total=total),
+        spec(namesrv_addr, unconsumed=unconsumed, total=total, keys=keys, ids=ids),
         home=home,
     )
 

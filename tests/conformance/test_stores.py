@@ -229,6 +229,15 @@ class Switch:
         return self.cluster.store_dir
 
 
+def keys_of(sends: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """Key -> sorted unique ids of the sends carrying it."""
+    out: dict[str, list[str]] = {}
+    for send in sends:
+        for key in send["keys"].split(" "):
+            out.setdefault(key, []).append(send["msgId"])
+    return {key: sorted(ids) for key, ids in out.items()}
+
+
 @pytest.fixture(scope="module")
 def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
     ensure_built()
@@ -241,12 +250,14 @@ def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
         apache = runs.start_apache_on(
             cluster.processes, "apache-on-rmq-store", cluster.namesrv_addr, cluster.store_dir
         )
-        sends = traffic["sends"]
+        sends = visible(traffic["sends"])
         resumed = runs.resume(
             cluster.namesrv_addr,
             root / "java",
-            unconsumed=len(visible(sends)) - len(traffic["consumed"]),
-            total=len(visible(sends)),
+            unconsumed=len(sends) - len(traffic["consumed"]),
+            total=len(sends),
+            keys=sorted(keys_of(sends)),
+            ids=[send["msgId"] for send in sends],
         )
         yield Switch(cluster, traffic, config_files, apache, resumed)
     finally:
@@ -273,6 +284,23 @@ def test_switch_topics_and_groups(switch: Switch, record_property: Any) -> None:
     group = switch.resumed["group"]
     if group is None or (group["retryMaxTimes"], group["consumeBroadcastEnable"]) != (7, False):
         problems.append(f"Apache's group {runs.GROUP}: {group}")
+    expect_none(record_property, problems)
+
+
+@row("rmq -> Apache: Apache finds messages by key and by id in rmq's index files")
+def test_switch_index_lookups(switch: Switch, record_property: Any) -> None:
+    sends = visible(switch.sends)
+    lookups = switch.resumed["lookups"]
+    problems = [
+        f"QUERY_MESSAGE {key}: {lookups['byKey'].get(key)}, expected {ids}"
+        for key, ids in keys_of(sends).items()
+        if lookups["byKey"].get(key) != ids
+    ]
+    problems += [
+        f"viewMessage {send['msgId']}: {lookups['byId'].get(send['msgId'])}"
+        for send in sends
+        if lookups["byId"].get(send["msgId"]) != send["msgId"]
+    ]
     expect_none(record_property, problems)
 
 
@@ -392,12 +420,26 @@ def test_apache_recovers_rmq_kill(crash_chain: CrashChain, record_property: Any)
     expect_none(record_property, recovery_problems(third, earlier))
 
 
-@row("the store both brokers wrote and recovered: rmq inspect verify")
+@row("the store both brokers wrote and recovered: rmq inspect verify, nothing twice")
 def test_crossed_store_verifies(crash_chain: CrashChain, record_property: Any) -> None:
-    _, broker = crash_chain.apache_recovers()
+    first, second, _ = crash_chain.rmq_recovers()
+    third, broker = crash_chain.apache_recovers()
     broker.stop(timeout=60)
-    verified = runs.inspect_json(crash_chain.switch.store, "verify")
+    store = crash_chain.switch.store
+    verified = runs.inspect_json(store, "verify")
     problems = [str(p) for p in verified["problems"]]
     if not verified["ok"]:
         problems.append("verify: not ok")
+    in_topic = runs.inspect_export(store, "-t", runs.TOPIC)
+    copies: dict[str, int] = {}
+    for record in in_topic:
+        copies[record["msgId"]] = copies.get(record["msgId"], 0) + 1
+    acked = first.acked + second.result["fresh"] + second.acked + third.result["fresh"]
+    sent = [s["msgId"] for s in visible(crash_chain.switch.sends)] + [a["msgId"] for a in acked]
+    problems += [
+        f"{msg_id}: {copies.get(msg_id, 0)} records" for msg_id in sent if copies.get(msg_id) != 1
+    ]
+    halves = runs.inspect_export(store, "-t", checks.HALF_TOPIC)
+    if len(halves) != 2:
+        problems.append(f"{len(halves)} half records: the transactions were checked again")
     expect_none(record_property, problems)

@@ -11,8 +11,9 @@
 // send (id, queue, offset, what was sent) and every received message with all its fields.
 //
 // `resume`: after the switch to another broker on the same store: the topics and groups that
-// broker loaded, what the spec's group receives when it resumes from its stored offsets, and
-// what a new group reads from the first offset.
+// broker loaded, the spec's keys and unique ids looked up through its index files, what the
+// spec's group receives when it resumes from its stored offsets, and what a new group reads
+// from the first offset.
 package rmq.conformance;
 
 import com.alibaba.fastjson.JSONArray;
@@ -26,6 +27,7 @@ import java.util.TreeMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -104,6 +106,7 @@ final class StoreTraffic {
             SubscriptionGroupWrapper groups = admin.getAllSubscriptionGroup(master, 5000);
             SubscriptionGroupConfig group = groups.getSubscriptionGroupTable().get(spec.group());
             out.put("group", group == null ? null : JSONObject.toJSON(group));
+            out.put("lookups", lookups(spec, admin));
             out.put("resumed", StoreRecords.records(
                 consume(spec, admin, spec.group(), spec.integer("unconsumed", 0))));
             out.put("readAll", StoreRecords.records(
@@ -111,6 +114,41 @@ final class StoreTraffic {
         } finally {
             admin.shutdown();
         }
+        return out;
+    }
+
+    /**
+     * The spec's "keys" looked up through the broker's index files (QUERY_MESSAGE): key ->
+     * sorted unique ids found; and its "ids" by unique key (viewMessage): id -> id found.
+     */
+    static JSONObject lookups(Spec spec, DefaultMQAdminExt admin) throws Exception {
+        JSONObject byKey = new JSONObject(true);
+        for (Object key : spec.json.getJSONArray("keys")) {
+            List<String> found = new ArrayList<>();
+            try {
+                for (MessageExt m : admin.queryMessage(spec.topic(), (String) key, 64, 0,
+                    Long.MAX_VALUE).getMessageList()) {
+                    found.add(m.getMsgId());
+                }
+            } catch (MQClientException e) {
+                // "no message": an empty result
+            }
+            found.sort(null);
+            byKey.put((String) key, found);
+        }
+        JSONObject byId = new JSONObject(true);
+        for (Object id : spec.json.getJSONArray("ids")) {
+            MessageExt m = null;
+            try {
+                m = admin.viewMessage(spec.topic(), (String) id);
+            } catch (MQClientException e) {
+                // not found
+            }
+            byId.put((String) id, m == null ? null : m.getMsgId());
+        }
+        JSONObject out = new JSONObject(true);
+        out.put("byKey", byKey);
+        out.put("byId", byId);
         return out;
     }
 
