@@ -39,8 +39,9 @@ each (header) before unlinking and zeroing it, so its crash states are the same.
 A file does not record its slot and entry counts.  The writer creates files with the
 configured ones (``maxHashSlotNum``, ``maxIndexNum``); opening a file infers them from its
 size, ``40 + 4*slots + 20*entries``, trying the configured values first, then Apache's
-defaults and their four-entries-per-slot ratio, and keeping the first geometry under which
-the header's begin and end commitlog offsets are those of the first and newest entries.
+defaults and their four-entries-per-slot ratio, then what the position of the newest entry
+allows (``indexgeometry.py``), and keeping the first geometry under which the header's begin
+and end commitlog offsets are those of the first and newest entries.
 
 :class:`IndexService` owns the ``index/`` directory of a running store: it adds the keys of
 each dispatched message to the newest file, starts a new file (named by its local creation
@@ -73,16 +74,19 @@ from typing import Final, NamedTuple
 
 from rmq.common.javahash import index_key_hash
 from rmq.store.errors import StoreError
+from rmq.store.indexgeometry import (
+    HASH_SLOT_SIZE,
+    INDEX_ENTRY_SIZE,
+    INDEX_HEADER_SIZE,
+    entry_geometries,
+    index_file_size,
+    index_geometries,
+)
 from rmq.store.layout import index_file_name, index_file_time, list_index_files
 from rmq.store.mappedfile import MappedFile, remove_stale_temp_files
 
 log = logging.getLogger(__name__)
 
-INDEX_HEADER_SIZE: Final = 40
-HASH_SLOT_SIZE: Final = 4
-INDEX_ENTRY_SIZE: Final = 20
-DEFAULT_HASH_SLOT_NUM: Final = 5_000_000
-DEFAULT_INDEX_NUM: Final = DEFAULT_HASH_SLOT_NUM * 4
 INT32_MAX: Final = 0x7FFFFFFF
 
 HEADER: Final = struct.Struct(">qqqqii")
@@ -93,42 +97,9 @@ ENTRY: Final = struct.Struct(">iqii")
 EMPTY_ENTRY: Final = bytes(INDEX_ENTRY_SIZE)
 
 
-def index_file_size(hash_slot_num: int, index_num: int) -> int:
-    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
-
-
 def index_key(topic: str, key: str) -> str:
     """The string that is hashed and indexed for a message key: ``topic#key``."""
     return f"{topic}#{key}"
-
-
-def index_geometries(
-    file_size: int, hash_slot_num: int = 0, index_num: int = 0
-) -> list[tuple[int, int]]:
-    """The (slots, entries) pairs an index file of ``file_size`` bytes may have, best first.
-
-    Candidates: the given values; the given slot or entry count with the other derived;
-    four entries per slot (Apache's defaults keep that ratio); Apache's default slot or
-    entry count with the other derived.  Only pairs that add up to the size are returned.
-    """
-    body = file_size - INDEX_HEADER_SIZE
-    candidates = [(hash_slot_num, index_num)]
-    for slots in (hash_slot_num, DEFAULT_HASH_SLOT_NUM):
-        candidates.append((slots, (body - slots * HASH_SLOT_SIZE) // INDEX_ENTRY_SIZE))
-    for entries in (index_num, DEFAULT_INDEX_NUM):
-        candidates.append(((body - entries * INDEX_ENTRY_SIZE) // HASH_SLOT_SIZE, entries))
-    per_slot = HASH_SLOT_SIZE + 4 * INDEX_ENTRY_SIZE
-    candidates.insert(3, (body // per_slot, 4 * (body // per_slot)))
-    fitting: list[tuple[int, int]] = []
-    for slots, entries in candidates:
-        if (
-            slots > 0
-            and entries > 1
-            and index_file_size(slots, entries) == file_size
-            and (slots, entries) not in fitting
-        ):
-            fitting.append((slots, entries))
-    return fitting
 
 
 class IndexEntry(NamedTuple):
@@ -263,15 +234,20 @@ class IndexFile:
         mapped: MappedFile | None,
     ) -> IndexFile:
         candidates = index_geometries(len(buf), hash_slot_num, index_num)
+        for slots, entries in candidates:
+            index_file = cls(path, buf, slots, entries, mapped)
+            if index_file.header_problem() is None:
+                return index_file
+        count = max(HEADER.unpack_from(buf, 0)[5], 1)
+        for slots, entries in entry_geometries(buf, count):
+            index_file = cls(path, buf, slots, entries, mapped)
+            if index_file.header_problem() is None:
+                return index_file
         if not candidates:
             raise StoreError(
                 f"{path}: {len(buf)} bytes is not the size of an index file "
                 f"(40 + 4*slots + 20*entries)"
             )
-        for slots, entries in candidates:
-            index_file = cls(path, buf, slots, entries, mapped)
-            if index_file.header_problem() is None:
-                return index_file
         return cls(path, buf, candidates[0][0], candidates[0][1], mapped)
 
     # -- writing -------------------------------------------------------------------------
