@@ -61,6 +61,30 @@ def _from_where(result: Result) -> None:
     assert result["searchOffsetAtBoundary"], result
 
 
+def _dead_letter(result: Result) -> None:
+    assert result["deliveries"] == {str(i): [0, 1, 2] for i in range(4)}, result["deliveries"]
+    assert result["deliveredTopics"] == ["Conf-retries-until-the-DLQ"], result
+    assert [m["keys"] for m in result["dlq"]] == [f"key-{i}" for i in range(4)], result["dlq"]
+    for message in result["dlq"]:
+        assert message["topic"] == "%DLQ%CG-retries-until-the-DLQ", message
+        assert message["RETRY_TOPIC"] == "Conf-retries-until-the-DLQ", message
+        assert message["originIsFirstStored"] and message["uniqKeyKept"], message
+    assert result["dlqRoute"]["readQueueNums"] == 1, result["dlqRoute"]
+
+
+def _lite_subscribe(result: Result) -> None:
+    assert result["received"] == _indexes(20) and result["duplicates"] == 0, result
+    assert result["committedAll"] and result["consumerOffsets"] == [5, 5, 5, 5], result
+    assert result["resumed"] == _indexes(4, 20), result
+
+
+def _lite_assign(result: Result) -> None:
+    assert result["fetchMessageQueues"] == [0, 1], result
+    assert result["perQueue"] == {"0": _indexes(6, 4), "1": [20, 21]}, result
+    assert result["offsetForTimestamp"] == 5, result
+    assert result["committedAll"] and result["consumerOffsets"] == [10, 12], result
+
+
 def _push(name: str, method: str, check: Callable[[Result], None], **spec: object) -> Scenario:
     return Scenario(name, f"PushScenarios.{method}", spec, check)
 
@@ -84,4 +108,12 @@ SCENARIOS: list[Scenario] = [
         missing="SQL92 filtering",
     ),
     _push("push consume from first / last / timestamp", "fromWhere", _from_where),
+    Scenario(
+        "retries until the DLQ",
+        "RetryScenarios.deadLetter",
+        {"topic": "Conf-retries-until-the-DLQ", "group": "CG-retries-until-the-DLQ"},
+        _dead_letter,
+    ),
+    Scenario("lite pull subscribe, commit, resume", "LiteScenarios.subscribe", {}, _lite_subscribe),
+    Scenario("lite pull assign and seek", "LiteScenarios.assign", {"seek": 4}, _lite_assign),
 ]
