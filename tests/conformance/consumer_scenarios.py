@@ -85,6 +85,30 @@ def _lite_assign(result: Result) -> None:
     assert result["committedAll"] and result["consumerOffsets"] == [10, 12], result
 
 
+def _pull(result: Result) -> None:
+    def pulled(key: str, status: str, indexes: list[int], next_begin: int) -> None:
+        got = result[key]
+        assert (got["status"], got["indexes"], got["nextBeginOffset"]) == (
+            status,
+            indexes,
+            next_begin,
+        ), (key, got)
+
+    assert result["queues"] == [0, 1, 2, 3], result
+    pulled("all", "FOUND", _indexes(10), 10)
+    assert (result["all"]["minOffset"], result["all"]["maxOffset"]) == (0, 10), result["all"]
+    pulled("window", "FOUND", _indexes(4, 3), 7)
+    pulled("tagA", "FOUND", list(range(0, 10, 2)), 10)
+    pulled("tagAorB", "FOUND", _indexes(5, 5), 10)
+    pulled("noMatch", "NO_MATCHED_MSG", [], 10)
+    pulled("atEnd", "NO_NEW_MSG", [], 10)
+    pulled("beyondEnd", "OFFSET_ILLEGAL", [], 10)
+    pulled("emptyQueue", "NO_NEW_MSG", [], 0)
+    pulled("emptyQueueBeyond", "OFFSET_ILLEGAL", [], 0)
+    pulled("blocked", "FOUND", [100], 1)
+    assert result["offsetInMemory"] == 7 and result["offsetInBroker"] == 7, result
+
+
 def _push(name: str, method: str, check: Callable[[Result], None], **spec: object) -> Scenario:
     return Scenario(name, f"PushScenarios.{method}", spec, check)
 
@@ -116,4 +140,5 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario("lite pull subscribe, commit, resume", "LiteScenarios.subscribe", {}, _lite_subscribe),
     Scenario("lite pull assign and seek", "LiteScenarios.assign", {"seek": 4}, _lite_assign),
+    Scenario("pull consumer offsets and statuses", "PullScenarios.pull", {}, _pull),
 ]
