@@ -22,11 +22,22 @@ GROUP = "StoreGroup"
 KILL_AFTER = 150
 """Acknowledged sends of a stream before its broker is killed."""
 
+SMALL_FILES: dict[str, object] = {
+    "mappedFileSizeCommitLog": 4096,
+    "mappedFileSizeConsumeQueue": 8 * 20,
+    "maxHashSlotNum": 64,
+    "maxIndexNum": 200,
+}
+"""Store files small enough that the traffic spans several of each kind: commitlog files
+closed by BLANK records, consume queue files of 8 entries, index files rolled every ~60
+messages (in a geometry that is not Apache's four entries per slot)."""
+
 
 def store_props(store: Path) -> dict[str, object]:
     """The conformance broker config on `store` (root and commitlog), for either broker."""
     return {
         **BROKER_PROPS,
+        **SMALL_FILES,
         "storePathRootDir": store,
         "storePathCommitLog": store / "commitlog",
     }

@@ -82,7 +82,7 @@ class ApacheStore:
 def apache_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheStore]:
     ensure_built()
     root = tmp_path_factory.mktemp("store-apache")
-    cluster = start_apache(root)
+    cluster = start_apache(root, runs.SMALL_FILES)
     try:
         traffic = runs.traffic(cluster.namesrv_addr, root / "java", read_all=True)
         cluster.broker.stop(timeout=60)
@@ -242,7 +242,7 @@ def keys_of(sends: list[dict[str, Any]]) -> dict[str, list[str]]:
 def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
     ensure_built()
     root = tmp_path_factory.mktemp("store-rmq")
-    cluster = start_rmq(root)
+    cluster = start_rmq(root, runs.SMALL_FILES)
     try:
         traffic = runs.traffic(cluster.namesrv_addr, root / "java", read_all=False)
         cluster.broker.stop_cleanly(timeout=30)
