@@ -54,11 +54,30 @@ def _sql92(result: Result) -> None:
     assert result["received"] == [i for i in range(20) if i > 5 and i % 2 == 0], result
 
 
+FROM_WHERE = {
+    "first": 20,
+    "last": 20,
+    "timestamp": 20,
+    "broadcast-first": 20,
+    "broadcast-last": 0,
+    "broadcast-timestamp": 10,
+    "between-broadcast-last": 10,
+}
+"""The consumers of the where-to-start scenario and what each receives of two batches of 10."""
+
+
 def _from_where(result: Result) -> None:
-    # A new group on a queue whose first message is still in memory starts at offset 0
-    # whatever its ConsumeFromWhere (the broker answers QUERY_CONSUMER_OFFSET with 0).
-    assert result["received"] == {mode: _indexes(20) for mode in ("first", "last", "timestamp")}
-    assert result["searchOffsetAtBoundary"], result
+    # A new clustering group on a queue whose first message is still in memory starts at
+    # offset 0 whatever its ConsumeFromWhere (the broker answers QUERY_CONSUMER_OFFSET with 0);
+    # broadcasting consumers keep offsets locally: last = the max offset when they start,
+    # timestamp = SEARCH_OFFSET_BY_TIMESTAMP at the boundary between the batches.
+    assert result["betweenHeldQueues"], result
+    assert result["received"] == {
+        name: _indexes(count, 20 - count) for name, count in FROM_WHERE.items()
+    }, result["received"]
+    # SEARCH_OFFSET_BY_TIMESTAMP answers the message stored nearest in time: just after batch 1
+    # the last of batch 1, at the boundary the first of batch 2, after all the last message.
+    assert all(result["searchOffsetNearest"].values()), result
 
 
 def _dead_letter(result: Result) -> None:
@@ -131,7 +150,12 @@ SCENARIOS: list[Scenario] = [
         _sql92,
         missing="SQL92 filtering",
     ),
-    _push("push consume from first / last / timestamp", "fromWhere", _from_where),
+    _push(
+        "push consume from first / last / timestamp",
+        "fromWhere",
+        _from_where,
+        expected=FROM_WHERE,
+    ),
     Scenario(
         "retries until the DLQ",
         "RetryScenarios.deadLetter",

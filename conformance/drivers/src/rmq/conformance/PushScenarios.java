@@ -23,7 +23,6 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.impl.consumer.ProcessQueue;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -342,65 +341,140 @@ final class PushScenarios {
     }
 
     /**
-     * Batch 1, then (half a second or more later) a whole-second timestamp T, then batch 2; a
-     * new group per ConsumeFromWhere (the timestamp one at T) reports what it received, and
-     * searchOffset(T) is compared with the number of batch-1 messages in each queue.
+     * Batch 1, then (at least a second later) a whole-second timestamp T, then batch 2. Spec
+     * "expected" names the consumers (each a new group) and how many messages to wait for:
+     * "[between-][broadcast-](first|last|timestamp)"; a between- consumer starts after batch 1
+     * and holds its queues before batch 2 is sent, the others start after batch 2; broadcast-
+     * ones keep their offsets locally, so only they apply ConsumeFromWhere on a fresh topic
+     * (clustering ones ask the broker, which answers offset 0). Timestamp consumers start at T.
+     * searchOffset (SEARCH_OFFSET_BY_TIMESTAMP) is probed per queue at times whose answer
+     * follows from the counts sent to each queue: the message stored nearest in time.
      */
     static JSONObject fromWhere(Spec spec) throws Exception {
         ConsumerSupport.fastRebalance();
         int queues = ConsumerSupport.createTopic(spec, 4);
         int batch = spec.integer("batch", 10);
+        JSONObject expected = spec.json.getJSONObject("expected");
         Map<Integer, Integer> firstBatch = new TreeMap<>();
-        long boundary;
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-        try {
-            for (int i = 0; i < batch; i++) {
-                SendResult sent = producer.send(Records.numbered(spec.topic(), i, "TagA"));
-                firstBatch.merge(sent.getMessageQueue().getQueueId(), 1, Integer::sum);
-            }
-            boundary = (System.currentTimeMillis() + 1500) / 1000 * 1000;
-            Waits.until(() -> System.currentTimeMillis() >= boundary, 5000);
-            ConsumerSupport.send(producer, spec.topic(), batch, batch, "TagA");
-        } finally {
-            producer.shutdown();
-        }
-        Map<String, ConsumeFromWhere> modes = new TreeMap<>();
-        modes.put("first", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        modes.put("last", ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
-        modes.put("timestamp", ConsumeFromWhere.CONSUME_FROM_TIMESTAMP);
+        Map<Integer, Integer> total = new TreeMap<>();
         Map<String, Waits.Collector> collectors = new TreeMap<>();
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
+        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
         try {
-            for (Map.Entry<String, ConsumeFromWhere> mode : modes.entrySet()) {
-                Waits.Collector collector = new Waits.Collector();
-                collectors.put(mode.getKey(), collector);
-                DefaultMQPushConsumer consumer =
-                    collecting(spec, spec.group() + "-" + mode.getKey(), "*", collector);
-                consumer.setConsumeFromWhere(mode.getValue());
-                consumer.setConsumeTimestamp(
-                    new SimpleDateFormat("yyyyMMddHHmmss").format(new Date(boundary)));
-                consumers.add(consumer);
-                consumer.start();
+            sendCounting(producer, spec.topic(), 0, batch, firstBatch, total);
+            long batch1End = System.currentTimeMillis();
+            long boundary = (batch1End + 2000) / 1000 * 1000;
+            List<DefaultMQPushConsumer> between = new ArrayList<>();
+            for (String name : expected.keySet()) {
+                if (name.startsWith("between-")) {
+                    between.add(startFrom(spec, name, boundary, collectors, consumers));
+                }
             }
-            Waits.until(() -> collectors.values().stream().allMatch(c -> c.size() >= 2 * batch),
+            boolean held = Waits.until(() -> between.stream().allMatch(
+                c -> ConsumerSupport.held(c, spec.topic()).size() == queues), 30_000);
+            Waits.until(() -> System.currentTimeMillis() >= boundary, 5000);
+            sendCounting(producer, spec.topic(), batch, batch, null, total);
+            for (String name : expected.keySet()) {
+                if (!name.startsWith("between-")) {
+                    startFrom(spec, name, boundary, collectors, consumers);
+                }
+            }
+            Waits.until(() -> collectors.entrySet().stream().allMatch(
+                e -> e.getValue().size() >= expected.getIntValue(e.getKey())),
                 spec.seconds("timeout", 30));
-            ConsumerSupport.settle(500);
+            ConsumerSupport.settle(1000);
             JSONObject out = new JSONObject(true);
+            out.put("betweenHeldQueues", held);
             JSONObject received = new JSONObject(true);
             for (Map.Entry<String, Waits.Collector> e : collectors.entrySet()) {
                 received.put(e.getKey(), ConsumerSupport.indexes(e.getValue().snapshot()));
             }
             out.put("received", received);
-            DefaultMQPushConsumer any = consumers.get(0);
-            boolean matches = true;
-            for (MessageQueue queue : any.fetchSubscribeMessageQueues(spec.topic())) {
-                long offset = any.searchOffset(queue, boundary);
-                matches &= offset == firstBatch.getOrDefault(queue.getQueueId(), 0);
-            }
-            out.put("searchOffsetAtBoundary", matches);
+            Map<String, Long> probes = new TreeMap<>();
+            probes.put("beforeAll", 0L);
+            probes.put("justAfterBatch1", batch1End + 20);
+            probes.put("boundary", boundary);
+            probes.put("afterAll", System.currentTimeMillis() + 3_600_000L);
+            out.put("searchOffsetNearest",
+                probeSearchOffset(consumers.get(0), spec.topic(), probes, firstBatch, total));
             return out;
         } finally {
+            producer.shutdown();
             shutdown(consumers);
         }
+    }
+
+    private static void sendCounting(DefaultMQProducer producer, String topic, int from,
+        int count, Map<Integer, Integer> inBatch, Map<Integer, Integer> total) throws Exception {
+        for (int i = from; i < from + count; i++) {
+            int queue = producer.send(Records.numbered(topic, i, "TagA")).getMessageQueue()
+                .getQueueId();
+            total.merge(queue, 1, Integer::sum);
+            if (inBatch != null) {
+                inBatch.merge(queue, 1, Integer::sum);
+            }
+        }
+    }
+
+    /** Start the consumer `name` describes (see fromWhere), collecting into `collectors`. */
+    private static DefaultMQPushConsumer startFrom(Spec spec, String name, long timestamp,
+        Map<String, Waits.Collector> collectors, List<DefaultMQPushConsumer> consumers)
+        throws Exception {
+        Waits.Collector collector = new Waits.Collector();
+        collectors.put(name, collector);
+        DefaultMQPushConsumer consumer =
+            collecting(spec, spec.group() + "-" + name, "*", collector);
+        if (name.contains("broadcast-")) {
+            consumer.setMessageModel(MessageModel.BROADCASTING);
+        }
+        String where = name.substring(name.lastIndexOf('-') + 1);
+        switch (where) {
+            case "first":
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+                break;
+            case "last":
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
+                break;
+            case "timestamp":
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_TIMESTAMP);
+                consumer.setConsumeTimestamp(
+                    new SimpleDateFormat("yyyyMMddHHmmss").format(new Date(timestamp)));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown consumer " + name);
+        }
+        consumers.add(consumer);
+        consumer.start();
+        return consumer;
+    }
+
+    /** Per probe: whether searchOffset answered the expected offset in every queue. */
+    private static JSONObject probeSearchOffset(DefaultMQPushConsumer consumer, String topic,
+        Map<String, Long> probes, Map<Integer, Integer> firstBatch, Map<Integer, Integer> total)
+        throws Exception {
+        JSONObject searched = new JSONObject(true);
+        for (Map.Entry<String, Long> probe : probes.entrySet()) {
+            boolean matches = true;
+            for (MessageQueue queue : consumer.fetchSubscribeMessageQueues(topic)) {
+                int id = queue.getQueueId();
+                long expected;
+                switch (probe.getKey()) {
+                    case "beforeAll":
+                        expected = 0;
+                        break;
+                    case "justAfterBatch1":
+                        expected = Math.max(firstBatch.getOrDefault(id, 0) - 1, 0);
+                        break;
+                    case "boundary":
+                        expected = firstBatch.getOrDefault(id, 0);
+                        break;
+                    default:
+                        expected = Math.max(total.getOrDefault(id, 0) - 1, 0);
+                }
+                matches &= consumer.searchOffset(queue, probe.getValue()) == expected;
+            }
+            searched.put(probe.getKey(), matches);
+        }
+        return searched;
     }
 }
