@@ -132,7 +132,10 @@ final class ConsumerSupport {
         return ids;
     }
 
-    /** Wait until the push consumers hold disjoint queue sets of `topic` covering all `queues`. */
+    /**
+     * Wait until every push consumer holds some queues of `topic` and together they hold each
+     * of its `queues` queues once (the rebalance after the last one joined has settled).
+     */
     static boolean awaitSplit(List<DefaultMQPushConsumer> consumers, String topic, int queues,
         long timeoutMillis) throws InterruptedException {
         return Waits.until(() -> {
@@ -140,6 +143,9 @@ final class ConsumerSupport {
             int total = 0;
             for (DefaultMQPushConsumer consumer : consumers) {
                 Set<Integer> mine = held(consumer, topic);
+                if (mine.isEmpty()) {
+                    return false;
+                }
                 total += mine.size();
                 all.addAll(mine);
             }
