@@ -200,11 +200,20 @@ def match_sends(sends: Iterable[Mapping[str, Any]], records: Iterable[Record]) -
     return problems
 
 
-def system_records(sends: list[Mapping[str, Any]], records: list[Record], topic: str) -> list[str]:
+def system_records(
+    sends: list[Mapping[str, Any]],
+    records: list[Record],
+    topic: str,
+    retried: tuple[str, str] | None = None,
+) -> list[str]:
     """The records RocketMQ keeps besides the topic's: the delayed message parked in
     SCHEDULE_TOPIC_XXXX queue 1 (level 2), both transactional messages' half records, one op
     record per ended transaction naming its half record's queue offset, and the committed
-    message pointing back at its half record.  A half record is stored as a plain message
+    message pointing back at its half record; with `retried` (group, unique id), the message
+    that group asked to receive again: parked in SCHEDULE_TOPIC_XXXX queue 2 (level 3 for a
+    first retry) for the group's retry topic, then stored there with reconsumeTimes 1, its
+    original topic (RETRY_TOPIC) and its original's offset message id (ORIGIN_MESSAGE_ID).
+    A half record is stored as a plain message
     (no transaction bits in its sysFlag, so it is dispatched to the half topic's queue) with
     TRAN_MSG and its real topic in the properties, as Apache's TransactionalMessageBridge
     stores it."""
@@ -240,8 +249,39 @@ def system_records(sends: list[Mapping[str, Any]], records: list[Record], topic:
                 or committed["preparedTransactionOffset"] != half["commitLogOffset"]
             ):
                 problems.append(f"committed {send['msgId']}: {committed}")
+    if retried is not None:
+        problems += _retry_records(by_uniq, topic, *retried)
     halves = sorted(str(r["queueOffset"]) for r in by_topic.get(HALF_TOPIC, []))
     ops = sorted(r["body"].decode() for r in by_topic.get(OP_TOPIC, []))
     if ops != halves:
         problems.append(f"op records name half offsets {ops}, half records are at {halves}")
+    return problems
+
+
+def _retry_records(
+    by_uniq: Mapping[tuple[str, str], Record], topic: str, group: str, msg_id: str
+) -> list[str]:
+    retry_topic = f"%RETRY%{group}"
+    original = by_uniq.get((topic, msg_id))
+    parked = by_uniq.get((SCHEDULE_TOPIC, msg_id))
+    retry = by_uniq.get((retry_topic, msg_id))
+    if original is None or parked is None or retry is None:
+        return [f"retried {msg_id}: original {original}, parked {parked}, retry record {retry}"]
+    problems = []
+    if (parked["queueId"], parked["properties"].get("REAL_TOPIC")) != (2, retry_topic):
+        problems.append(f"retried {msg_id}: parked in queue {parked['queueId']}, {parked}")
+    expected = {
+        "reconsumeTimes": 1,
+        "body": original["body"],
+        "retryTopic": topic,
+        "originMessageId": original["offsetMsgId"],
+    }
+    for name, record in (("parked", parked), ("retry record", retry)):
+        found = {
+            "reconsumeTimes": record["reconsumeTimes"],
+            "body": record["body"],
+            "retryTopic": record["properties"].get("RETRY_TOPIC"),
+            "originMessageId": record["properties"].get("ORIGIN_MESSAGE_ID"),
+        }
+        problems += differences(expected, found, expected, f"{name} of retried {msg_id}")
     return problems

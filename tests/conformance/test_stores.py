@@ -46,10 +46,21 @@ def visible(sends: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def system_record_count(sends: list[dict[str, Any]]) -> int:
     """Records besides the topic's: a parked copy per delayed message, a half and an op
-    record per transaction."""
+    record per transaction, and for the retried message a parked copy and a retry record."""
     delayed = sum(send["kind"] == "delayed" for send in sends)
     transactions = sum(send["kind"] in ("commit", "rollback") for send in sends)
-    return delayed + 2 * transactions
+    return delayed + 2 * transactions + 2
+
+
+def retried(traffic: dict[str, Any]) -> tuple[str, str]:
+    """(group, unique id) of the message the traffic's group asked to receive again."""
+    prefix = traffic["retried"] + " "
+    (msg_id,) = [s["msgId"] for s in traffic["sends"] if s["keys"].startswith(prefix)]
+    return runs.GROUP, msg_id
+
+
+def in_topic(records: list[checks.Record]) -> list[checks.Record]:
+    return [record for record in records if record["topic"] == runs.TOPIC]
 
 
 def expect_none(record_property: Callable[[str, object], None], problems: list[str]) -> None:
@@ -112,8 +123,11 @@ def test_apache_store_dump(apache_store: ApacheStore, record_property: Any) -> N
     for name in sorted(p.name for p in (apache_store.store / "commitlog").iterdir()):
         records = runs.inspect_json(apache_store.store, "dump", "--file", name)
         dumped += [checks.from_message_record(r) for r in records]
-    problems = checks.match_records(apache_store.java_records(), dumped, by="commitLogOffset")
-    problems += checks.system_records(apache_store.sends, dumped, runs.TOPIC)
+    java = apache_store.java_records() + apache_store.java_records("consumed")
+    problems = checks.match_records(java, dumped, by="commitLogOffset")
+    problems += checks.system_records(
+        apache_store.sends, dumped, runs.TOPIC, retried(apache_store.traffic)
+    )
     if len(dumped) != apache_store.record_count:
         problems.append(f"dump: {len(dumped)} records, expected {apache_store.record_count}")
     expect_none(record_property, problems)
@@ -122,15 +136,18 @@ def test_apache_store_dump(apache_store: ApacheStore, record_property: Any) -> N
 @row("Apache -> rmq: rmq inspect export = Java consumer and producer, field by field")
 def test_apache_store_export(apache_store: ApacheStore, record_property: Any) -> None:
     exported = [checks.from_message_record(r) for r in runs.inspect_export(apache_store.store)]
-    in_topic = [r for r in exported if r["topic"] == runs.TOPIC]
+    topic_records = in_topic(exported)
     java = apache_store.java_records()
     problems = checks.match_records(java, exported)
     problems += checks.match_records(apache_store.java_records("consumed"), exported)
-    problems += checks.match_sends(apache_store.sends, in_topic)
-    problems += checks.system_records(apache_store.sends, exported, runs.TOPIC)
-    if len(in_topic) != len(java) or len(exported) != apache_store.record_count:
+    problems += checks.match_sends(apache_store.sends, topic_records)
+    problems += checks.system_records(
+        apache_store.sends, exported, runs.TOPIC, retried(apache_store.traffic)
+    )
+    if len(topic_records) != len(java) or len(exported) != apache_store.record_count:
         problems.append(
-            f"export: {len(in_topic)} in {runs.TOPIC} of {len(exported)}, Java read {len(java)}"
+            f"export: {len(topic_records)} in {runs.TOPIC} of {len(exported)}, "
+            f"Java read {len(java)}"
         )
     expect_none(record_property, problems)
 
@@ -143,23 +160,20 @@ def test_apache_store_config(apache_store: ApacheStore, record_property: Any) ->
     groups = {g["groupName"]: g for g in runs.inspect_json(store, "config", "groups")}
     delay = runs.inspect_json(store, "config", "delay")
     problems = []
-    ends: dict[str, dict[int, int]] = {}
+    ends: dict[str, dict[tuple[str, int], int]] = {}
     for name in ("consumed", "readAll"):
+        queue = ends.setdefault(name, {})
         for record in apache_store.traffic[name]:
-            queue = ends.setdefault(name, {})
-            queue[record["queueId"]] = max(
-                queue.get(record["queueId"], 0), record["queueOffset"] + 1
-            )
-    stored = {
-        (o["group"], o["queueId"]): (o["offset"], o["maxOffset"])
-        for o in offsets
-        if o["topic"] == runs.TOPIC
-    }
+            where = (record["topic"], record["queueId"])
+            queue[where] = max(queue.get(where, 0), record["queueOffset"] + 1)
+    stored = {(o["group"], o["topic"], o["queueId"]): o for o in offsets}
     for group, name in ((runs.GROUP, "consumed"), (f"{runs.GROUP}-all", "readAll")):
-        for queue_id, end in ends[name].items():
-            got = stored.get((group, queue_id))
-            if got != (end, ends["readAll"][queue_id]):
-                problems.append(f"offsets {group} queue {queue_id}: {got}, expected {end}")
+        for (topic, queue_id), end in ends[name].items():
+            row = stored.get((group, topic, queue_id), {})
+            if row.get("offset") != end or row.get("maxOffset") != ends["readAll"].get(
+                (topic, queue_id), end
+            ):
+                problems.append(f"offsets of {group} on {topic} {queue_id}: {row}, expected {end}")
     main, side = topics.get(runs.TOPIC), topics.get(f"{runs.TOPIC}-Side")
     if main is None or (main["readQueueNums"], main["writeQueueNums"], main["perm"]) != (4, 4, 6):
         problems.append(f"topic {runs.TOPIC}: {main}")
@@ -180,7 +194,6 @@ def test_apache_store_config(apache_store: ApacheStore, record_property: Any) ->
 def test_apache_store_spark_export(
     apache_store: ApacheStore, tmp_path: Path, record_property: Any
 ) -> None:
-    pytest.importorskip("pyspark")
     out = tmp_path / "export"
     done = runs.rmq_cli(
         [
@@ -197,8 +210,11 @@ def test_apache_store_spark_export(
     )
     assert done.returncode == 0, f"rmq spark-export exited {done.returncode}\n{done.stderr[-4000:]}"
     rows = checks.read_parquet(out)
-    problems = checks.match_records(apache_store.java_records(), rows)
-    problems += checks.system_records(apache_store.sends, rows, runs.TOPIC)
+    java = apache_store.java_records() + apache_store.java_records("consumed")
+    problems = checks.match_records(java, rows)
+    problems += checks.system_records(
+        apache_store.sends, rows, runs.TOPIC, retried(apache_store.traffic)
+    )
     if len(rows) != apache_store.record_count:
         problems.append(f"spark-export: {len(rows)} rows, expected {apache_store.record_count}")
     names = {r["brokerName"] for r in rows}
@@ -254,7 +270,7 @@ def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
         resumed = runs.resume(
             cluster.namesrv_addr,
             root / "java",
-            unconsumed=len(sends) - len(traffic["consumed"]),
+            unconsumed=len(sends) - len({r["msgId"] for r in traffic["consumed"]}),
             total=len(sends),
             keys=sorted(keys_of(sends)),
             ids=[send["msgId"] for send in sends],
@@ -320,7 +336,7 @@ def test_switch_group_resumes(switch: Switch, record_property: Any) -> None:
 def test_switch_new_group_reads_all(switch: Switch, record_property: Any) -> None:
     read = [checks.from_java(r) for r in switch.resumed["readAll"]]
     problems = checks.match_sends(switch.sends, read)
-    served_by_rmq = [checks.from_java(r) for r in switch.traffic["consumed"]]
+    served_by_rmq = in_topic([checks.from_java(r) for r in switch.traffic["consumed"]])
     problems += checks.match_records(served_by_rmq, read)
     if len(read) != len(visible(switch.sends)):
         problems.append(f"read {len(read)} records, sent {len(visible(switch.sends))}")

@@ -14,6 +14,7 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -40,9 +41,15 @@ final class StoreRecords {
         return properties;
     }
 
-    static JSONObject record(MessageExt message) {
+    /**
+     * The record of a message `group` received.  A retried message is stored in the group's
+     * retry topic; the client hands it over under its original topic (RETRY_TOPIC), so the
+     * stored one is put back here.
+     */
+    static JSONObject record(String group, MessageExt message) {
         JSONObject out = new JSONObject(true);
-        out.put("topic", message.getTopic());
+        boolean retried = message.getProperty(MessageConst.PROPERTY_RETRY_TOPIC) != null;
+        out.put("topic", retried ? MixAll.getRetryTopic(group) : message.getTopic());
         out.put("queueId", message.getQueueId());
         out.put("queueOffset", message.getQueueOffset());
         out.put("commitLogOffset", message.getCommitLogOffset());
@@ -67,10 +74,10 @@ final class StoreRecords {
         return out;
     }
 
-    static JSONArray records(List<MessageExt> messages) {
+    static JSONArray records(String group, List<MessageExt> messages) {
         JSONArray out = new JSONArray();
         for (MessageExt message : messages) {
-            out.add(record(message));
+            out.add(record(group, message));
         }
         return out;
     }

@@ -6,7 +6,8 @@
 // properties and a flag, two bodies over 4 KiB (compressed by the client: text and binary), a
 // batch, a message with delay level 2, and one committed and one rolled-back transactional
 // message (TransactionMQProducer).  A push consumer of the spec's group consumes all of phase
-// one and stops once the broker holds its offsets; then phase "two" is sent and not consumed.
+// one (asking for one message, "single-one-3", to be delivered again: the broker's retry path)
+// and stops once the broker holds its offsets; then phase "two" is sent and not consumed.
 // With "readAll", a new group reads everything from the first offset.  The result lists every
 // send (id, queue, offset, what was sent) and every received message with all its fields.
 //
@@ -23,7 +24,6 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -50,6 +50,9 @@ final class StoreTraffic {
     private StoreTraffic() {
     }
 
+    /** The first key of the message whose first delivery to the spec's group is retried. */
+    static final String RETRIED = "single-one-3";
+
     static String sideTopic(Spec spec) {
         return spec.topic() + "-Side";
     }
@@ -75,12 +78,13 @@ final class StoreTraffic {
 
             sendPhase(spec, "one", true, sends);
             int phaseOne = visible(sends);
-            out.put("consumed", StoreRecords.records(
-                consume(spec, admin, spec.group(), phaseOne)));
+            out.put("consumed", StoreRecords.records(spec.group(),
+                consume(spec, admin, spec.group(), phaseOne + 1, RETRIED)));
+            out.put("retried", RETRIED);
             sendPhase(spec, "two", false, sends);
             if (spec.flag("readAll")) {
-                out.put("readAll", StoreRecords.records(
-                    consume(spec, admin, readAllGroup(spec), visible(sends))));
+                out.put("readAll", StoreRecords.records(readAllGroup(spec),
+                    consume(spec, admin, readAllGroup(spec), visible(sends), null)));
             }
             out.put("storeHost", master);
         } finally {
@@ -107,10 +111,11 @@ final class StoreTraffic {
             SubscriptionGroupConfig group = groups.getSubscriptionGroupTable().get(spec.group());
             out.put("group", group == null ? null : JSONObject.toJSON(group));
             out.put("lookups", lookups(spec, admin));
-            out.put("resumed", StoreRecords.records(
-                consume(spec, admin, spec.group(), spec.integer("unconsumed", 0))));
-            out.put("readAll", StoreRecords.records(
-                consume(spec, admin, spec.group() + "-new", spec.integer("total", 0))));
+            out.put("resumed", StoreRecords.records(spec.group(),
+                consume(spec, admin, spec.group(), spec.integer("unconsumed", 0), null)));
+            String fresh = spec.group() + "-new";
+            out.put("readAll", StoreRecords.records(fresh,
+                consume(spec, admin, fresh, spec.integer("total", 0), null)));
         } finally {
             admin.shutdown();
         }
@@ -283,19 +288,27 @@ final class StoreTraffic {
     }
 
     /**
-     * Consume the spec's topic with `group` until `expected` messages arrived, stop (the
+     * Consume the spec's topic with `group` until `expected` deliveries arrived, stop (the
      * consumer hands its offsets to the broker on shutdown), then wait until the broker holds
      * offsets at the end of every queue: everything up to there was processed, so the messages
-     * returned are all this group got.
+     * returned are all this group got.  The first delivery of the message whose first key is
+     * `retryKey` (when not null) is answered RECONSUME_LATER: the broker stores it again for
+     * the group's retry topic, and its second delivery counts among the `expected`.
      */
     static List<MessageExt> consume(Spec spec, DefaultMQAdminExt admin, String group,
-        int expected) throws Exception {
+        int expected, String retryKey) throws Exception {
         DefaultMQPushConsumer consumer = spec.pushConsumer(group);
         consumer.subscribe(spec.topic(), "*");
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.setConsumeMessageBatchMaxSize(1);
         Waits.Collector collector = new Waits.Collector();
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             collector.addAll(msgs);
+            MessageExt first = msgs.get(0);
+            if (retryKey != null && first.getReconsumeTimes() == 0
+                && first.getKeys().startsWith(retryKey + " ")) {
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         consumer.start();
@@ -312,18 +325,24 @@ final class StoreTraffic {
         return collector.snapshot();
     }
 
-    /** True when the broker's offsets of `group` on `topic` are at each queue's max offset. */
+    /**
+     * True when the broker's offsets of `group` on `topic` (all four queues) and on its retry
+     * topic are at each queue's max offset.
+     */
     static boolean caughtUp(DefaultMQAdminExt admin, String group, String topic) {
         try {
             ConsumeStats stats = admin.examineConsumeStats(group);
-            Map<Integer, Long> lag = new TreeMap<>();
+            int queues = 0;
             for (Map.Entry<MessageQueue, OffsetWrapper> e : stats.getOffsetTable().entrySet()) {
+                OffsetWrapper w = e.getValue();
+                if (w.getBrokerOffset() != w.getConsumerOffset()) {
+                    return false;
+                }
                 if (e.getKey().getTopic().equals(topic)) {
-                    OffsetWrapper w = e.getValue();
-                    lag.put(e.getKey().getQueueId(), w.getBrokerOffset() - w.getConsumerOffset());
+                    queues++;
                 }
             }
-            return lag.size() == 4 && lag.values().stream().allMatch(l -> l == 0);
+            return queues == 4;
         } catch (Exception e) {
             return false;
         }
