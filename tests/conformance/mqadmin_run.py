@@ -3,8 +3,9 @@
 * `mqadmin` runs one command through `rmq.conformance.MqAdmin` (conformance/drivers), which is
   MQAdminStartup.main followed by System.exit: the same program and output as `run_mqadmin`,
   without the ~3 s mqadmin spends after the command waiting for Netty's event loops to wind
-  down.  `mqadmin_until` runs a command that never ends (startMonitoring) with MQAdminStartup
-  itself and kills it once its output holds what the caller waits for.
+  down.  `mqadmin_until` runs a command that never ends (clusterRT) with MQAdminStartup itself
+  and kills it once its output holds what the caller waits for; `mqadmin_monitor` does the
+  same for startMonitoring, whose reports go to the client log.
 * `Clients` is one `rmq.conformance.MqAdminClients` process: it sets up a cluster (topics,
   groups, messages, a traced message, a push consumer that has consumed everything) and keeps
   its producer and consumer connected until `close`.
@@ -73,6 +74,46 @@ def mqadmin_until(
     finally:
         process.kill()
         process.wait(timeout=30)
+
+
+def mqadmin_monitor(args: Sequence[str], *, home: Path, timeout: float = 90) -> str:
+    """startMonitoring: MQAdminStartup with the client log at INFO, where MonitorService writes
+    its reports (the first one 20 s after the start); returns the first report (beginRound to
+    endRound) without the log's timestamp / level / thread prefix, then kills the process."""
+    log = home / "logs" / "rocketmq_client.log"
+    argv = java_argv(MQADMIN_MAIN, args, home=home, props={"rocketmq.client.logLevel": "INFO"})
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=java_env(home),
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            report = _first_report(text)
+            if report is not None:
+                return report
+            if process.poll() is not None:
+                raise AssertionError(f"startMonitoring exited ({process.returncode}):\n{text}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"startMonitoring: no complete report in {timeout}s")
+            time.sleep(0.2)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def _first_report(log: str) -> str | None:
+    lines = [line.split(" - ", 1)[-1] for line in log.splitlines() if "[MONITOR]" in line]
+    begin = next((i for i, line in enumerate(lines) if "beginRound" in line), None)
+    if begin is None:
+        return None
+    for end in range(begin, len(lines)):
+        if "endRound" in lines[end]:
+            return "".join(line + "\n" for line in lines[begin : end + 1])
+    return None
 
 
 def _reader(stream: IO[str]) -> queue.Queue[str | None]:

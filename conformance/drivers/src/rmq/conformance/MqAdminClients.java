@@ -4,7 +4,9 @@
 // cluster, sends its messages to the queues they name with a producer that stays connected
 // (producerConnection), sends one message with message trace on and waits until its trace
 // record can be queried (queryMsgTraceById), starts its push consumers and waits until each has
-// consumed everything and its offsets are committed on the broker (consumerProgress).  Then it
+// consumed everything and its offsets are committed on the broker (consumerProgress).  A
+// consumer's `retryKey` message is answered RECONSUME_LATER once, so it comes back through the
+// group's retry topic, which then has a committed offset too.  Then it
 // prints `READY <json>` (what was sent, where, and the client ids) and keeps the clients running
 // until stdin closes.  Failures print `FAILED <message>` and exit 1.
 package rmq.conformance;
@@ -17,19 +19,22 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.admin.ConsumeStats;
+import org.apache.rocketmq.common.admin.OffsetWrapper;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.common.protocol.body.ClusterInfo;
 import org.apache.rocketmq.common.protocol.route.BrokerData;
@@ -204,8 +209,15 @@ public final class MqAdminClients {
             consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
             consumer.subscribe(c.getString("topic"), c.getString("expression"));
             AtomicInteger consumed = new AtomicInteger();
+            String retryKey = c.getString("retryKey");
+            consumer.setConsumeMessageBatchMaxSize(1);
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-                consumed.addAndGet(msgs.size());
+                MessageExt m = msgs.get(0);
+                if (m.getReconsumeTimes() == 0 && m.getKeys() != null
+                    && m.getKeys().equals(retryKey)) {
+                    return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                }
+                consumed.incrementAndGet();
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
             consumer.start();
@@ -213,9 +225,17 @@ public final class MqAdminClients {
             int expected = c.getIntValue("expect");
             await(group + " consumed " + consumed + " of " + expected,
                 () -> consumed.get() >= expected);
+            String retryTopic = MixAll.getRetryTopic(group);
             await(group + "'s offsets not committed", () -> {
-                ConsumeStats stats = admin.examineConsumeStats(group, c.getString("topic"));
-                return stats.getOffsetTable().size() > 0 && stats.computeTotalDiff() == 0;
+                ConsumeStats stats = admin.examineConsumeStats(group);
+                boolean retried = retryKey == null;
+                boolean topic = false;
+                for (Map.Entry<MessageQueue, OffsetWrapper> e : stats.getOffsetTable().entrySet()) {
+                    retried |= e.getKey().getTopic().equals(retryTopic)
+                        && e.getValue().getConsumerOffset() > 0;
+                    topic |= e.getKey().getTopic().equals(c.getString("topic"));
+                }
+                return retried && topic && stats.computeTotalDiff() == 0;
             });
             consumers.put(group, consumer.getDefaultMQPushConsumerImpl().getmQClientFactory()
                 .getClientId());

@@ -1,0 +1,229 @@
+"""Every command of Apache's mqadmin (tools 4.9.8) against Apache's cluster and against rmq's,
+one matrix row each (section "mqadmin commands", column "rmq vs Apache").
+
+A case (tests/conformance/mqadmin_cases.py) runs the same arguments against both clusters at
+once (one thread each), after the shared set-up `SETUP` (module fixture `targets`).  Apache's
+output must show the command's result (`Case.expect`, no exception printed): otherwise the
+comparison would prove nothing and the test fails whatever rmq did.  Then both outputs, and
+the files the command wrote, are normalised (tests/conformance/mqadmin_normalise.py) and must
+be identical.  When they are not, the cell says `failing` (rmq printed an exception where
+Apache did not) or `different`.  A case whose command needs a request code rmq's servers do
+not serve yet is a strict expected failure raised by `RmqDiffers` only, so an Apache run that
+shows nothing still fails the test.
+
+`test_command_list` checks that the cases cover exactly the commands the jar registers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conformance.clusters import Cluster
+from tests.conformance.mqadmin_acl import start_apache_acl_broker, start_rmq_acl_broker
+from tests.conformance.mqadmin_cases import CASES, SETUP, Case, Target, foreign_names
+from tests.conformance.mqadmin_normalise import normalise
+from tests.conformance.mqadmin_run import Clients, mqadmin, mqadmin_monitor, mqadmin_until
+from tests.procs import RmqProcesses
+
+SECTION = "mqadmin commands"
+COLUMN = "rmq vs Apache"
+KINDS = ("apache", "rmq")
+
+
+class RmqDiffers(AssertionError):
+    """rmq's normalised output is not Apache's."""
+
+
+def _both(run: Callable[[str], Any]) -> dict[str, Any]:
+    with ThreadPoolExecutor(len(KINDS)) as pool:
+        futures = {kind: pool.submit(run, kind) for kind in KINDS}
+        return {kind: future.result() for kind, future in futures.items()}
+
+
+def _target(kind: str, cluster: Cluster, root: Path, ready: dict[str, Any]) -> Target:
+    return Target(
+        kind=kind,
+        namesrv_addr=cluster.namesrv_addr,
+        broker_addr=cluster.broker_addr,
+        home=root / kind / "mqadmin-home",
+        out=root / kind / "out",
+        paths={
+            **_conf_files(cluster),
+            str(cluster.store_dir): "<store>",
+            str(cluster.broker.home): "<broker-home>",
+            str(cluster.namesrv.home): "<namesrv-home>",
+            str(cluster.root): "<root>",
+        },
+        ready=ready,
+    )
+
+
+def _conf_files(cluster: Cluster) -> dict[str, str]:
+    """The -c files the harness wrote for the servers (tests/conformance/java.py names Apache's
+    name server's `<name>.properties`, tests/procs.py rmq's `<name>.conf`)."""
+    files = {}
+    for process, placeholder in (
+        (cluster.namesrv, "<namesrv-conf>"),
+        (cluster.broker, "<broker-conf>"),
+    ):
+        for suffix in (".properties", ".conf"):
+            files[str(cluster.root / f"{process.name}{suffix}")] = placeholder
+    return files
+
+
+@pytest.fixture(scope="module")
+def targets(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Target]]:
+    """Both clusters set up alike (`SETUP`), their clients kept running for the module."""
+    root = tmp_path_factory.mktemp("mqadmin")
+    clusters: dict[str, Cluster] = {kind: request.getfixturevalue(kind) for kind in KINDS}
+    clients: dict[str, Clients] = {}
+
+    def set_up(kind: str) -> Clients:
+        spec = {**SETUP, "namesrv": clusters[kind].namesrv_addr}
+        return Clients(spec, home=root / kind / "clients")
+
+    try:
+        clients.update(_both(set_up))
+        yield {kind: _target(kind, clusters[kind], root, clients[kind].ready) for kind in KINDS}
+    finally:
+        for running in clients.values():
+            running.close()
+
+
+@pytest.fixture(scope="module")
+def acl_targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Target]]:
+    """The ACL-enabled brokers (tests/conformance/mqadmin_acl.py), one of each kind."""
+    root = tmp_path_factory.mktemp("mqadmin-acl")
+    processes = RmqProcesses(root)
+    starters = {"apache": start_apache_acl_broker, "rmq": start_rmq_acl_broker}
+    try:
+        started = _both(lambda kind: starters[kind](processes))
+        yield {
+            kind: Target(
+                kind=kind,
+                namesrv_addr=None,
+                broker_addr=broker.addr,
+                home=root / kind / "mqadmin-home",
+                out=root / kind / "out",
+                paths={str(home): "<rocketmq-home>", str(root): "<root>"},
+            )
+            for kind, (broker, home) in started.items()
+        }
+    finally:
+        for process in processes.started:
+            if process.running:
+                process.stop(timeout=30)
+        processes.kill_all()
+
+
+def _argv(run: Sequence[str], target: Target) -> list[str]:
+    namesrv = ["-n", target.namesrv_addr] if target.namesrv_addr else []
+    return [run[0], *namesrv, *(target.fill(arg) for arg in run[1:])]
+
+
+def _run(case: Case, target: Target) -> tuple[list[str], list[str], Target]:
+    """Run the case's commands against one target: outputs, written files, the target with
+    the foreign names found on its cluster afterwards."""
+    out = target.out / case.slug
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    target = dataclasses.replace(target, out=out)
+    outputs = []
+    prefix = case.until or ""
+
+    def reported(text: str) -> bool:
+        return any(line.startswith(prefix) for line in text.splitlines())
+
+    if case.before is not None:
+        case.before(target)
+    try:
+        for run in case.runs:
+            argv = _argv(run, target)
+            if case.until == "monitor":
+                outputs.append(mqadmin_monitor(argv, home=out / "monitor-home"))
+            elif case.until is not None:
+                outputs.append(mqadmin_until(argv, reported, home=target.home))
+            else:
+                outputs.append(mqadmin(argv, home=target.home))
+        files = [
+            (out / name).read_text(encoding="utf-8") if (out / name).exists() else "<no file>"
+            for name in case.files
+        ]
+        found, topics = foreign_names(target)
+    finally:
+        if case.after is not None:
+            case.after(target)
+    return outputs, files, dataclasses.replace(target, foreign=found, foreign_topics=topics)
+
+
+def _render(case: Case, outputs: list[str], files: list[str], target: Target) -> str:
+    where = target.where()
+    parts = []
+    for run, output in zip(case.runs, outputs, strict=True):
+        parts.append(f"$ mqadmin {' '.join(run)}\n{normalise(output, where, case.rules)}")
+    for name, text in zip(case.files, files, strict=True):
+        rules = case.file_rules if text != "<no file>" else ()
+        parts.append(f"# {name}\n{normalise(text, where, rules)}")
+    return "\n".join(parts) + "\n"
+
+
+def _check_apache(case: Case, outputs: list[str], files: list[str], target: Target) -> None:
+    text = "\n".join(outputs)
+    assert "STDERR" not in text and "Exception" not in text, f"Apache's run failed:\n{text}"
+    for expected in case.expect:
+        wanted = target.fill(expected)
+        assert wanted in text, f"Apache's output lacks {wanted!r}:\n{text}"
+    for name, content in zip(case.files, files, strict=True):
+        assert content != "<no file>", f"Apache's run wrote no {name}"
+
+
+def _cases() -> list[Any]:
+    params = []
+    for case in CASES:
+        marks = [pytest.mark.matrix(SECTION, case.row, COLUMN, passed="identical")]
+        if case.missing:
+            marks.append(pytest.mark.xfail(strict=True, raises=RmqDiffers, reason=case.missing))
+        params.append(pytest.param(case, marks=marks, id=case.slug))
+    return params
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_mqadmin(
+    case: Case, request: pytest.FixtureRequest, record_property: Callable[[str, object], None]
+) -> None:
+    sides: dict[str, Target] = request.getfixturevalue("acl_targets" if case.acl else "targets")
+    results = _both(lambda kind: _run(case, sides[kind]))
+    _check_apache(case, *results["apache"])
+    apache = _render(case, *results["apache"])
+    rmq = _render(case, *results["rmq"])
+    if apache != rmq:
+        rmq_raw = "\n".join(results["rmq"][0])
+        word = "failing" if "STDERR" in rmq_raw or "Exception" in rmq_raw else "different"
+        record_property("matrix_outcome", word)
+        diff = difflib.unified_diff(
+            apache.splitlines(), rmq.splitlines(), "Apache", "rmq", lineterm=""
+        )
+        raise RmqDiffers(f"{case.row}: rmq {word}\n" + "\n".join(diff))
+
+
+def test_command_list(tmp_path: Path) -> None:
+    """The cases cover exactly the sub-commands MQAdminStartup registers (its help lists them)."""
+    listing = mqadmin([], home=tmp_path)
+    registered = re.findall(r"(?m)^   (\S+) ", listing)
+    assert len(registered) == len(set(registered)) > 0, listing
+    covered = {case.command for case in CASES}
+    assert set(registered) == covered, (
+        f"not covered: {sorted(set(registered) - covered)}, "
+        f"not registered: {sorted(covered - set(registered))}"
+    )
