@@ -80,15 +80,31 @@ def _from_where(result: Result) -> None:
     assert all(result["searchOffsetNearest"].values()), result
 
 
-def _dead_letter(result: Result) -> None:
-    assert result["deliveries"] == {str(i): [0, 1, 2] for i in range(4)}, result["deliveries"]
-    assert result["deliveredTopics"] == ["Conf-retries-until-the-DLQ"], result
-    assert [m["keys"] for m in result["dlq"]] == [f"key-{i}" for i in range(4)], result["dlq"]
-    for message in result["dlq"]:
-        assert message["topic"] == "%DLQ%CG-retries-until-the-DLQ", message
-        assert message["RETRY_TOPIC"] == "Conf-retries-until-the-DLQ", message
-        assert message["originIsFirstStored"] and message["uniqKeyKept"], message
-    assert result["dlqRoute"]["readQueueNums"] == 1, result["dlqRoute"]
+def _dead_letter(slug: str, origin: str) -> Callable[[Result], None]:
+    """Checks of a retries-until-the-DLQ scenario whose topic is Conf-<slug> and group
+    CG-<slug>: 4 messages, maxReconsumeTimes 2; ORIGIN_MESSAGE_ID is the first delivery's
+    `origin` id (the broker's offset message id when the broker builds the retry, the client's
+    unique key when the orderly client sends it)."""
+
+    def check(result: Result) -> None:
+        assert result["deliveries"] == {str(i): [0, 1, 2] for i in range(4)}, result
+        assert result["deliveredTopics"] == [f"Conf-{slug}"], result
+        assert [m["keys"] for m in result["dlq"]] == [f"key-{i}" for i in range(4)], result
+        for message in result["dlq"]:
+            assert message["topic"] == f"%DLQ%CG-{slug}", message
+            assert message["RETRY_TOPIC"] == f"Conf-{slug}", message
+            assert message["originMessageId"] == origin, message
+            assert message["uniqKey"] == "uniqKey", message
+        assert result["dlqRoute"]["readQueueNums"] == 1, result["dlqRoute"]
+        assert result.get("retriesInPlace", True), "orderly retries left their place"
+
+    return check
+
+
+def _dead_letter_scenario(name: str, driver: str, origin: str) -> Scenario:
+    slug = name.replace(" ", "-")
+    spec = {"topic": f"Conf-{slug}", "group": f"CG-{slug}"}
+    return Scenario(name, driver, spec, _dead_letter(slug, origin))
 
 
 def _lite_subscribe(result: Result) -> None:
@@ -156,11 +172,9 @@ SCENARIOS: list[Scenario] = [
         _from_where,
         expected=FROM_WHERE,
     ),
-    Scenario(
-        "retries until the DLQ",
-        "RetryScenarios.deadLetter",
-        {"topic": "Conf-retries-until-the-DLQ", "group": "CG-retries-until-the-DLQ"},
-        _dead_letter,
+    _dead_letter_scenario("retries until the DLQ", "RetryScenarios.deadLetter", "offsetMsgId"),
+    _dead_letter_scenario(
+        "orderly retries until the DLQ", "RetryScenarios.orderlyDeadLetter", "uniqKey"
     ),
     Scenario("lite pull subscribe, commit, resume", "LiteScenarios.subscribe", {}, _lite_subscribe),
     Scenario("lite pull assign and seek", "LiteScenarios.assign", {"seek": 4}, _lite_assign),
