@@ -9,7 +9,8 @@
 2. rmq -> Apache: the same traffic on a fresh rmq cluster; rmq's broker stops cleanly and
    Apache's broker starts on the same store directory (same brokerName): the consumer group
    resumes exactly where it stopped, a new group reads every record as sent, and the topics
-   and groups created on rmq exist on Apache.
+   and groups created on rmq exist on Apache (tests/conformance/store_switch.py).  The same
+   checks run with rmq's broker on a copy of the Apache store of part 1.
 3. kill -9, crossed: on that store, Apache's broker is killed in the middle of a stream of
    sync sends and rmq's broker recovers the store, then rmq's is killed the same way and
    Apache's recovers it: every acknowledged message is at its queue and offset, and new sends
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +29,11 @@ import pytest
 
 from tests.conformance import store_checks as checks
 from tests.conformance import store_runs as runs
-from tests.conformance.clusters import Cluster, start_apache, start_rmq
+from tests.conformance import store_switch as switches
+from tests.conformance.clusters import start_apache, start_rmq
 from tests.conformance.java import ensure_built
-from tests.procs import RmqProcess
+from tests.conformance.store_switch import Switch, in_topic, visible
+from tests.procs import RmqProcess, RmqProcesses
 
 SECTION = "Stores"
 COLUMN = "result"
@@ -37,11 +41,6 @@ COLUMN = "result"
 
 def row(name: str) -> pytest.MarkDecorator:
     return pytest.mark.matrix(SECTION, name, COLUMN)
-
-
-def visible(sends: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The sends that reach the topic: all but the rolled-back transaction."""
-    return [send for send in sends if send["kind"] != "rollback"]
 
 
 def system_record_count(sends: list[dict[str, Any]]) -> int:
@@ -57,10 +56,6 @@ def retried(traffic: dict[str, Any]) -> tuple[str, str]:
     prefix = traffic["retried"] + " "
     (msg_id,) = [s["msgId"] for s in traffic["sends"] if s["keys"].startswith(prefix)]
     return runs.GROUP, msg_id
-
-
-def in_topic(records: list[checks.Record]) -> list[checks.Record]:
-    return [record for record in records if record["topic"] == runs.TOPIC]
 
 
 def expect_none(record_property: Callable[[str, object], None], problems: list[str]) -> None:
@@ -223,39 +218,13 @@ def test_apache_store_spark_export(
     expect_none(record_property, problems)
 
 
-# -- 2. rmq -> Apache ---------------------------------------------------------------------------
-
-
-@dataclass
-class Switch:
-    """rmq's cluster after the traffic, with Apache's broker now serving rmq's store."""
-
-    cluster: Cluster
-    traffic: dict[str, Any]
-    config_files: list[str]
-    apache: RmqProcess
-    resumed: dict[str, Any]
-
-    @property
-    def sends(self) -> list[dict[str, Any]]:
-        return list(self.traffic["sends"])
-
-    @property
-    def store(self) -> Path:
-        return self.cluster.store_dir
-
-
-def keys_of(sends: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """Key -> sorted unique ids of the sends carrying it."""
-    out: dict[str, list[str]] = {}
-    for send in sends:
-        for key in send["keys"].split(" "):
-            out.setdefault(key, []).append(send["msgId"])
-    return {key: sorted(ids) for key, ids in out.items()}
+# -- 2. broker switches -------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
+def rmq_to_apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
+    """rmq's cluster takes the traffic; Apache's broker then serves rmq's store (and stays
+    up for the kill -9 steps)."""
     ensure_built()
     root = tmp_path_factory.mktemp("store-rmq")
     cluster = start_rmq(root, runs.SMALL_FILES)
@@ -266,81 +235,106 @@ def switch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
         apache = runs.start_apache_on(
             cluster.processes, "apache-on-rmq-store", cluster.namesrv_addr, cluster.store_dir
         )
-        sends = visible(traffic["sends"])
-        resumed = runs.resume(
+        served = in_topic([checks.from_java(r) for r in traffic["consumed"]])
+        resumed = switches.resume(cluster.namesrv_addr, root / "java", traffic)
+        yield Switch(
+            "rmq",
+            cluster.store_dir,
+            cluster.processes,
             cluster.namesrv_addr,
-            root / "java",
-            unconsumed=len(sends) - len({r["msgId"] for r in traffic["consumed"]}),
-            total=len(sends),
-            keys=sorted(keys_of(sends)),
-            ids=[send["msgId"] for send in sends],
+            apache,
+            traffic,
+            served,
+            config_files,
+            resumed,
         )
-        yield Switch(cluster, traffic, config_files, apache, resumed)
     finally:
         cluster.processes.kill_all()
 
 
-@row("rmq -> Apache: topics and groups created on rmq exist on Apache")
-def test_switch_topics_and_groups(switch: Switch, record_property: Any) -> None:
-    problems = []
-    for name in ("topics.json", "subscriptionGroup.json", "consumerOffset.json"):
-        if name not in switch.config_files:
-            problems.append(f"rmq wrote no {switch.store}/config/{name}: {switch.config_files}")
-    topics = switch.resumed["topics"]
-    shapes = {runs.TOPIC: (4, 4, 6), f"{runs.TOPIC}-Side": (3, 2, 4)}
-    for name, shape in shapes.items():
-        config = topics.get(name)
-        if (
-            config is None
-            or (config["readQueueNums"], config["writeQueueNums"], config["perm"]) != shape
-        ):
-            problems.append(f"Apache's topic {name}: {config}, expected (r, w, perm) {shape}")
-    if not switch.resumed["namesrvTopics"]:
-        problems.append(f"the name server does not list {runs.TOPIC} from Apache's broker")
-    group = switch.resumed["group"]
-    if group is None or (group["retryMaxTimes"], group["consumeBroadcastEnable"]) != (7, False):
-        problems.append(f"Apache's group {runs.GROUP}: {group}")
-    expect_none(record_property, problems)
+@pytest.fixture(scope="module")
+def apache_to_rmq(
+    apache_store: ApacheStore, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Switch]:
+    """rmq's broker serves a copy of the Apache store of part 1."""
+    root = tmp_path_factory.mktemp("rmq-on-apache-store")
+    store = root / "store"
+    shutil.copytree(apache_store.store, store)
+    processes = RmqProcesses(root)
+    try:
+        namesrv = processes.start_namesrv("rmq-namesrv")
+        broker = runs.start_rmq_on(processes, "rmq-on-apache-store", namesrv.addr, store)
+        resumed = switches.resume(namesrv.addr, root / "java", apache_store.traffic)
+        yield Switch(
+            "Apache",
+            store,
+            processes,
+            namesrv.addr,
+            broker,
+            apache_store.traffic,
+            apache_store.java_records(),
+            sorted(p.name for p in (store / "config").glob("*.json")),
+            resumed,
+        )
+    finally:
+        processes.kill_all()
 
 
-@row("rmq -> Apache: Apache finds messages by key and by id in rmq's index files")
-def test_switch_index_lookups(switch: Switch, record_property: Any) -> None:
-    sends = visible(switch.sends)
-    lookups = switch.resumed["lookups"]
-    problems = [
-        f"QUERY_MESSAGE {key}: {lookups['byKey'].get(key)}, expected {ids}"
-        for key, ids in keys_of(sends).items()
-        if lookups["byKey"].get(key) != ids
+SWITCHES = {"rmq_to_apache": ("rmq", "Apache"), "apache_to_rmq": ("Apache", "rmq")}
+
+
+def switch_cases(what: str) -> list[Any]:
+    """One case per switch; `what` names the row with {first} and {second}."""
+    return [
+        pytest.param(
+            fixture,
+            marks=row(
+                f"{first}'s store, {second}'s broker: " + what.format(first=first, second=second)
+            ),
+            id=fixture,
+        )
+        for fixture, (first, second) in SWITCHES.items()
     ]
-    problems += [
-        f"viewMessage {send['msgId']}: {lookups['byId'].get(send['msgId'])}"
-        for send in sends
-        if lookups["byId"].get(send["msgId"]) != send["msgId"]
-    ]
-    expect_none(record_property, problems)
 
 
-@row("rmq -> Apache: a consumer group resumes from rmq's stored offsets")
-def test_switch_group_resumes(switch: Switch, record_property: Any) -> None:
-    consumed = {r["msgId"] for r in switch.traffic["consumed"]}
-    unconsumed = [s for s in visible(switch.sends) if s["msgId"] not in consumed]
-    resumed = [checks.from_java(r) for r in switch.resumed["resumed"]]
-    problems = checks.match_sends(unconsumed, resumed)
-    got = sorted(r["msgId"] for r in resumed)
-    if got != sorted(s["msgId"] for s in unconsumed):
-        problems.append(f"resumed {len(got)} messages, {len(unconsumed)} were not consumed")
-    expect_none(record_property, problems)
+def the_switch(request: pytest.FixtureRequest, fixture: str) -> Switch:
+    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
 
 
-@row("rmq -> Apache: a new group reads every record as sent and as rmq served it")
-def test_switch_new_group_reads_all(switch: Switch, record_property: Any) -> None:
-    read = [checks.from_java(r) for r in switch.resumed["readAll"]]
-    problems = checks.match_sends(switch.sends, read)
-    served_by_rmq = in_topic([checks.from_java(r) for r in switch.traffic["consumed"]])
-    problems += checks.match_records(served_by_rmq, read)
-    if len(read) != len(visible(switch.sends)):
-        problems.append(f"read {len(read)} records, sent {len(visible(switch.sends))}")
-    expect_none(record_property, problems)
+@pytest.mark.parametrize("fixture", switch_cases("topics and groups created on {first} exist"))
+def test_switch_topics_and_groups(
+    fixture: str, request: pytest.FixtureRequest, record_property: Any
+) -> None:
+    switch = the_switch(request, fixture)
+    expect_none(record_property, switches.topics_and_groups_problems(switch))
+
+
+@pytest.mark.parametrize(
+    "fixture", switch_cases("finds messages by key and id in {first}'s index files")
+)
+def test_switch_index_lookups(
+    fixture: str, request: pytest.FixtureRequest, record_property: Any
+) -> None:
+    switch = the_switch(request, fixture)
+    expect_none(record_property, switches.index_lookup_problems(switch))
+
+
+@pytest.mark.parametrize("fixture", switch_cases("a consumer group resumes from {first}'s offsets"))
+def test_switch_group_resumes(
+    fixture: str, request: pytest.FixtureRequest, record_property: Any
+) -> None:
+    switch = the_switch(request, fixture)
+    expect_none(record_property, switches.resume_problems(switch))
+
+
+@pytest.mark.parametrize(
+    "fixture", switch_cases("a new group reads every record as sent and as {first} served it")
+)
+def test_switch_new_group_reads_all(
+    fixture: str, request: pytest.FixtureRequest, record_property: Any
+) -> None:
+    switch = the_switch(request, fixture)
+    expect_none(record_property, switches.read_all_problems(switch))
 
 
 # -- 3. kill -9, crossed ------------------------------------------------------------------------
@@ -367,16 +361,16 @@ class CrashChain:
 
     @property
     def namesrv(self) -> str:
-        return self.switch.cluster.namesrv_addr
+        return self.switch.namesrv_addr
 
     def rmq_recovers(self) -> tuple[runs.StreamRun, runs.StreamRun, RmqProcess]:
         """Apache's broker killed mid-stream; rmq's broker recovers, is checked, then is
         killed mid-stream itself."""
 
         def step() -> tuple[runs.StreamRun, runs.StreamRun, RmqProcess]:
-            first = runs.stream(self.namesrv, self.home, label="apache", kill=self.switch.apache)
+            first = runs.stream(self.namesrv, self.home, label="apache", kill=self.switch.broker)
             broker = runs.start_rmq_on(
-                self.switch.cluster.processes, "rmq-recovers", self.namesrv, self.switch.store
+                self.switch.processes, "rmq-recovers", self.namesrv, self.switch.store
             )
             second = runs.stream(
                 self.namesrv, self.home, label="rmq", kill=broker, verify=first.acked, fresh=3
@@ -390,7 +384,7 @@ class CrashChain:
 
         def step() -> tuple[runs.StreamRun, RmqProcess]:
             broker = runs.start_apache_on(
-                self.switch.cluster.processes, "apache-recovers", self.namesrv, self.switch.store
+                self.switch.processes, "apache-recovers", self.namesrv, self.switch.store
             )
             earlier = first.acked + second.result["fresh"] + second.acked
             third = runs.stream(
@@ -402,8 +396,8 @@ class CrashChain:
 
 
 @pytest.fixture(scope="module")
-def crash_chain(switch: Switch) -> CrashChain:
-    return CrashChain(switch, switch.cluster.root / "java-crash")
+def crash_chain(rmq_to_apache: Switch) -> CrashChain:
+    return CrashChain(rmq_to_apache, rmq_to_apache.processes.root / "java-crash")
 
 
 def recovery_problems(recovery: runs.StreamRun, acked: list[dict[str, Any]]) -> list[str]:
