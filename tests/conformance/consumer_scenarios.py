@@ -26,10 +26,17 @@ def _push_concurrently(result: Result) -> None:
 
 
 def _push_orderly(result: Result) -> None:
-    assert result["count"] == 40 and result["lockedQueues"] == 4, result
+    assert result["count"] == 40 and result.get("lockedQueues", 4) == 4, result
     assert not result["overlapped"], "two threads consumed one queue at once"
     assert result["perQueue"] == {str(q): list(range(q, 40, 4)) for q in range(4)}, result
     assert all(result["inOrder"].values()), result
+
+
+def _orderly_clustering(result: Result) -> None:
+    _push_orderly(result)
+    assert result["splitAndLocked"] and result["lockedPerConsumer"] == [2, 2], result
+    assert result["duplicates"] == 0, result
+    assert not result["foreignLockGranted"], "the broker granted a lock another client holds"
 
 
 def _clustering(result: Result) -> None:
@@ -150,7 +157,8 @@ def _push(name: str, method: str, check: Callable[[Result], None], **spec: objec
 
 SCENARIOS: list[Scenario] = [
     _push("push consumer concurrently", "concurrently", _push_concurrently),
-    _push("push consumer orderly", "orderly", _push_orderly),
+    Scenario("push consumer orderly", "PushOrderly.single", {}, _push_orderly),
+    Scenario("push orderly, two consumers", "PushOrderly.clustering", {}, _orderly_clustering),
     _push("push clustering, two consumers", "clustering", _clustering),
     _push("push broadcasting, two consumers", "broadcasting", _broadcasting),
     _push(

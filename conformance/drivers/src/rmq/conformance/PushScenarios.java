@@ -1,6 +1,7 @@
-// Scenarios of DefaultMQPushConsumer: concurrent and orderly listeners, two consumers of one
-// group sharing the queues (clustering) or each getting everything (broadcasting), tag and
-// SQL92 subscriptions, and where a new group starts (first / last offset / timestamp).
+// Scenarios of DefaultMQPushConsumer with a concurrent listener: one consumer, two consumers
+// of one group sharing the queues (clustering) or each getting everything (broadcasting), tag
+// and SQL92 subscriptions, and where a new group starts (first / last offset / timestamp).
+// PushOrderly has the orderly listener's scenarios.
 // Results hold only what is deterministic: indexes of the numbered messages (sorted unless
 // order is the point), counts, and per-queue facts for queues the scenario chose itself.
 package rmq.conformance;
@@ -10,18 +11,13 @@ import com.alibaba.fastjson.JSONObject;
 import java.text.SimpleDateFormat;
 import java.util.ArrayList;
 import java.util.Date;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
-import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
-import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
-import org.apache.rocketmq.client.impl.consumer.ProcessQueue;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -81,89 +77,6 @@ final class PushScenarios {
             // task first runs 10 s after start.
             consumer.shutdown();
             out.putAll(ConsumerSupport.awaitCommitted(spec, spec.group(), spec.topic(), queues));
-            return out;
-        } finally {
-            consumer.shutdown();
-        }
-    }
-
-    /**
-     * Messages sent to queue index % queues, consumed by an orderly listener: per queue the
-     * indexes in consumption order, whether they came in queue-offset order, whether two
-     * threads ever consumed one queue at once, and how many queues the broker let it lock.
-     */
-    static JSONObject orderly(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
-        int count = spec.integer("count", 40);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-        try {
-            List<MessageQueue> targets = new ArrayList<>();
-            for (int q = 0; q < queues; q++) {
-                targets.add(ConsumerSupport.queue(producer, spec.topic(), q));
-            }
-            for (int i = 0; i < count; i++) {
-                producer.send(Records.numbered(spec.topic(), i, "TagA"), targets.get(i % queues));
-            }
-        } finally {
-            producer.shutdown();
-        }
-        Map<Integer, List<Integer>> indexes = new TreeMap<>();
-        Map<Integer, List<Long>> offsets = new TreeMap<>();
-        Map<Integer, Integer> busy = new HashMap<>();
-        AtomicBoolean overlapped = new AtomicBoolean();
-        Waits.Collector collector = new Waits.Collector();
-        DefaultMQPushConsumer consumer = spec.pushConsumer(spec.group());
-        consumer.subscribe(spec.topic(), "*");
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.setConsumeThreadMin(4);
-        consumer.setConsumeThreadMax(4);
-        consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
-            int queue = context.getMessageQueue().getQueueId();
-            synchronized (busy) {
-                if (busy.merge(queue, 1, Integer::sum) > 1) {
-                    overlapped.set(true);
-                }
-                for (MessageExt m : msgs) {
-                    indexes.computeIfAbsent(queue, q -> new ArrayList<>()).add(ConsumerSupport.index(m));
-                    offsets.computeIfAbsent(queue, q -> new ArrayList<>()).add(m.getQueueOffset());
-                }
-            }
-            collector.addAll(msgs);
-            synchronized (busy) {
-                busy.merge(queue, -1, Integer::sum);
-            }
-            return ConsumeOrderlyStatus.SUCCESS;
-        });
-        consumer.start();
-        try {
-            List<MessageExt> received = collector.await(count, spec.seconds("timeout", 30), 500);
-            int locked = 0;
-            for (Map.Entry<MessageQueue, ProcessQueue> e : consumer.getDefaultMQPushConsumerImpl()
-                .getRebalanceImpl().getProcessQueueTable().entrySet()) {
-                if (e.getKey().getTopic().equals(spec.topic()) && e.getValue().isLocked()) {
-                    locked++;
-                }
-            }
-            JSONObject out = new JSONObject();
-            out.put("count", received.size());
-            out.put("lockedQueues", locked);
-            out.put("overlapped", overlapped.get());
-            JSONObject perQueue = new JSONObject(true);
-            JSONObject inOrder = new JSONObject(true);
-            synchronized (busy) {
-                for (Map.Entry<Integer, List<Integer>> e : indexes.entrySet()) {
-                    perQueue.put(Integer.toString(e.getKey()), e.getValue());
-                    List<Long> seen = offsets.get(e.getKey());
-                    boolean ordered = true;
-                    for (int i = 0; i < seen.size(); i++) {
-                        ordered &= seen.get(i) == i;
-                    }
-                    inOrder.put(Integer.toString(e.getKey()), ordered);
-                }
-            }
-            out.put("perQueue", perQueue);
-            out.put("inOrder", inOrder);
             return out;
         } finally {
             consumer.shutdown();
