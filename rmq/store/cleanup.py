@@ -17,8 +17,10 @@ stops at the first file to keep.  Above 90 % the store also refuses new messages
 When the commitlog minimum offset has moved, consume queue files whose last entry points
 below it and index files whose newest entry does are deleted too.
 
-Used space is ``(blocks - free blocks) / blocks`` of the file system (as Java's
-``getTotalSpace``/``getFreeSpace``); tests inject their own ``disk_usage``.
+Used space is Apache's ``UtilAll.getDiskPartitionSpaceUsedPercent``: used blocks (``blocks -
+free blocks``) over used plus available-to-us blocks (``bavail``, so the blocks reserved for
+root count as neither), rounded up to a whole percent (``0.15``); tests inject their own
+``disk_usage``.
 """
 
 from __future__ import annotations
@@ -45,14 +47,24 @@ DiskUsage = Callable[[str], float]
 
 
 def disk_used_ratio(path: str) -> float:
-    """``(blocks - free blocks) / blocks`` of the file system holding ``path`` (-1 on error)."""
+    """Used fraction of the file system holding ``path`` as Apache computes it: ``used /
+    (used + available)`` rounded up to hundredths, ``used = blocks - free blocks`` (-1 on
+    error)."""
     try:
         stat = os.statvfs(path)
     except OSError:
         return -1.0
     if stat.f_blocks == 0:
         return -1.0
-    return (stat.f_blocks - stat.f_bfree) / stat.f_blocks
+    return used_percent(stat.f_blocks - stat.f_bfree, stat.f_bavail) / 100
+
+
+def used_percent(used: int, available: int) -> int:
+    """``ceil(100 * used / (used + available))`` in integers, as ``UtilAll`` does."""
+    entire = used + available
+    if entire <= 0:
+        return 0
+    return -(-used * 100 // entire)
 
 
 def delete_hours(delete_when: str) -> frozenset[int]:

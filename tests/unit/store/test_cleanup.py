@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rmq.store.cleanup import disk_used_ratio, used_percent
 from rmq.store.commitlog import PutMessageResult, PutMessageStatus
 from rmq.store.store import GetMessageStatus, MessageStore
 from tests.unit.store.test_store import message, put_ok, small_config
@@ -181,3 +182,16 @@ def test_manual_deletion_ignores_the_hour(tmp_path: Path, disk: Disk) -> None:
         assert [Path(p).name for p in result.commitlog_files] == names[:2]
     finally:
         store.shutdown()
+
+
+def test_disk_used_ratio_is_apaches_rounded_percent_of_the_usable_space(tmp_path: Path) -> None:
+    # Apache's UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + usable), rounded up to
+    # a whole percent; blocks reserved for root are neither (13 GB used, 78 usable -> 0.15).
+    assert used_percent(13, 78) == 15
+    assert used_percent(50, 50) == 50
+    assert used_percent(1, 199) == 1
+    assert used_percent(0, 10) == 0
+    ratio = disk_used_ratio(str(tmp_path))
+    assert 0.0 <= ratio <= 1.0
+    assert ratio == round(ratio * 100) / 100
+    assert disk_used_ratio(str(tmp_path / "missing")) == -1.0
