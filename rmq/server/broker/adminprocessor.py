@@ -499,8 +499,19 @@ class AdminProcessor:
         return info
 
     def earliest_message_time(self) -> int:
-        """Store time of the oldest message in the commitlog, -1 when there is none."""
+        """Store time of the oldest message in the commitlog, -1 when there is none.
+
+        As Apache's ``DefaultMessageStore.getEarliestMessageTime``, which reads
+        ``2 * maxMessageSize`` bytes at the commitlog's minimum offset: it is -1 as long as
+        that much is not written in the first file (a young broker's `clusterList` shows the
+        hours since 1970 in its ``#Hour`` column).
+        """
         store = self.controller.store
         min_offset = store.min_physical_offset()
-        record = store.select_one_message_by_offset(min_offset) if min_offset >= 0 else None
+        if min_offset < 0:
+            return -1
+        size = 2 * self.controller.store_config.max_message_size
+        if store.commitlog.get_message(min_offset, size) is None:
+            return -1
+        record = store.select_one_message_by_offset(min_offset)
         return -1 if record is None else store_timestamp_at(record, 0)

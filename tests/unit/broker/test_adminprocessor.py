@@ -612,7 +612,7 @@ def runtime_info(broker: BrokerController) -> dict[str, str]:
 
 def test_runtime_info_has_the_apache_keys_with_real_values(controller: BrokerController) -> None:
     create_topic(controller, "R", queues=1)
-    timestamps = put(controller, "R", 0, 3)
+    put(controller, "R", 0, 3)
     for _ in range(3):
         controller.stats.on_put(controller.store.put_message(InnerMessage("R", 0, b"x")), 2)
 
@@ -624,7 +624,8 @@ def test_runtime_info_has_the_apache_keys_with_real_values(controller: BrokerCon
     assert info["putMessageTimesTotal"] == "3"
     assert info["commitLogMinOffset"] == "0"
     assert info["commitLogMaxOffset"] == str(controller.store.max_physical_offset())
-    assert info["earliestMessageTimeStamp"] == str(timestamps[0])
+    # Apache reads 2 * maxMessageSize bytes at the minimum offset: -1 until that much is written
+    assert info["earliestMessageTimeStamp"] == "-1"
     assert info["putMessageEntireTimeMax"] == "2"
     assert info["remainTransientStoreBufferNumbs"] == "2147483647"
     assert re.fullmatch(r"\[ 0 days, 0 hours, 0 minutes, \d+ seconds \]", info["runtime"])
@@ -638,6 +639,18 @@ def test_runtime_info_has_the_apache_keys_with_real_values(controller: BrokerCon
     assert re.fullmatch(
         r"Total : \d+\.\d [KMGTPE]iB, Free : \d+\.\d [KMGTPE]iB\.", info["commitLogDirCapacity"]
     )
+
+
+def test_runtime_info_earliest_time_once_two_max_messages_are_written(
+    controller: BrokerController,
+) -> None:
+    create_topic(controller, "E", queues=1)
+    timestamps = put(controller, "E", 0, 3)
+    written = controller.store.max_physical_offset()
+    controller.store_config.max_message_size = written // 2 + 1
+    assert runtime_info(controller)["earliestMessageTimeStamp"] == "-1"
+    controller.store_config.max_message_size = written // 2
+    assert runtime_info(controller)["earliestMessageTimeStamp"] == str(timestamps[0])
 
 
 def test_runtime_info_tps_windows_empty_until_enough_samples() -> None:
