@@ -18,7 +18,8 @@ Apache keeps in its ``StoreStatsService`` and ``BrokerStats``:
 * Put latency: every put's duration (ms) lands in a 13-bucket distribution
   (``[<=0ms]`` .. ``[10s~]``) and in the finer buckets Apache derives ``putLatency99`` /
   ``putLatency999`` from.  Both are rotated once a minute; the runtime info shows the last
-  complete minute, as Apache does.
+  complete minute, as Apache does (the distribution is ``null`` before the first minute is
+  complete, the percentiles 0.00).
 * Day totals: :meth:`BrokerStats.record_day` (the broker calls it at local midnight) moves
   "today morning" to "yesterday morning" and takes the current totals as "today morning".
 
@@ -135,7 +136,7 @@ class BrokerStats:
         self._group_samples: deque[tuple[int, dict[tuple[str, str], int]]] = deque(maxlen=61)
         self._samples: deque[_Sample] = deque(maxlen=MAX_SAMPLES)
         self._distribution = [0] * len(_DISTRIBUTION_NAMES)
-        self._last_distribution = [0] * len(_DISTRIBUTION_NAMES)
+        self._last_distribution: list[int] | None = None
         self._latency = [0] * (len(_LATENCY_BOUNDS) + 1)
         self._last_latency = [0] * (len(_LATENCY_BOUNDS) + 1)
         self._rotated_at = self.boot_timestamp
@@ -222,9 +223,13 @@ class BrokerStats:
             (found or 0.0) + (miss or 0.0) for found, miss in zip(found_tps, miss_tps, strict=True)
         ]
         times_total = self.put_total or 1
-        distribution = "".join(
-            f"{name}:{count} "
-            for name, count in zip(_DISTRIBUTION_NAMES, self._last_distribution, strict=True)
+        last = self._last_distribution
+        distribution = (
+            "null"
+            if last is None
+            else "".join(
+                f"{name}:{count} " for name, count in zip(_DISTRIBUTION_NAMES, last, strict=True)
+            )
         )
         return {
             "bootTimestamp": str(self.boot_timestamp),

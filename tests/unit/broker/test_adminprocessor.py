@@ -661,6 +661,7 @@ def test_runtime_info_tps_windows_empty_until_enough_samples() -> None:
         stats.sample()
     info = stats.runtime_info()
     assert info["putTps"] == "  "
+    assert info["putMessageDistributeTime"] == "null"  # no minute complete yet
     assert info["getTotalTps"] == "0.0 0.0 0.0"
     now[0] += 1000
     stats.sample()
