@@ -55,6 +55,7 @@ from rmq.common.config import (
     to_properties,
     update_config,
 )
+from rmq.common.delay import schedule_queue_id
 from rmq.common.message import store_timestamp_at
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, is_lmq
 from rmq.remoting.bodies import (
@@ -466,6 +467,11 @@ class AdminProcessor:
         info[f"commitLogDiskRatio_{layout.commitlog}"] = commitlog_ratio
         info["commitLogDiskRatio"] = commitlog_ratio
         info["consumeQueueDiskRatio"] = repr(disk_used_ratio(str(layout.consume_queue_root)))
+        for level, offset in controller.schedule_service.offset_table().items():
+            schedule_max = store.get_max_offset_in_queue(
+                RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level)
+            )
+            info[f"scheduleMessageOffset_{level}"] = f"{offset},{schedule_max}"
         info["commitLogMinOffset"] = str(store.min_physical_offset())
         info["commitLogMaxOffset"] = str(store.max_physical_offset())
         info["brokerVersionDesc"] = MQVersion.V4_9_8.name

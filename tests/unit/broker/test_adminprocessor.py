@@ -398,9 +398,13 @@ def test_all_consumer_offsets_and_delay_offsets(controller: BrokerController) ->
     delay_file = controller.store.layout.config_file("delayOffset.json")
     delay_file.parent.mkdir(parents=True, exist_ok=True)
     delay_file.write_text('{\n\t"offsetTable":{1:5,3:0\n\t}\n}')
+    assert not [key for key in runtime_info(controller) if key.startswith("scheduleMessage")]
     controller.schedule_service.load()
     response = call(controller, RequestCode.GET_ALL_DELAY_OFFSET)
     assert bytes(response.body or b"") == b'{"offsetTable":{1:5,3:0}}'
+    # runtime info: "<delivered up to>,<schedule queue max offset>" per level, as Apache's
+    info = runtime_info(controller)
+    assert (info["scheduleMessageOffset_1"], info["scheduleMessageOffset_3"]) == ("5,0", "0,0")
 
 
 # -- subscription groups -----------------------------------------------------------------
