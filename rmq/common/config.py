@@ -38,8 +38,9 @@ construction and whenever properties are applied (not on plain attribute assignm
 Aliases.  The pre-4.4 ``mapedFileSize*`` spellings are accepted for the ``mappedFileSize*``
 keys, the corrected ``Mapped`` spelling for the keys Java still spells ``Maped``
 (``destroyMapedFileIntervalForcibly``, ``warmMapedFileEnable``,
-``flushLeastPagesWhenWarmMapedFile``), and ``isEnableBatchPush`` (the name Java prints) for
-``enableBatchPush``.  When a key and its alias are both given, the key wins.
+``flushLeastPagesWhenWarmMapedFile``), and ``enableBatchPush`` (the name Java's setter reads)
+for ``isEnableBatchPush`` (the field's name, which Java prints in GET_BROKER_CONFIG and its
+config files).  When a key and its alias are both given, the key wins.
 
 rmq-only keys (not in RocketMQ 4.9; listed in :data:`RMQ_ONLY_KEYS`):
 
@@ -622,7 +623,7 @@ class MessageStoreConfig(ConfigObject):
     d_leger_peers: str | None = None
     d_leger_self_id: str | None = None
     preferred_leader_id: str | None = None
-    enable_batch_push: bool = field(default=False, metadata=_key(aliases=("isEnableBatchPush",)))
+    is_enable_batch_push: bool = field(default=False, metadata=_key(aliases=("enableBatchPush",)))
     enable_schedule_message_stats: bool = True
     enable_lmq: bool = False
     enable_multi_dispatch: bool = False

@@ -162,7 +162,7 @@ def test_aliases_are_accepted() -> None:
         "mapedFileSizeConsumeQueue": "2000",
         "warmMappedFileEnable": "true",
         "destroyMappedFileIntervalForcibly": "5",
-        "isEnableBatchPush": "true",
+        "enableBatchPush": "true",
     }
     store, unknown = config.build_config(MessageStoreConfig, props)
     assert unknown == []
@@ -170,7 +170,7 @@ def test_aliases_are_accepted() -> None:
     assert store.mapped_file_size_consume_queue == 2000
     assert store.warm_maped_file_enable is True
     assert store.destroy_maped_file_interval_forcibly == 5
-    assert store.enable_batch_push is True
+    assert store.is_enable_batch_push is True
 
 
 @pytest.mark.parametrize("alias_first", [True, False])
@@ -184,9 +184,10 @@ def test_the_real_key_wins_over_its_alias(alias_first: bool) -> None:
 def test_to_properties_uses_the_real_key_not_the_alias() -> None:
     props = config.to_properties(MessageStoreConfig())
     assert props["mappedFileSizeCommitLog"] == "1073741824"
-    assert props["enableBatchPush"] == "false"
+    # Java prints the field's name, isEnableBatchPush (its setter reads enableBatchPush)
+    assert props["isEnableBatchPush"] == "false"
     assert "mapedFileSizeCommitLog" not in props
-    assert "isEnableBatchPush" not in props
+    assert "enableBatchPush" not in props
 
 
 def test_one_property_set_feeds_several_configs() -> None:
