@@ -44,6 +44,8 @@ def _clustering(result: Result) -> None:
     assert result["queuesHeld"] == [2, 2], result
     assert result["received"] == _indexes(20) and result["duplicates"] == 0, result
     assert result["countsPerConsumer"] == [10, 10], result
+    # After one consumer left, the other holds every queue and resumes where it stopped.
+    assert result["afterOneLeft"] == {"survivorHeldAll": True, "survivorReceived": _indexes(20, 20)}
 
 
 def _broadcasting(result: Result) -> None:
@@ -148,6 +150,7 @@ def _pull(result: Result) -> None:
     pulled("emptyQueue", "NO_NEW_MSG", [], 0)
     pulled("emptyQueueBeyond", "OFFSET_ILLEGAL", [], 0)
     pulled("blocked", "FOUND", [100], 1)
+    pulled("moreThanTheBrokerGives", "FOUND", _indexes(32, 200), 32)
     assert result["offsetInMemory"] == 7 and result["offsetInBroker"] == 7, result
 
 

@@ -38,7 +38,8 @@ final class PullScenarios {
 
     /**
      * A four-queue topic; queue 0 gets messages 0..9 (TagA, TagB in turn), queue 1 stays
-     * empty, queue 2 gets one message while a pullBlockIfNotFound waits on it.
+     * empty, queue 2 gets one message while a pullBlockIfNotFound waits on it, queue 3 gets 40
+     * messages for a pull of 64 (more than a broker's maxTransferCountOnMessageInMemory, 32).
      */
     static JSONObject pull(Spec spec) throws Exception {
         spec.createTopic(spec.topic(), 4);
@@ -49,7 +50,9 @@ final class PullScenarios {
             MessageQueue q0 = ConsumerSupport.queue(producer, spec.topic(), 0);
             MessageQueue q1 = ConsumerSupport.queue(producer, spec.topic(), 1);
             MessageQueue q2 = ConsumerSupport.queue(producer, spec.topic(), 2);
+            MessageQueue q3 = ConsumerSupport.queue(producer, spec.topic(), 3);
             ConsumerSupport.sendTo(producer, q0, 0, 10, "TagA,TagB");
+            ConsumerSupport.sendTo(producer, q3, 200, 40, "TagA");
             JSONObject out = new JSONObject(true);
             List<Integer> ids = new ArrayList<>();
             for (MessageQueue queue : consumer.fetchSubscribeMessageQueues(spec.topic())) {
@@ -67,6 +70,7 @@ final class PullScenarios {
             out.put("emptyQueue", describe(consumer.pull(q1, "*", 0, 32)));
             out.put("emptyQueueBeyond", describe(consumer.pull(q1, "*", 3, 32)));
             out.put("blocked", blockedPull(consumer, producer, q2));
+            out.put("moreThanTheBrokerGives", describe(consumer.pull(q3, "*", 0, 64)));
 
             consumer.updateConsumeOffset(q0, 7);
             out.put("offsetInMemory", consumer.fetchConsumeOffset(q0, false));

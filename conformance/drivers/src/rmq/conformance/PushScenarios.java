@@ -120,26 +120,58 @@ final class PushScenarios {
             Waits.until(() -> collectors.get(0).size() + collectors.get(1).size() >= count,
                 spec.seconds("timeout", 30));
             ConsumerSupport.settle(500);
-            List<MessageExt> all = new ArrayList<>();
             List<Integer> counts = new ArrayList<>();
             for (Waits.Collector collector : collectors) {
-                List<MessageExt> mine = collector.snapshot();
-                counts.add(mine.size());
-                all.addAll(mine);
+                counts.add(collector.size());
             }
             held.sort(Integer::compare);
             counts.sort(Integer::compare);
-            JSONObject out = new JSONObject();
+            JSONObject out = new JSONObject(true);
             out.put("split", split);
             out.put("consumersInGroup", members);
             out.put("queuesHeld", held);
             out.put("countsPerConsumer", counts);
-            out.put("received", ConsumerSupport.indexes(all));
-            out.put("duplicates", ConsumerSupport.duplicates(all));
+            out.put("received", ConsumerSupport.indexes(all(collectors)));
+            out.put("afterOneLeft", afterOneLeft(spec, consumers, collectors, queues, count));
+            out.put("duplicates", ConsumerSupport.duplicates(all(collectors)));
             return out;
         } finally {
             shutdown(consumers);
         }
+    }
+
+    private static List<MessageExt> all(List<Waits.Collector> collectors) {
+        List<MessageExt> all = new ArrayList<>();
+        for (Waits.Collector collector : collectors) {
+            all.addAll(collector.snapshot());
+        }
+        return all;
+    }
+
+    /**
+     * The second consumer shuts down (persisting its offsets, unregistering): the first must
+     * take every queue, from where the second stopped, and get the next `count` messages.
+     */
+    private static JSONObject afterOneLeft(Spec spec, List<DefaultMQPushConsumer> consumers,
+        List<Waits.Collector> collectors, int queues, int count) throws Exception {
+        DefaultMQPushConsumer survivor = consumers.get(0);
+        Waits.Collector survived = collectors.get(0);
+        consumers.get(1).shutdown();
+        JSONObject out = new JSONObject(true);
+        out.put("survivorHeldAll", Waits.until(
+            () -> ConsumerSupport.held(survivor, spec.topic()).size() == queues, 30_000));
+        int before = survived.size();
+        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
+        try {
+            ConsumerSupport.send(producer, spec.topic(), count, count, "TagA");
+        } finally {
+            producer.shutdown();
+        }
+        Waits.until(() -> survived.size() >= before + count, spec.seconds("timeout", 30));
+        ConsumerSupport.settle(500);
+        List<MessageExt> later = survived.snapshot().subList(before, survived.size());
+        out.put("survivorReceived", ConsumerSupport.indexes(later));
+        return out;
     }
 
     /** Two broadcasting consumers of one group: each holds every queue and gets every message. */
