@@ -45,14 +45,15 @@ class Where:
 
 
 def _keep_width(pattern: str, token: Callable[[re.Match[str]], str], text: str) -> str:
-    """Replace matches of `pattern` by `token(match)`; where a match was followed by padding,
-    the padding grows or shrinks so that the next column stays where Java's `%-Ns` put it."""
+    """Replace matches of `pattern` by `token(match)`; where a match was followed by padding
+    (two blanks or more), the padding grows or shrinks so that the next column stays where
+    Java's `%-Ns` put it."""
 
     def sub(match: re.Match[str]) -> str:
         new = token(match)
         spaces = match.group("pad")
-        if not spaces:
-            return new
+        if len(spaces) < 2:
+            return new + spaces
         return new + " " * max(1, len(match.group(0)) - len(new))
 
     return re.sub(f"(?:{pattern})(?P<pad> *)", sub, text)
@@ -135,18 +136,21 @@ def commitlog_offsets(text: str, where: Where) -> str:
 def elapsed(text: str, where: Where) -> str:
     """Round-trip and cost times are measurements: `rt=3ms`, `25ms`, `Avg RT: 7.50` and the
     `#RT` column of checkMsgSendRT and clusterRT keep their shape only."""
-    text = re.sub(r"\b\d+ms\b", "Nms", text)
+    text = _keep_width(r"\b\d+ms\b", lambda _: "Nms", text)
     text = re.sub(r"(Avg RT: )\d+\.\d+", r"\1F", text)
     text = re.sub(r"(?m)^(broker-a +\d+ +(?:true|false) +)\d+", r"\1N", text)
-    return re.sub(r"(?m)^(DefaultCluster +broker-a +)\d+\.\d+", r"\1F", text)
+    return _keep_width(
+        r"(?m)^(?P<row>DefaultCluster +broker-a +)\d+\.\d+", lambda m: m.group("row") + "F", text
+    )
 
 
 def rates(text: str, where: Where) -> str:
-    """Consume TPS is a rate over the last minute, measured at a different moment on each
-    cluster: `Consume TPS: 0.20` and the `#TPS` column keep their shape only."""
-    text = re.sub(r"(Consume TPS: )\d+\.\d+", r"\1F", text)
-    return re.sub(
-        r"(?m)^(\S+ +\d+ +V\S+ +\S+ +\S+ +)\d+(?:\.\d+)?", lambda m: m.group(1) + "N", text
+    """TPS figures are rates over the last seconds or minute, measured at a different moment on
+    each cluster: decimal numbers (`Consume TPS: 0.20`, statsAll's `#InTPS` / `#OutTPS`) and
+    consumerProgress's integer `#TPS` column keep their shape only."""
+    text = _keep_width(r"\b\d+\.\d+\b", lambda _: "F", text)
+    return _keep_width(
+        r"(?m)^(?P<row>\S+ +\d+ +V\S+ +\S+ +\S+ +)\d+", lambda m: m.group("row") + "N", text
     )
 
 
@@ -155,8 +159,10 @@ def runtime_values(text: str, where: Where) -> str:
     latencies, disk ratios, counters of everything the other tests sent.  The values of those
     keys keep their shape (`shape`: how many numbers, integer or decimal, sign, units and
     brackets), which still shows a missing TPS window, a -1 for a time or a different format;
-    the constants (versions, thread-pool capacities, morning totals...) compare exactly.  The
-    commitlog path in the `commitLogDiskRatio_<path>` key is the store directory (`paths`)."""
+    the constants (versions, thread-pool capacities, morning totals...) compare exactly.
+    Trailing blanks of a value (an empty TPS window) become `<blank>`, so that `normalise`
+    stripping line ends cannot hide them.  The commitlog path in the
+    `commitLogDiskRatio_<path>` key is the store directory (`paths`)."""
     exact = {
         "brokerVersion",
         "brokerVersionDesc",
@@ -176,7 +182,8 @@ def runtime_values(text: str, where: Where) -> str:
     for line in text.splitlines():
         key, sep, value = line.partition(": ")
         if sep and key.strip() not in exact:
-            line = f"{key}{sep}{shape(value)}"
+            blanks = len(value) - len(value.rstrip(" "))
+            line = f"{key}{sep}{shape(value.rstrip(' '))}" + "<blank>" * blanks
         out.append(line)
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
 
@@ -205,8 +212,9 @@ def unordered(text: str, where: Where) -> str:
     return "\n".join(sorted(text.splitlines())) + "\n"
 
 
-BUILT_IN = re.compile(r"[A-Z0-9_]+")
-"""System topics and groups: TBW102, SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, CID_RMQ_SYS_*, ..."""
+BUILT_IN = re.compile(r"[A-Z0-9_]+|BenchmarkTest|CID_ONS-HTTP-PROXY")
+"""System topics and groups: TBW102, SCHEDULE_TOPIC_XXXX, RMQ_SYS_*, CID_RMQ_SYS_*, ...
+(Apache's TopicValidator and MixAll names)."""
 
 
 def is_foreign(name: str, cluster: str = "DefaultCluster", broker: str = "broker-a") -> bool:
