@@ -633,7 +633,7 @@ def config_rows(reader: StoreReader, view: ConfigView) -> tuple[Path | None, lis
     exists but cannot be decoded."""
     loaded = reader.load_config(CONFIG_VIEW_FILES[view])
     if loaded is None:
-        return None, []
+        return None, _delay_rows(reader, {}) if view is ConfigView.DELAY else []
     value = _mapping(loaded.value)
     if view is ConfigView.TOPICS:
         rows = _topic_rows(reader, value)
@@ -723,6 +723,9 @@ def _offset_rows(reader: StoreReader, value: Mapping[Any, Any]) -> list[dict[str
 
 
 def _delay_rows(reader: StoreReader, value: Mapping[Any, Any]) -> list[dict[str, Any]]:
+    """One row per level in the offset table, and one per schedule queue whose level the
+    table lacks (a broker has not persisted an offset for it yet, and starts it at the
+    queue's minimum offset): offset null, everything stored there pending."""
     rows = []
     for level_key, offset in sorted(_mapping(value.get("offsetTable")).items(), key=_by_key):
         level = _int(level_key)
@@ -730,22 +733,38 @@ def _delay_rows(reader: StoreReader, value: Mapping[Any, Any]) -> list[dict[str,
         queue_range = (
             None if level is None else _queue_range(reader, RMQ_SYS_SCHEDULE_TOPIC, level - 1)
         )
-        rows.append(
-            {
-                "level": level if level is not None else level_key,
-                "delay": DELAY_LABELS[level - 1] if level and level <= len(DELAY_LABELS) else None,
-                "queueId": None if level is None else level - 1,
-                "offset": offset,
-                "maxOffset": None if queue_range is None else queue_range.max_offset,
-                "pending": (
-                    None
-                    if queue_range is None or committed is None
-                    else max(queue_range.max_offset - committed, 0)
-                ),
-            }
+        pending = (
+            None
+            if queue_range is None or committed is None
+            else max(queue_range.max_offset - committed, 0)
         )
+        rows.append(
+            _delay_row(level if level is not None else level_key, offset, queue_range, pending)
+        )
+    listed = {row["level"] for row in rows}
+    for topic, queue_id in reader.consume_queues():
+        if topic == RMQ_SYS_SCHEDULE_TOPIC and queue_id + 1 not in listed:
+            queue_range = _queue_range(reader, topic, queue_id)
+            pending = (
+                None if queue_range is None else queue_range.max_offset - queue_range.min_offset
+            )
+            rows.append(_delay_row(queue_id + 1, None, queue_range, pending))
     rows.sort(key=lambda row: str(row["level"]).zfill(12))
     return rows
+
+
+def _delay_row(
+    level: Any, offset: Any, queue_range: QueueRange | None, pending: int | None
+) -> dict[str, Any]:
+    number = _int(level)
+    return {
+        "level": level,
+        "delay": DELAY_LABELS[number - 1] if number and number <= len(DELAY_LABELS) else None,
+        "queueId": None if number is None else number - 1,
+        "offset": offset,
+        "maxOffset": None if queue_range is None else queue_range.max_offset,
+        "pending": pending,
+    }
 
 
 def _filter_rows(value: Mapping[Any, Any]) -> list[dict[str, Any]]:
