@@ -50,6 +50,8 @@ OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 COMMITTED = 0x8
 TRANSACTION_BITS = 0xC
+PARKED_QUEUE = {"delayed": 1, "pending": 3}
+"""Schedule queue of each delayed kind of send: delay level - 1."""
 
 
 def _keys(value: Any) -> list[str]:
@@ -171,16 +173,20 @@ def sent_view(record: Mapping[str, Any]) -> Record:
     }
 
 
-def match_sends(sends: Iterable[Mapping[str, Any]], records: Iterable[Record]) -> list[str]:
-    """Every send (but the rolled-back one) is one record of the topic with its unique key,
-    carrying what was sent, at the queue and offset the send result named (when it named
-    one: delayed and transactional messages get theirs on delivery or commit)."""
+def match_sends(
+    sends: Iterable[Mapping[str, Any]],
+    records: Iterable[Record],
+    absent: tuple[str, ...] = ("rollback",),
+) -> list[str]:
+    """Every send (but those of the `absent` kinds) is one record of the topic with its
+    unique key, carrying what was sent, at the queue and offset the send result named (when
+    it named one: delayed and transactional messages get theirs on delivery or commit)."""
     by_id: dict[str, list[Record]] = {}
     for record in records:
         by_id.setdefault(record["msgId"], []).append(record)
     problems = []
     for send in sends:
-        if send["kind"] == "rollback":
+        if send["kind"] in absent:
             continue
         found = by_id.get(send["msgId"], [])
         where = f"{send['kind']} {send['msgId']}"
@@ -206,29 +212,32 @@ def system_records(
     topic: str,
     retried: tuple[str, str] | None = None,
 ) -> list[str]:
-    """The records RocketMQ keeps besides the topic's: the delayed message parked in
-    SCHEDULE_TOPIC_XXXX queue 1 (level 2), both transactional messages' half records, one op
-    record per ended transaction naming its half record's queue offset, and the committed
-    message pointing back at its half record; with `retried` (group, unique id), the message
-    that group asked to receive again: parked in SCHEDULE_TOPIC_XXXX queue 2 (level 3 for a
-    first retry) for the group's retry topic, then stored there with reconsumeTimes 1, its
-    original topic (RETRY_TOPIC) and its original's offset message id (ORIGIN_MESSAGE_ID).
-    A half record is stored as a plain message
-    (no transaction bits in its sysFlag, so it is dispatched to the half topic's queue) with
-    TRAN_MSG and its real topic in the properties, as Apache's TransactionalMessageBridge
-    stores it."""
+    """The records RocketMQ keeps besides the topic's: the delayed messages parked in
+    SCHEDULE_TOPIC_XXXX queue level - 1 (levels 2 and 4), both transactional messages' half
+    records, one op record per ended transaction naming its half record's queue offset, and the
+    committed message pointing back at its half record; with `retried` (group, unique id), the
+    message that group asked to receive again: parked in SCHEDULE_TOPIC_XXXX queue 2 (level 3
+    for a first retry) for the group's retry topic, then stored there with reconsumeTimes 1, its
+    original topic (RETRY_TOPIC) and its original's offset message id (ORIGIN_MESSAGE_ID). A
+    half record is stored as a plain message (no transaction bits in its sysFlag, so it is
+    dispatched to the half topic's queue) with TRAN_MSG and its real topic in the properties, as
+    Apache's TransactionalMessageBridge stores it.
+    """
     problems = []
     by_topic: dict[str, list[Record]] = {}
     for record in records:
         by_topic.setdefault(record["topic"], []).append(record)
     by_uniq = {(r["topic"], r["properties"].get("UNIQ_KEY")): r for r in records}
     for send in sends:
-        if send["kind"] == "delayed":
+        if send["kind"] in PARKED_QUEUE:
             parked = by_uniq.get((SCHEDULE_TOPIC, send["msgId"]))
-            if parked is None or parked["queueId"] != 1:
-                problems.append(f"delayed {send['msgId']}: not parked in {SCHEDULE_TOPIC} queue 1")
+            queue_id = PARKED_QUEUE[send["kind"]]
+            if parked is None or parked["queueId"] != queue_id:
+                problems.append(
+                    f"{send['kind']} {send['msgId']}: not in {SCHEDULE_TOPIC} {queue_id}"
+                )
             elif parked["properties"].get("REAL_TOPIC") != topic:
-                problems.append(f"delayed {send['msgId']}: REAL_TOPIC {parked['properties']}")
+                problems.append(f"{send['kind']} {send['msgId']}: {parked['properties']}")
         if send["kind"] in ("commit", "rollback"):
             half = by_uniq.get((HALF_TOPIC, send["msgId"]))
             if half is None:

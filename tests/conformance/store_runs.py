@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.conformance.clusters import BROKER_PROPS
+from tests.conformance.clusters import BROKER_PROPS, DELAY_LEVELS
 from tests.conformance.java import DriverError, java_argv, java_env, run_driver, start_apache_broker
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
 
@@ -31,6 +31,20 @@ SMALL_FILES: dict[str, object] = {
 """Store files small enough that the traffic spans several of each kind: commitlog files
 closed by BLANK records, consume queue files of 8 entries, index files rolled every ~60
 messages (in a geometry that is not Apache's four entries per slot)."""
+
+PENDING_LEVEL = 4
+FIRST_BROKER: dict[str, object] = {
+    **SMALL_FILES,
+    "messageDelayLevel": " ".join(
+        "1h" if level == PENDING_LEVEL else delay
+        for level, delay in enumerate(DELAY_LEVELS.split(), 1)
+    ),
+}
+"""The broker that takes the traffic: delay level 4 is an hour, so the traffic's "pending"
+message is still parked when the store changes hands.  The brokers started on the store
+later (`store_props`) have the usual one second there: Apache delivers a parked message whose
+stored delivery time lies further ahead than its own delay for the level at once
+(ScheduleMessageService.correctDeliverTimestamp), and so must rmq."""
 
 
 def store_props(store: Path) -> dict[str, object]:

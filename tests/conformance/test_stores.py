@@ -46,7 +46,7 @@ def row(name: str) -> pytest.MarkDecorator:
 def system_record_count(sends: list[dict[str, Any]]) -> int:
     """Records besides the topic's: a parked copy per delayed message, a half and an op
     record per transaction, and for the retried message a parked copy and a retry record."""
-    delayed = sum(send["kind"] == "delayed" for send in sends)
+    delayed = sum(send["kind"] in checks.PARKED_QUEUE for send in sends)
     transactions = sum(send["kind"] in ("commit", "rollback") for send in sends)
     return delayed + 2 * transactions + 2
 
@@ -79,16 +79,20 @@ class ApacheStore:
     def java_records(self, name: str = "readAll") -> list[checks.Record]:
         return [checks.from_java(record) for record in self.traffic[name]]
 
+    def delivered(self) -> list[dict[str, Any]]:
+        """The sends in the topic: all but the rolled-back and the pending one."""
+        return [s for s in visible(self.sends) if s["kind"] != "pending"]
+
     @property
     def record_count(self) -> int:
-        return len(visible(self.sends)) + system_record_count(self.sends)
+        return len(self.delivered()) + system_record_count(self.sends)
 
 
 @pytest.fixture(scope="module")
 def apache_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheStore]:
     ensure_built()
     root = tmp_path_factory.mktemp("store-apache")
-    cluster = start_apache(root, runs.SMALL_FILES)
+    cluster = start_apache(root, runs.FIRST_BROKER)
     try:
         traffic = runs.traffic(cluster.namesrv_addr, root / "java", read_all=True)
         cluster.broker.stop(timeout=60)
@@ -135,7 +139,7 @@ def test_apache_store_export(apache_store: ApacheStore, record_property: Any) ->
     java = apache_store.java_records()
     problems = checks.match_records(java, exported)
     problems += checks.match_records(apache_store.java_records("consumed"), exported)
-    problems += checks.match_sends(apache_store.sends, topic_records)
+    problems += checks.match_sends(apache_store.sends, topic_records, ("rollback", "pending"))
     problems += checks.system_records(
         apache_store.sends, exported, runs.TOPIC, retried(apache_store.traffic)
     )
@@ -179,9 +183,12 @@ def test_apache_store_config(apache_store: ApacheStore, record_property: Any) ->
     group = groups.get(runs.GROUP)
     if group is None or (group["retryMaxTimes"], group["consumeBroadcastEnable"]) != (7, False):
         problems.append(f"group {runs.GROUP}: {group}")
-    level_two = [d for d in delay if d["level"] == 2]
-    if len(level_two) != 1 or (level_two[0]["queueId"], level_two[0]["offset"]) != (1, 1):
-        problems.append(f"delay offsets: {delay}")
+    levels = {d["level"]: (d["queueId"], d["offset"], d["maxOffset"], d["pending"]) for d in delay}
+    # level 2: the delayed message, 3: the retry, both delivered; 4: the pending message, whose
+    # level Apache's delayOffset.json does not name yet
+    expected = {2: (1, 1, 1, 0), 3: (2, 1, 1, 0), 4: (3, None, 1, 1)}
+    if levels != expected:
+        problems.append(f"delay offsets (queue, offset, max, pending) {levels}, not {expected}")
     expect_none(record_property, problems)
 
 
@@ -227,7 +234,7 @@ def rmq_to_apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Switch]:
     up for the kill -9 steps)."""
     ensure_built()
     root = tmp_path_factory.mktemp("store-rmq")
-    cluster = start_rmq(root, runs.SMALL_FILES)
+    cluster = start_rmq(root, runs.FIRST_BROKER)
     try:
         traffic = runs.traffic(cluster.namesrv_addr, root / "java", read_all=False)
         cluster.broker.stop_cleanly(timeout=30)
@@ -430,7 +437,7 @@ def test_apache_recovers_rmq_kill(crash_chain: CrashChain, record_property: Any)
     expect_none(record_property, recovery_problems(third, earlier))
 
 
-@row("the store both brokers wrote and recovered: rmq inspect verify, nothing twice")
+@row("the store both brokers wrote and recovered: rmq inspect verify, nothing lost or twice")
 def test_crossed_store_verifies(crash_chain: CrashChain, record_property: Any) -> None:
     first, second, _ = crash_chain.rmq_recovers()
     third, broker = crash_chain.apache_recovers()
@@ -440,15 +447,21 @@ def test_crossed_store_verifies(crash_chain: CrashChain, record_property: Any) -
     problems = [str(p) for p in verified["problems"]]
     if not verified["ok"]:
         problems.append("verify: not ok")
-    in_topic = runs.inspect_export(store, "-t", runs.TOPIC)
     copies: dict[str, int] = {}
-    for record in in_topic:
+    for record in runs.inspect_export(store, "-t", runs.TOPIC):
         copies[record["msgId"]] = copies.get(record["msgId"], 0) + 1
     acked = first.acked + second.result["fresh"] + second.acked + third.result["fresh"]
-    sent = [s["msgId"] for s in visible(crash_chain.switch.sends)] + [a["msgId"] for a in acked]
+    once = [s["msgId"] for s in visible(crash_chain.switch.sends) if s["kind"] != "pending"]
+    once += [a["msgId"] for a in acked]
     problems += [
-        f"{msg_id}: {copies.get(msg_id, 0)} records" for msg_id in sent if copies.get(msg_id) != 1
+        f"{msg_id}: {copies.get(msg_id, 0)} records" for msg_id in once if copies.get(msg_id) != 1
     ]
+    # Delivered by Apache after the switch, but a broker persists delivery progress only
+    # every flushDelayOffsetInterval (Apache: first after 10 s), so each kill -9 may deliver
+    # it again: at least once.
+    (pending,) = [s["msgId"] for s in crash_chain.switch.sends if s["kind"] == "pending"]
+    if copies.get(pending, 0) < 1:
+        problems.append(f"the pending delayed message {pending} was never delivered")
     halves = runs.inspect_export(store, "-t", checks.HALF_TOPIC)
     if len(halves) != 2:
         problems.append(f"{len(halves)} half records: the transactions were checked again")

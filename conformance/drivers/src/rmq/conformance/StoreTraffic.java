@@ -7,14 +7,16 @@
 // batch, a message with delay level 2, and one committed and one rolled-back transactional
 // message (TransactionMQProducer).  A push consumer of the spec's group consumes all of phase
 // one (asking for one message, "single-one-3", to be delivered again: the broker's retry path)
-// and stops once the broker holds its offsets; then phase "two" is sent and not consumed.
+// and stops once the broker holds its offsets; then phase "two" is sent and not consumed: single
+// messages, a large one and a "pending" one with delay level 4, which the harness configures
+// to an hour on the first broker, so that it is still parked when the store changes hands.
 // With "readAll", a new group reads everything from the first offset.  The result lists every
 // send (id, queue, offset, what was sent) and every received message with all its fields.
 //
 // `resume`: after the switch to another broker on the same store: the topics and groups that
-// broker loaded, the spec's keys and unique ids looked up through its index files, what the
-// spec's group receives when it resumes from its stored offsets, and what a new group reads
-// from the first offset.
+// broker loaded, what the spec's group receives when it resumes from its stored offsets, what
+// a new group reads from the first offset, and then (everything delivered by now) the spec's
+// keys and unique ids looked up through the broker's index files.
 package rmq.conformance;
 
 import com.alibaba.fastjson.JSONArray;
@@ -110,12 +112,12 @@ final class StoreTraffic {
             SubscriptionGroupWrapper groups = admin.getAllSubscriptionGroup(master, 5000);
             SubscriptionGroupConfig group = groups.getSubscriptionGroupTable().get(spec.group());
             out.put("group", group == null ? null : JSONObject.toJSON(group));
-            out.put("lookups", lookups(spec, admin));
             out.put("resumed", StoreRecords.records(spec.group(),
                 consume(spec, admin, spec.group(), spec.integer("unconsumed", 0), null)));
             String fresh = spec.group() + "-new";
             out.put("readAll", StoreRecords.records(fresh,
                 consume(spec, admin, fresh, spec.integer("total", 0), null)));
+            out.put("lookups", lookups(spec, admin));
         } finally {
             admin.shutdown();
         }
@@ -167,11 +169,15 @@ final class StoreTraffic {
         throw new IllegalStateException("no master broker registered");
     }
 
-    /** Messages that reach the topic: all but the rolled-back transactional one. */
+    /**
+     * Messages that reach the topic while the traffic runs: all but the rolled-back
+     * transactional one and the pending delayed one.
+     */
     static int visible(List<JSONObject> sends) {
         int count = 0;
         for (JSONObject send : sends) {
-            if (!"rollback".equals(send.getString("kind"))) {
+            String kind = send.getString("kind");
+            if (!"rollback".equals(kind) && !"pending".equals(kind)) {
                 count++;
             }
         }
@@ -234,6 +240,10 @@ final class StoreTraffic {
                 sends.add(sent("large", message, result.getMsgId(), result, result.getQueueOffset()));
             }
             if (!everyKind) {
+                Message pending = message(spec, phase, "pending", 0, text("pending " + phase));
+                pending.setDelayTimeLevel(4);
+                SendResult result = producer.send(pending);
+                sends.add(sent("pending", pending, result.getMsgId(), result, -1));
                 return;
             }
             List<Message> batch = new ArrayList<>();
