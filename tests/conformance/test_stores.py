@@ -1,16 +1,19 @@
 """Apache RocketMQ 4.9 stores and rmq stores, crossed both ways (matrix section "Stores").
 
-1. Apache -> rmq: a fresh Apache cluster of its own takes the Java traffic of
-   conformance/drivers StoreTraffic (tags, keys, user properties, compressed bodies, a batch,
-   delay level 2, a committed and a rolled-back transaction; a push consumer group consumes
-   phase one, then phase two is sent, then a new group reads everything) and stops with
-   SIGTERM.  `rmq inspect` (verify, dump, export, config) and `rmq spark-export` must read the
-   store without a warning and agree field by field with what the Java consumers received.
+1. Apache -> rmq: a fresh Apache cluster of its own, on small store files
+   (`store_runs.SMALL_FILES`), takes the Java traffic of conformance/drivers StoreTraffic
+   (tags, keys, user properties, compressed bodies, a batch, delay level 2, a committed and a
+   rolled-back transaction; a push consumer group consumes phase one and has one message
+   delivered again; then phase two is sent, with a message parked for an hour; then a new
+   group reads everything) and stops with SIGTERM.  `rmq inspect` (verify, dump, export,
+   config) and `rmq spark-export` must read the store without a warning and agree field by
+   field with what the Java consumers received and the producer sent.
 2. rmq -> Apache: the same traffic on a fresh rmq cluster; rmq's broker stops cleanly and
    Apache's broker starts on the same store directory (same brokerName): the consumer group
-   resumes exactly where it stopped, a new group reads every record as sent, and the topics
-   and groups created on rmq exist on Apache (tests/conformance/store_switch.py).  The same
-   checks run with rmq's broker on a copy of the Apache store of part 1.
+   resumes exactly where it stopped, a new group reads every record as sent (the parked one
+   delivered by Apache), and the topics and groups created on rmq exist on Apache
+   (tests/conformance/store_switch.py).  The same checks run with rmq's broker on a copy of
+   the Apache store of part 1.
 3. kill -9, crossed: on that store, Apache's broker is killed in the middle of a stream of
    sync sends and rmq's broker recovers the store, then rmq's is killed the same way and
    Apache's recovers it: every acknowledged message is at its queue and offset, and new sends
