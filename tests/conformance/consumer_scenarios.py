@@ -2,9 +2,10 @@
 clustering, broadcasting, filters, where to start, retries to the DLQ), the lite pull consumer
 and the pull consumer.
 
-The drivers are PushScenarios, RetryScenarios, LiteScenarios and PullScenarios in
-conformance/drivers; every message they send is numbered (`index` and `parity` properties,
-`key-<i>`, `body-<i>`), and results name messages by index, so they are the same on any broker.
+The drivers are PushScenarios, PushOrderly, RetryScenarios, LiteScenarios and PullScenarios
+in conformance/drivers (shared helpers in ConsumerSupport); every message they send is
+numbered (`index` and `parity` properties, `key-<i>`, `body-<i>`), and results name messages
+by index, so they are the same on any broker.
 """
 
 from __future__ import annotations
