@@ -64,6 +64,9 @@ SETUP: Mapping[str, Any] = {
         "MqaPermTopic": 2,
     },
     "groups": [GROUP, "MqaDeleteGroup"],
+    # printMsg, consumeMessage... pull as TOOLS_CONSUMER, and heartbeat it (creating its retry
+    # topic) only when they happen to live a second: done once beforehand on both clusters
+    "heartbeatGroups": ["TOOLS_CONSUMER"],
     "producerGroup": PRODUCER_GROUP,
     "messages": [
         {

@@ -56,7 +56,9 @@ def _keep_width(pattern: str, token: Callable[[re.Match[str]], str], text: str) 
             return new + spaces
         return new + " " * max(1, len(match.group(0)) - len(new))
 
-    return re.sub(f"(?:{pattern})(?P<pad> *)", sub, text)
+    flags = re.match(r"\(\?[a-z]+\)", pattern)
+    head = flags.group(0) if flags else ""
+    return re.sub(f"{head}(?:{pattern[len(head) :]})(?P<pad> *)", sub, text)
 
 
 def _width_sub(old: str, new: str, text: str) -> str:

@@ -161,7 +161,7 @@ class Clients:
             if line is None:
                 self.close()
                 raise AssertionError(
-                    f"MqAdminClients did not get ready: {''.join(seen)}\n"
+                    f"MqAdminClients ({self.log}) did not get ready: {''.join(seen)}\n"
                     f"{self.log.read_text(errors='replace')[-4000:]}"
                 )
             if line.startswith("READY "):

@@ -1,14 +1,16 @@
 // The state the mqadmin conformance tests (tests/conformance/test_mqadmin.py) look at, built
 // with Apache's Java client and kept alive while they run: `MqAdminClients` reads one line of
 // JSON (the spec) on stdin, creates its topics and subscription groups on every master of the
-// cluster, sends its messages to the queues they name with a producer that stays connected
-// (producerConnection), sends one message with message trace on and waits until its trace
-// record can be queried (queryMsgTraceById), starts its push consumers and waits until each has
-// consumed everything and its offsets are committed on the broker (consumerProgress).  A
-// consumer's `retryKey` message is answered RECONSUME_LATER once, so it comes back through the
-// group's retry topic, which then has a committed offset too.  Then it
-// prints `READY <json>` (what was sent, where, and the client ids) and keeps the clients running
-// until stdin closes.  Failures print `FAILED <message>` and exit 1.
+// cluster, sends one heartbeat for each `heartbeatGroups` group (as mqadmin's own pull
+// consumers do when they live a second: the broker creates the group's retry topic), sends its
+// messages to the queues they name with a producer that stays connected (producerConnection),
+// sends one message with message trace on and waits until its trace record can be queried
+// (queryMsgTraceById), starts its push consumers and waits until each has consumed everything
+// and its offsets are committed on the broker (consumerProgress).  A consumer's `retryKey`
+// message is answered RECONSUME_LATER once, so it comes back through the group's retry topic,
+// which then has a committed offset too.  Then it prints `READY <json>` (what was sent, where,
+// and the client ids) and keeps the clients running until stdin closes.  Failures print
+// `FAILED <message>` and exit 1.
 package rmq.conformance;
 
 import com.alibaba.fastjson.JSON;
@@ -22,9 +24,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -110,6 +114,27 @@ public final class MqAdminClients {
         return out;
     }
 
+    /**
+     * One heartbeat of a pull consumer of `group` that looked up `topic`'s queues, as mqadmin's
+     * message commands send when they live long enough (the broker then creates the group's
+     * retry topic).
+     */
+    @SuppressWarnings("deprecation")
+    static void heartbeat(String namesrv, String group, String topic) throws Exception {
+        DefaultMQPullConsumer consumer = new DefaultMQPullConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setInstanceName("MqaHeartbeat");
+        consumer.start();
+        try {
+            MQClientInstance client =
+                consumer.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory();
+            client.updateTopicRouteInfoFromNameServer(topic);
+            client.sendHeartbeatToAllBrokerWithLock();
+        } finally {
+            consumer.shutdown();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
             StandardCharsets.UTF_8));
@@ -160,6 +185,14 @@ public final class MqAdminClients {
         for (String topic : topics.keySet()) {
             int queues = topics.getIntValue(topic);
             await("no route for " + topic, () -> writeQueues(admin, topic) >= queues);
+        }
+
+        JSONArray heartbeats = spec.getJSONArray("heartbeatGroups");
+        for (int i = 0; heartbeats != null && i < heartbeats.size(); i++) {
+            String first = topics.keySet().iterator().next();
+            heartbeat(namesrv, heartbeats.getString(i), first);
+            String retry = MixAll.getRetryTopic(heartbeats.getString(i));
+            await("no route for " + retry, () -> writeQueues(admin, retry) > 0);
         }
 
         DefaultMQProducer producer = new DefaultMQProducer(spec.getString("producerGroup"));
