@@ -17,12 +17,13 @@ N-th message sent), `{traced}`; `-n <name server>` is added after the command na
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rmq.remoting.bodies import SubscriptionGroupWrapper, TopicList
+from rmq.remoting.bodies import KVTable, SubscriptionGroupWrapper, TopicList
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.headers import (
     AddWritePermOfBrokerRequestHeader,
@@ -167,6 +168,8 @@ class Case:
     (the process is killed then), or "monitor" for startMonitoring's report in the client log."""
     acl: bool = False
     """Runs against the ACL-enabled brokers (`mqadmin_acl`), not the shared clusters."""
+    settle: Callable[[Mapping[str, Target]], None] | None = None
+    """Waits, before both runs, until what the command shows can be the same on both sides."""
 
     @property
     def command(self) -> str:
@@ -233,6 +236,38 @@ def restore_product_env(target: Target) -> None:
     _namesrv(target, RequestCode.UPDATE_NAMESRV_CONFIG, None, b"productEnvName=center\n")
 
 
+TPS_WINDOWS = (10, 60, 600)
+WINDOW_MARGIN_S = 4
+
+
+def _uptime_s(target: Target) -> float:
+    with RemotingSession() as session:
+        response = session.invoke(target.broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+    assert response.code == 0, f"{target.kind}: GET_BROKER_RUNTIME_INFO failed"
+    boot = int(KVTable.decode(response.body or b"").table["bootTimestamp"])
+    return time.time() - boot / 1000
+
+
+def same_tps_windows(targets: Mapping[str, Target]) -> None:
+    """A broker reports a TPS window (10, 60, 600 s) once it holds that many seconds of
+    samples, so the number of windows brokerStatus shows depends on the broker's uptime, and
+    the two brokers were started seconds apart: wait until both are on the same side of every
+    window's boundary, a few seconds clear of it (at most about the gap between their starts)."""
+    deadline = time.monotonic() + 120
+    while True:
+        uptimes = [_uptime_s(target) for target in targets.values()]
+        sides = {tuple(uptime > window + 1 for window in TPS_WINDOWS) for uptime in uptimes}
+        clear = all(
+            abs(uptime - (window + 1)) > WINDOW_MARGIN_S
+            for uptime in uptimes
+            for window in TPS_WINDOWS
+        )
+        if len(sides) == 1 and clear:
+            return
+        assert time.monotonic() < deadline, f"broker uptimes {uptimes} never settled"
+        time.sleep(0.5)
+
+
 def own_topic_count(text: str, where: Where) -> str:
     """wipeWritePerm / addWritePerm print how many topics of the broker they changed, which
     counts the topics other conformance modules left: their number (`Where.foreign_topics`,
@@ -290,12 +325,6 @@ CASES: list[Case] = [
     ),
     Case("topicStatus", [["topicStatus", "-t", TOPIC]], ["broker-a", "#Max Offset"], [times]),
     Case("topicClusterList", [["topicClusterList", "-t", TOPIC]], [CLUSTER]),
-    Case(
-        "brokerStatus",
-        [["brokerStatus", "-b", "{broker}"]],
-        ["brokerVersionDesc", "msgPutTotalTodayNow"],
-        [runtime_values],
-    ),
     Case(
         "queryMsgById",
         [["queryMsgById", "-i", "{offmsg0}"]],
@@ -494,6 +523,14 @@ CASES: list[Case] = [
         ["DefaultCluster            broker-a"],
         [elapsed],
         until=CLUSTER,
+    ),
+    # late in the run: brokerStatus waits until both brokers show the same TPS windows
+    Case(
+        "brokerStatus",
+        [["brokerStatus", "-b", "{broker}"]],
+        ["brokerVersionDesc", "msgPutTotalTodayNow"],
+        [runtime_values],
+        settle=same_tps_windows,
     ),
     Case(
         "getNamesrvConfig",

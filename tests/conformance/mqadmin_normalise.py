@@ -161,7 +161,9 @@ def runtime_values(text: str, where: Where) -> str:
     latencies, disk ratios, counters of everything the other tests sent.  The values of those
     keys keep their shape (`shape`: how many numbers, integer or decimal, sign, units and
     brackets), which still shows a missing TPS window, a -1 for a time or a different format;
-    the constants (versions, thread-pool capacities, morning totals...) compare exactly.
+    the constants (versions, thread-pool capacities...) compare exactly.  How many TPS windows
+    a broker shows depends on its uptime: the case waits until both show the same number
+    (`mqadmin_cases.same_tps_windows`).
     Trailing blanks of a value (an empty TPS window) become `<blank>`, so that `normalise`
     stripping line ends cannot hide them.  The commitlog path in the
     `commitLogDiskRatio_<path>` key is the store directory (`paths`)."""
@@ -175,10 +177,6 @@ def runtime_values(text: str, where: Where) -> str:
         "remainTransientStoreBufferNumbs",
         "startAcceptSendRequestTimeStamp",
         "dispatchMaxBuffer",
-        "msgGetTotalYesterdayMorning",
-        "msgPutTotalYesterdayMorning",
-        "msgGetTotalTodayMorning",
-        "msgPutTotalTodayMorning",
     }
     out = []
     for line in text.splitlines():

@@ -203,6 +203,8 @@ def test_mqadmin(
     case: Case, request: pytest.FixtureRequest, record_property: Callable[[str, object], None]
 ) -> None:
     sides: dict[str, Target] = request.getfixturevalue("acl_targets" if case.acl else "targets")
+    if case.settle is not None:
+        case.settle(sides)
     results = _both(lambda kind: _run(case, sides[kind]))
     _check_apache(case, *results["apache"])
     apache = _render(case, *results["apache"])
