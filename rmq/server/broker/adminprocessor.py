@@ -411,7 +411,10 @@ class AdminProcessor:
     async def get_broker_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        body = javaprops.dumps(self.config_properties()).encode("utf-8")
+        settings = self.config_properties()
+        # Java's storePathCommitLog always has a value: show the directory in use when unset
+        settings.setdefault("storePathCommitLog", self.controller.store_config.commit_log_dir)
+        body = javaprops.dumps(settings).encode("utf-8")
         version = self.config_version.encode().decode("utf-8")
         return _success(GetBrokerConfigResponseHeader(version=version), body)
 

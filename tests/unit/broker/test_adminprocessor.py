@@ -521,6 +521,8 @@ def test_broker_config_lists_every_setting_and_file_key(controller: BrokerContro
     assert settings["flushDiskType"] == "ASYNC_FLUSH"
     assert settings["clientWorkerThreads"] == "4"
     assert settings["customKey"] == "kept"
+    # never unset in Java: the directory in use (<storePathRootDir>/commitlog when not set)
+    assert settings["storePathCommitLog"] == controller.store_config.commit_log_dir
     # the bloom filter's bits for 32 consumers at 20 %, as Apache's broker sets it at start
     assert settings["bitMapLengthConsumeQueueExt"] == "112"
     version = json.loads((response.ext_fields or {})["version"])
