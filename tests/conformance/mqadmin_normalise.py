@@ -260,16 +260,16 @@ RMQ_ONLY_KEYS = ("bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExp
 """Settings rmq documents as its own additions (docs/namesrv.md and docs/broker.md, "rmq-only",
 the RocketMQ 5 keys): Apache 4.9 has no such setting, so it cannot print them."""
 
-HARNESS_KEYS = ("rocketmqHome", "storePathCommitLog")
-"""Settings the harness gives Apache's servers only (tests/conformance/java.py and clusters.py):
-Apache's servers refuse to start without ROCKETMQ_HOME and the harness names the commitlog
-directory in Apache's broker.conf, rmq's servers get neither."""
+HARNESS_KEYS = ("rocketmqHome",)
+"""Apache's servers refuse to start without ROCKETMQ_HOME and print it among their settings;
+rmq's need none (docs/broker.md, "Differences from Apache") and the harness gives them none."""
 
 
 def rmq_only_keys(text: str, where: Where) -> str:
     """Config listings (getNamesrvConfig, getBrokerConfig, exportConfigs): the lines of
-    `RMQ_ONLY_KEYS` (rmq's documented additions) and of `HARNESS_KEYS` (set for Apache's
-    servers only) are dropped on both sides; every other key and value still compares."""
+    `RMQ_ONLY_KEYS` (rmq's documented additions) and of `HARNESS_KEYS` (ROCKETMQ_HOME, which
+    only Apache's servers have) are dropped on both sides; every other key and value still
+    compares."""
     dropped = "|".join(map(re.escape, RMQ_ONLY_KEYS + HARNESS_KEYS))
     return re.sub(rf'(?m)^\s*"?(?:{dropped})"?\s*[=:].*\n?', "", text)
 
