@@ -205,6 +205,14 @@ def object_ids(text: str, where: Where) -> str:
     return re.sub(r"(\b[A-Za-z_$][\w$.]*)@[0-9a-f]+\b", r"\1@<hash>", text)
 
 
+def own_topic_count(text: str, where: Where) -> str:
+    """wipeWritePerm / addWritePerm print how many topics of the broker they changed, which
+    counts the topics other conformance modules left: their number (`Where.foreign_topics`,
+    from the name server's topic list) is subtracted, the rest must match."""
+    own = lambda m: f"OK, {int(m.group(1)) - where.foreign_topics} own"  # noqa: E731
+    return re.sub(r"OK, (\d+)", own, text)
+
+
 def unordered(text: str, where: Where) -> str:
     """Lines Java prints while iterating a HashMap, HashSet or Properties come in hash order,
     which depends on the other entries (topics, keys) and on the JVM's hashing of the two
@@ -239,6 +247,19 @@ def foreign(text: str, where: Where) -> str:
             continue
         kept.append(line)
     return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
+
+
+def own_diff_total(text: str, where: Where) -> str:
+    """brokerConsumeStats ends with the sum of every row's `#Diff`, which counts the groups of
+    other conformance modules too (their rows go, `foreign`): their diffs are subtracted, the
+    rest must match.  Rows are `topic group broker qid brokerOffset consumerOffset diff ...`."""
+    foreign_diff = 0
+    for line in text.splitlines():
+        cells = line.split()
+        if len(cells) >= 7 and cells[6].lstrip("-").isdigit() and where.foreign & set(cells[:2]):
+            foreign_diff += int(cells[6])
+    own = lambda m: f"Diff Total: {int(m.group(1)) - foreign_diff} own"  # noqa: E731
+    return re.sub(r"Diff Total: (-?\d+)", own, text)
 
 
 def json_document(text: str, where: Where) -> str:

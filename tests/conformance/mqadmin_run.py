@@ -152,7 +152,7 @@ class Clients:
 
     def _await_ready(self, lines: queue.Queue[str | None], timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
-        seen = []
+        seen: list[str] = []
         while True:
             try:
                 line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
