@@ -7,7 +7,8 @@ command (tests/conformance/mqadmin_run.py): topics, groups, eight messages with 
 on the four queues of `MqaTopic`, one message sent with trace on, a producer that stays
 connected and a push consumer that has consumed everything (one message through its retry
 topic).  Cases that change state work on topics and groups of their own, so their order does
-not matter, and both clusters always get the same commands.
+not matter, and both clusters always get the same commands; state a case needs beyond that is
+made by its hooks (tests/conformance/mqadmin_state.py).
 
 Arguments are templates: `{broker}` (the broker's address), `{cluster}`, `{out}` (a fresh
 directory for files the command writes), `{msgN}` / `{offmsgN}` (unique and offset id of the
