@@ -31,6 +31,7 @@ from tests.conformance.mqadmin_normalise import (
     elapsed,
     foreign,
     json_document,
+    monitor_own_group,
     object_ids,
     own_diff_total,
     own_topic_count,
@@ -352,8 +353,8 @@ CASES: list[Case] = [
     Case(
         "startMonitoring",
         [["startMonitoring"]],
-        ["beginRound", "UndoneMsgs [consumerGroup=MqaGroup", "endRound"],
-        [foreign, unordered],
+        ["beginRound", "UndoneMsgs [consumerGroup=MqaGroup, topic=MqaTopic", "endRound"],
+        [foreign, monitor_own_group, unordered],
         until="monitor",
     ),
     Case(
