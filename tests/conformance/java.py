@@ -178,6 +178,7 @@ def run_driver(
             capture_output=True,
             timeout=timeout,
             env=java_env(home),
+            cwd=home,
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
@@ -207,5 +208,6 @@ def run_mqadmin(
         text=True,
         timeout=timeout,
         env=java_env(home),
+        cwd=home,
         check=False,
     )

@@ -31,7 +31,13 @@ def mqadmin(args: Sequence[str], *, home: Path, timeout: float = 60) -> str:
     """stdout of `mqadmin args...` (mqadmin exits 0 whatever happened; stderr holds traces)."""
     argv = java_argv("rmq.conformance.MqAdmin", args, home=home, drivers=True)
     done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=timeout, env=java_env(home), check=False
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=java_env(home),
+        cwd=home,
+        check=False,
     )
     return done.stdout + _stderr_block(done.stderr)
 
@@ -53,6 +59,7 @@ def mqadmin_until(
         stderr=subprocess.DEVNULL,
         text=True,
         env=java_env(home),
+        cwd=home,
     )
     assert process.stdout is not None
     lines = _reader(process.stdout)
@@ -87,6 +94,7 @@ def mqadmin_monitor(args: Sequence[str], *, home: Path, timeout: float = 90) -> 
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=java_env(home),
+        cwd=home,
     )
     deadline = time.monotonic() + timeout
     try:
@@ -144,6 +152,7 @@ class Clients:
             stderr=self._out,
             text=True,
             env=java_env(home),
+            cwd=home,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(json.dumps(spec) + "\n")

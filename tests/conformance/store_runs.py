@@ -121,7 +121,7 @@ def stream(
         request["verify"] = verify
     argv = java_argv("rmq.conformance.Driver", ["StoreStream.run"], home=home, drivers=True)
     driver = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=java_env(home)
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=java_env(home), cwd=home
     )
     watchdog = threading.Timer(timeout, driver.kill)
     watchdog.start()

@@ -140,8 +140,10 @@ def test_cluster_list_json_has_both_brokers_field_by_field(cluster: Cluster) -> 
     for row in rows:
         assert (row["cluster"], row["brokerId"], row["version"]) == (CLUSTER, 0, "V4_9_8")
         assert row["error"] is None
-        assert isinstance(row["inTps"], float) and row["inTps"] >= 0
-        assert isinstance(row["outTps"], float) and row["outTps"] >= 0
+        # A broker up for less than 11 s has no full 10 s TPS window yet: Apache (and rmq)
+        # then report the word empty, which the client shows as null.
+        for tps in (row["inTps"], row["outTps"]):
+            assert tps is None or (isinstance(tps, float) and tps >= 0), row
         assert 0 < row["commitlogDiskRatio"] < 1
         for key in ("sendQueueSize", "pullQueueSize", "pageCacheLockTimeMs", "inTotalToday"):
             assert isinstance(row[key], int) and row[key] >= 0, key
