@@ -167,7 +167,10 @@ def runtime_values(text: str, where: Where) -> str:
     (`mqadmin_cases.same_tps_windows`).
     Trailing blanks of a value (an empty TPS window) become `<blank>`, so that `normalise`
     stripping line ends cannot hide them.  The commitlog path in the
-    `commitLogDiskRatio_<path>` key is the store directory (`paths`)."""
+    `commitLogDiskRatio_<path>` key is the store directory (`paths`).
+    `remainHowManyDataToFlush` is what the asynchronous flush has not written at that instant,
+    in Java's human-readable form ("0 B", "12.3 KiB": the unit follows the amount), so its
+    value becomes `<size>` when it is such an amount."""
     exact = {
         "brokerVersion",
         "brokerVersionDesc",
@@ -182,7 +185,11 @@ def runtime_values(text: str, where: Where) -> str:
     out = []
     for line in text.splitlines():
         key, sep, value = line.partition(": ")
-        if sep and key.strip() not in exact:
+        if key.strip() == "remainHowManyDataToFlush" and re.fullmatch(
+            r"\d+(\.\d)? [KMGTPE]?i?B", value.strip()
+        ):
+            line = f"{key}{sep}<size>"
+        elif sep and key.strip() not in exact:
             blanks = len(value) - len(value.rstrip(" "))
             line = f"{key}{sep}{shape(value.rstrip(' '))}" + "<blank>" * blanks
         out.append(line)
