@@ -88,22 +88,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-@pytest.fixture(scope="session")
-def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def _session_cluster(
+    tmp_path_factory: pytest.TempPathFactory, kind: str, start: Callable[[Path], Cluster]
+) -> Iterator[Cluster]:
+    """The body of the `apache` / `rmq` fixtures: one cluster of `kind` for the session."""
     ensure_built()
-    cluster = start_apache(tmp_path_factory.mktemp("apache"))
+    cluster = start(tmp_path_factory.mktemp(kind))
     yield cluster
     stop(cluster)
     cluster.processes.kill_all()
+
+
+@pytest.fixture(scope="session")
+def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from _session_cluster(tmp_path_factory, "apache", start_apache)
 
 
 @pytest.fixture(scope="session")
 def rmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    ensure_built()
-    cluster = start_rmq(tmp_path_factory.mktemp("rmq"))
-    yield cluster
-    stop(cluster)
-    cluster.processes.kill_all()
+    yield from _session_cluster(tmp_path_factory, "rmq", start_rmq)
 
 
 @pytest.fixture(params=TARGETS)

@@ -158,6 +158,32 @@ class DriverError(AssertionError):
     """A scenario driver failed: its error, trace and output are in the message."""
 
 
+def run_java(
+    main: str,
+    args: Sequence[str],
+    *,
+    home: Path,
+    timeout: float,
+    drivers: bool = False,
+    props: Mapping[str, str] | None = None,
+    input_text: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run Java class `main` with `args` in `home` until it exits (subprocess.TimeoutExpired
+    after `timeout` s); its stdout and stderr as text (undecodable bytes replaced)."""
+    argv = java_argv(main, args, home=home, drivers=drivers, props=props)
+    return subprocess.run(
+        argv,
+        input=input_text,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        env=java_env(home),
+        cwd=home,
+        check=False,
+    )
+
+
 def run_driver(
     scenario: str,
     spec: Mapping[str, Any],
@@ -170,25 +196,24 @@ def run_driver(
 
     `props` are JVM system properties (-Dkey=value), e.g. the client's
     `rocketmq.serialize.type`."""
-    argv = java_argv("rmq.conformance.Driver", [scenario], home=home, drivers=True, props=props)
     try:
-        done = subprocess.run(
-            argv,
-            input=json.dumps(spec).encode(),
-            capture_output=True,
+        done = run_java(
+            "rmq.conformance.Driver",
+            [scenario],
+            home=home,
             timeout=timeout,
-            env=java_env(home),
-            cwd=home,
-            check=False,
+            drivers=True,
+            props=props,
+            input_text=json.dumps(spec),
         )
     except subprocess.TimeoutExpired as exc:
         raise DriverError(f"driver {scenario} did not finish within {timeout}s") from exc
-    stdout = done.stdout.decode(errors="replace")
+    stdout = done.stdout
     results = [line[7:] for line in stdout.splitlines() if line.startswith("RESULT ")]
     if not results:
         raise DriverError(
             f"driver {scenario} printed no RESULT (exit {done.returncode})\n{stdout}\n"
-            f"{done.stderr.decode(errors='replace')[-4000:]}"
+            f"{done.stderr[-4000:]}"
         )
     result: dict[str, Any] = json.loads(results[-1])
     if "error" in result:
@@ -200,14 +225,10 @@ def run_mqadmin(
     args: Sequence[str], *, home: Path, timeout: float = 60, input_text: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Apache's mqadmin (MQAdminStartup args...); stdout and stderr as text."""
-    argv = java_argv("org.apache.rocketmq.tools.command.MQAdminStartup", args, home=home)
-    return subprocess.run(
-        argv,
-        input=input_text,
-        capture_output=True,
-        text=True,
+    return run_java(
+        "org.apache.rocketmq.tools.command.MQAdminStartup",
+        args,
+        home=home,
         timeout=timeout,
-        env=java_env(home),
-        cwd=home,
-        check=False,
+        input_text=input_text,
     )

@@ -22,23 +22,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tests.conformance.java import java_argv, java_env
+from tests.conformance.java import java_argv, java_env, run_java
 
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
 
 
 def mqadmin(args: Sequence[str], *, home: Path, timeout: float = 60) -> str:
     """stdout of `mqadmin args...` (mqadmin exits 0 whatever happened; stderr holds traces)."""
-    argv = java_argv("rmq.conformance.MqAdmin", args, home=home, drivers=True)
-    done = subprocess.run(
-        argv,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=java_env(home),
-        cwd=home,
-        check=False,
-    )
+    done = run_java("rmq.conformance.MqAdmin", args, home=home, timeout=timeout, drivers=True)
     return done.stdout + _stderr_block(done.stderr)
 
 

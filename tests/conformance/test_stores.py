@@ -307,16 +307,24 @@ def switch_cases(what: str) -> list[Any]:
     ]
 
 
-def the_switch(request: pytest.FixtureRequest, fixture: str) -> Switch:
-    return request.getfixturevalue(fixture)  # type: ignore[no-any-return]
+def expect_no_switch_problems(
+    request: pytest.FixtureRequest,
+    fixture: str,
+    record_property: Any,
+    problems: Callable[[Switch], list[str]],
+) -> None:
+    """What the switch tests share: `problems` of the switch `fixture` names must be none."""
+    switch: Switch = request.getfixturevalue(fixture)
+    expect_none(record_property, problems(switch))
 
 
 @pytest.mark.parametrize("fixture", switch_cases("topics and groups created on {first} exist"))
 def test_switch_topics_and_groups(
     fixture: str, request: pytest.FixtureRequest, record_property: Any
 ) -> None:
-    switch = the_switch(request, fixture)
-    expect_none(record_property, switches.topics_and_groups_problems(switch))
+    expect_no_switch_problems(
+        request, fixture, record_property, switches.topics_and_groups_problems
+    )
 
 
 @pytest.mark.parametrize(
@@ -325,16 +333,14 @@ def test_switch_topics_and_groups(
 def test_switch_index_lookups(
     fixture: str, request: pytest.FixtureRequest, record_property: Any
 ) -> None:
-    switch = the_switch(request, fixture)
-    expect_none(record_property, switches.index_lookup_problems(switch))
+    expect_no_switch_problems(request, fixture, record_property, switches.index_lookup_problems)
 
 
 @pytest.mark.parametrize("fixture", switch_cases("a consumer group resumes from {first}'s offsets"))
 def test_switch_group_resumes(
     fixture: str, request: pytest.FixtureRequest, record_property: Any
 ) -> None:
-    switch = the_switch(request, fixture)
-    expect_none(record_property, switches.resume_problems(switch))
+    expect_no_switch_problems(request, fixture, record_property, switches.resume_problems)
 
 
 @pytest.mark.parametrize(
@@ -343,8 +349,7 @@ def test_switch_group_resumes(
 def test_switch_new_group_reads_all(
     fixture: str, request: pytest.FixtureRequest, record_property: Any
 ) -> None:
-    switch = the_switch(request, fixture)
-    expect_none(record_property, switches.read_all_problems(switch))
+    expect_no_switch_problems(request, fixture, record_property, switches.read_all_problems)
 
 
 # -- 3. kill -9, crossed ------------------------------------------------------------------------

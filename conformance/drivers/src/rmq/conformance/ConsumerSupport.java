@@ -1,7 +1,8 @@
 // What the consumer-side scenarios (Push*, Retry*, Lite*, Pull*) share: short client intervals,
-// numbered sends (to a queue the scenario chose, or wherever the producer puts them), the
-// queues a push consumer holds after rebalance, and what a broker says about a group's
-// committed offsets (GET_CONSUME_STATS through the admin API).
+// numbered sends (to a queue the scenario chose, or wherever the producer puts them), push
+// consumers that collect everything from the first offset, the queues a push consumer holds
+// after rebalance, and what a broker says about a group's committed offsets
+// (GET_CONSUME_STATS through the admin API).
 package rmq.conformance;
 
 import com.alibaba.fastjson.JSONArray;
@@ -16,11 +17,14 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.admin.ConsumeStats;
 import org.apache.rocketmq.common.admin.OffsetWrapper;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -53,10 +57,40 @@ final class ConsumerSupport {
         return queues;
     }
 
-    static DefaultMQProducer startProducer(Spec spec) throws Exception {
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
-        return producer;
+    /** The start of a push consumer scenario: fastRebalance, then createTopic. */
+    static int prepare(Spec spec, int otherwise) throws Exception {
+        fastRebalance();
+        return createTopic(spec, otherwise);
+    }
+
+    /** send(...) `from` .. `from + count - 1` to the spec's topic through a producer of its own. */
+    static void sendNumbered(Spec spec, int from, int count, String tags) throws Exception {
+        DefaultMQProducer producer = spec.startedProducer();
+        try {
+            send(producer, spec.topic(), from, count, tags);
+        } finally {
+            producer.shutdown();
+        }
+    }
+
+    /**
+     * Have a (subscribed, not started) push consumer start from the first offset and hand
+     * everything it gets to `into`, each message consumed at once (a concurrent listener).
+     */
+    static DefaultMQPushConsumer collectFromFirst(DefaultMQPushConsumer consumer,
+        Waits.Collector into) {
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            into.addAll(msgs);
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        return consumer;
+    }
+
+    static void shutdown(List<DefaultMQPushConsumer> consumers) {
+        for (DefaultMQPushConsumer consumer : consumers) {
+            consumer.shutdown();
+        }
     }
 
     /** Send messages `from` .. `from + count - 1` (Records.numbered) wherever the producer puts them. */

@@ -51,12 +51,11 @@ final class LiteScenarios {
      * consumer of the group, and only they.
      */
     static JSONObject subscribe(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 20);
         int more = spec.integer("more", 4);
         long timeout = spec.seconds("timeout", 30);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
+        DefaultMQProducer producer = spec.startedProducer();
         try {
             ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA");
             JSONObject out = new JSONObject(true);
@@ -99,7 +98,7 @@ final class LiteScenarios {
         spec.createTopic(spec.topic(), 2);
         int seek = spec.integer("seek", 4);
         long timeout = spec.seconds("timeout", 30);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
+        DefaultMQProducer producer = spec.startedProducer();
         try {
             MessageQueue q0 = ConsumerSupport.queue(producer, spec.topic(), 0);
             MessageQueue q1 = ConsumerSupport.queue(producer, spec.topic(), 1);

@@ -47,8 +47,7 @@ final class ProducerLookups {
         spec.createTopics();
         String[] sizes = Spec.split(spec.str("sizes", "4095 4096 5000 1572864r 3145728"));
         Map<String, String> sentDigests = new HashMap<>();
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         JSONArray statuses = new JSONArray();
         try {
             for (String size : sizes) {
@@ -117,8 +116,7 @@ final class ProducerLookups {
         int properties = spec.integer("properties", 40);
         long timeout = spec.seconds("timeout", 30);
         long begin = System.currentTimeMillis() - 600_000;
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         Map<String, SendResult> sent = new HashMap<>();
         JSONObject out = new JSONObject();
         try {

@@ -41,13 +41,8 @@ final class ProducerScenarios {
         throws Exception {
         DefaultMQPushConsumer consumer = spec.pushConsumer(group);
         consumer.subscribe(topic, "*");
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         Waits.Collector collector = new Waits.Collector();
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            collector.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        consumer.start();
+        ConsumerSupport.collectFromFirst(consumer, collector).start();
         try {
             return collector.await(expected, spec.seconds("timeout", 60), 500);
         } finally {
@@ -57,6 +52,11 @@ final class ProducerScenarios {
 
     static String at(MessageExt message) {
         return message.getQueueId() + "@" + message.getQueueOffset();
+    }
+
+    /** Where message `i` of what one send stored went: queue@offset as its result names it. */
+    static String at(SendResult result, int i) {
+        return result.getMessageQueue().getQueueId() + "@" + (result.getQueueOffset() + i);
     }
 
     /**
@@ -82,8 +82,7 @@ final class ProducerScenarios {
     static JSONObject sync(Spec spec) throws Exception {
         spec.createTopics();
         int count = spec.integer("count", 20);
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         JSONArray statuses = new JSONArray();
         List<String> placed = new ArrayList<>();
         try {
@@ -91,7 +90,7 @@ final class ProducerScenarios {
                 Message message = Records.numbered(spec.topic(), i, "TagA,TagB");
                 SendResult result = producer.send(message);
                 statuses.add(result.getSendStatus().name());
-                placed.add(result.getMessageQueue().getQueueId() + "@" + result.getQueueOffset());
+                placed.add(at(result, 0));
             }
         } finally {
             producer.shutdown();
@@ -105,8 +104,7 @@ final class ProducerScenarios {
     static JSONObject async(Spec spec) throws Exception {
         spec.createTopics();
         int count = spec.integer("count", 20);
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         CountDownLatch done = new CountDownLatch(count);
         Map<Integer, String> placedBy = new ConcurrentHashMap<>();
         Map<Integer, String> outcomes = new ConcurrentHashMap<>();
@@ -117,8 +115,7 @@ final class ProducerScenarios {
                     @Override
                     public void onSuccess(SendResult result) {
                         outcomes.put(index, result.getSendStatus().name());
-                        placedBy.put(index, result.getMessageQueue().getQueueId() + "@"
-                            + result.getQueueOffset());
+                        placedBy.put(index, at(result, 0));
                         done.countDown();
                     }
 
@@ -143,8 +140,7 @@ final class ProducerScenarios {
     static JSONObject oneway(Spec spec) throws Exception {
         spec.createTopics();
         int count = spec.integer("count", 20);
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         try {
             for (int i = 0; i < count; i++) {
                 producer.sendOneway(Records.numbered(spec.topic(), i, "TagA,TagB,TagC"));
@@ -218,8 +214,7 @@ final class ProducerScenarios {
         }
         List<List<Message>> splitBatches = split(big, spec.integer("batchLimit", 256 * 1024));
         batches.addAll(splitBatches);
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         JSONArray statuses = new JSONArray();
         List<String> placed = new ArrayList<>();
         JSONArray idsPerBatch = new JSONArray();
@@ -229,8 +224,7 @@ final class ProducerScenarios {
                 statuses.add(result.getSendStatus().name());
                 idsPerBatch.add(result.getMsgId().split(",").length);
                 for (int i = 0; i < list.size(); i++) {
-                    placed.add(result.getMessageQueue().getQueueId() + "@"
-                        + (result.getQueueOffset() + i));
+                    placed.add(at(result, i));
                 }
             }
         } finally {
@@ -257,8 +251,7 @@ final class ProducerScenarios {
         int perKey = spec.integer("perKey", 10);
         MessageQueueSelector selector = (mqs, msg, arg) ->
             mqs.get(Math.floorMod(arg.hashCode(), mqs.size()));
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         JSONArray statuses = new JSONArray();
         List<String> placed = new ArrayList<>();
         try {
@@ -269,8 +262,7 @@ final class ProducerScenarios {
                     message.putUserProperty("seq", Integer.toString(seq));
                     SendResult result = producer.send(message, selector, key);
                     statuses.add(result.getSendStatus().name());
-                    placed.add(result.getMessageQueue().getQueueId() + "@"
-                        + result.getQueueOffset());
+                    placed.add(at(result, 0));
                 }
             }
         } finally {
@@ -332,8 +324,7 @@ final class ProducerScenarios {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         consumer.start();
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         long delayedSent;
         JSONArray statuses = new JSONArray();
         List<MessageExt> received;

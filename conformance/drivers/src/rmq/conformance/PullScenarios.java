@@ -43,7 +43,7 @@ final class PullScenarios {
      */
     static JSONObject pull(Spec spec) throws Exception {
         spec.createTopic(spec.topic(), 4);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
+        DefaultMQProducer producer = spec.startedProducer();
         DefaultMQPullConsumer consumer = spec.pullConsumer(spec.group());
         consumer.start();
         try {

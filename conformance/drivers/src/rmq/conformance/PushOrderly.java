@@ -86,7 +86,7 @@ final class PushOrderly {
 
     /** Send `count` messages, message i to queue i % queues. */
     private static void sendRoundRobin(Spec spec, int queues, int count) throws Exception {
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
+        DefaultMQProducer producer = spec.startedProducer();
         try {
             List<MessageQueue> targets = new ArrayList<>();
             for (int q = 0; q < queues; q++) {
@@ -114,8 +114,7 @@ final class PushOrderly {
 
     /** One orderly consumer started after the sends. */
     static JSONObject single(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 40);
         sendRoundRobin(spec, queues, count);
         OrderlyLog log = new OrderlyLog();
@@ -138,8 +137,7 @@ final class PushOrderly {
      * second consumer asks for the lock of a queue the first holds and must be refused.
      */
     static JSONObject clustering(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 40);
         OrderlyLog log = new OrderlyLog();
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
@@ -173,9 +171,7 @@ final class PushOrderly {
                 !mine && consumers.get(1).getDefaultMQPushConsumerImpl().getRebalanceImpl().lock(theirs));
             return out;
         } finally {
-            for (DefaultMQPushConsumer consumer : consumers) {
-                consumer.shutdown();
-            }
+            ConsumerSupport.shutdown(consumers);
         }
     }
 }

@@ -16,8 +16,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
-import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
-import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -34,18 +32,24 @@ final class PushScenarios {
         Waits.Collector into) throws Exception {
         DefaultMQPushConsumer consumer = spec.pushConsumer(group);
         consumer.subscribe(spec.topic(), expression);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            into.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        return consumer;
+        return ConsumerSupport.collectFromFirst(consumer, into);
     }
 
-    private static void shutdown(List<DefaultMQPushConsumer> consumers) {
-        for (DefaultMQPushConsumer consumer : consumers) {
-            consumer.shutdown();
+    /**
+     * Wait until each collector of `collectors` holds at least as many messages as `expected`
+     * names under its key, let extra deliveries show; the indexes each received, by key.
+     */
+    private static JSONObject awaitIndexes(Spec spec, Map<String, Waits.Collector> collectors,
+        JSONObject expected) throws Exception {
+        Waits.until(() -> collectors.entrySet().stream().allMatch(
+            e -> e.getValue().size() >= expected.getIntValue(e.getKey())),
+            spec.seconds("timeout", 30));
+        ConsumerSupport.settle(1000);
+        JSONObject received = new JSONObject(true);
+        for (Map.Entry<String, Waits.Collector> e : collectors.entrySet()) {
+            received.put(e.getKey(), ConsumerSupport.indexes(e.getValue().snapshot()));
         }
+        return received;
     }
 
     /**
@@ -53,8 +57,7 @@ final class PushScenarios {
      * and after its shutdown the broker's consume stats show every queue committed.
      */
     static JSONObject concurrently(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 20);
         Waits.Collector collector = new Waits.Collector();
         DefaultMQPushConsumer consumer = collecting(spec, spec.group(), "*", collector);
@@ -62,12 +65,7 @@ final class PushScenarios {
         try {
             boolean held = Waits.until(
                 () -> ConsumerSupport.held(consumer, spec.topic()).size() == queues, 30_000);
-            DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-            try {
-                ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA,TagB");
-            } finally {
-                producer.shutdown();
-            }
+            ConsumerSupport.sendNumbered(spec, 0, count, "TagA,TagB");
             List<MessageExt> received = collector.await(count, spec.seconds("timeout", 30), 500);
             JSONObject out = Waits.Collector.summary(received);
             out.put("heldAllQueues", held);
@@ -88,8 +86,7 @@ final class PushScenarios {
      * are each consumed exactly once, by whichever consumer holds its queue.
      */
     static JSONObject clustering(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 20);
         List<Waits.Collector> collectors = List.of(new Waits.Collector(), new Waits.Collector());
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
@@ -111,12 +108,7 @@ final class PushScenarios {
             for (DefaultMQPushConsumer consumer : consumers) {
                 held.add(ConsumerSupport.held(consumer, spec.topic()).size());
             }
-            DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-            try {
-                ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA");
-            } finally {
-                producer.shutdown();
-            }
+            ConsumerSupport.sendNumbered(spec, 0, count, "TagA");
             Waits.until(() -> collectors.get(0).size() + collectors.get(1).size() >= count,
                 spec.seconds("timeout", 30));
             ConsumerSupport.settle(500);
@@ -136,7 +128,7 @@ final class PushScenarios {
             out.put("duplicates", ConsumerSupport.duplicates(all(collectors)));
             return out;
         } finally {
-            shutdown(consumers);
+            ConsumerSupport.shutdown(consumers);
         }
     }
 
@@ -161,12 +153,7 @@ final class PushScenarios {
         out.put("survivorHeldAll", Waits.until(
             () -> ConsumerSupport.held(survivor, spec.topic()).size() == queues, 30_000));
         int before = survived.size();
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-        try {
-            ConsumerSupport.send(producer, spec.topic(), count, count, "TagA");
-        } finally {
-            producer.shutdown();
-        }
+        ConsumerSupport.sendNumbered(spec, count, count, "TagA");
         Waits.until(() -> survived.size() >= before + count, spec.seconds("timeout", 30));
         ConsumerSupport.settle(500);
         List<MessageExt> later = survived.snapshot().subList(before, survived.size());
@@ -176,8 +163,7 @@ final class PushScenarios {
 
     /** Two broadcasting consumers of one group: each holds every queue and gets every message. */
     static JSONObject broadcasting(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 20);
         List<Waits.Collector> collectors = List.of(new Waits.Collector(), new Waits.Collector());
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
@@ -190,12 +176,7 @@ final class PushScenarios {
             }
             boolean held = Waits.until(() -> consumers.stream().allMatch(
                 c -> ConsumerSupport.held(c, spec.topic()).size() == queues), 30_000);
-            DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-            try {
-                ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA");
-            } finally {
-                producer.shutdown();
-            }
+            ConsumerSupport.sendNumbered(spec, 0, count, "TagA");
             JSONArray received = new JSONArray();
             for (Waits.Collector collector : collectors) {
                 received.add(ConsumerSupport.indexes(
@@ -212,21 +193,15 @@ final class PushScenarios {
             out.put("counts", counts);
             return out;
         } finally {
-            shutdown(consumers);
+            ConsumerSupport.shutdown(consumers);
         }
     }
 
     /** Messages tagged TagA, TagB, TagC in turn; one group per expression of spec "expressions". */
     static JSONObject tags(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        ConsumerSupport.createTopic(spec, 4);
+        ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 30);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-        try {
-            ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA,TagB,TagC");
-        } finally {
-            producer.shutdown();
-        }
+        ConsumerSupport.sendNumbered(spec, 0, count, "TagA,TagB,TagC");
         JSONObject expected = spec.json.getJSONObject("expressions");
         Map<String, Waits.Collector> collectors = new TreeMap<>();
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
@@ -240,40 +215,21 @@ final class PushScenarios {
                 consumers.add(consumer);
                 consumer.start();
             }
-            Waits.until(() -> collectors.entrySet().stream().allMatch(
-                e -> e.getValue().size() >= expected.getIntValue(e.getKey())),
-                spec.seconds("timeout", 30));
-            ConsumerSupport.settle(1000);
-            JSONObject out = new JSONObject(true);
-            for (Map.Entry<String, Waits.Collector> e : collectors.entrySet()) {
-                out.put(e.getKey(), ConsumerSupport.indexes(e.getValue().snapshot()));
-            }
-            return out;
+            return awaitIndexes(spec, collectors, expected);
         } finally {
-            shutdown(consumers);
+            ConsumerSupport.shutdown(consumers);
         }
     }
 
     /** A MessageSelector.bySql subscription on the user properties index and parity. */
     static JSONObject sql92(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        ConsumerSupport.createTopic(spec, 4);
+        ConsumerSupport.prepare(spec, 4);
         int count = spec.integer("count", 20);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-        try {
-            ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA,TagB");
-        } finally {
-            producer.shutdown();
-        }
+        ConsumerSupport.sendNumbered(spec, 0, count, "TagA,TagB");
         Waits.Collector collector = new Waits.Collector();
         DefaultMQPushConsumer consumer = spec.pushConsumer(spec.group());
         consumer.subscribe(spec.topic(), MessageSelector.bySql(spec.str("sql")));
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            collector.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        consumer.start();
+        ConsumerSupport.collectFromFirst(consumer, collector).start();
         try {
             List<MessageExt> received =
                 collector.await(spec.integer("expected", 1), spec.seconds("timeout", 30), 1000);
@@ -296,15 +252,14 @@ final class PushScenarios {
      * follows from the counts sent to each queue: the message stored nearest in time.
      */
     static JSONObject fromWhere(Spec spec) throws Exception {
-        ConsumerSupport.fastRebalance();
-        int queues = ConsumerSupport.createTopic(spec, 4);
+        int queues = ConsumerSupport.prepare(spec, 4);
         int batch = spec.integer("batch", 10);
         JSONObject expected = spec.json.getJSONObject("expected");
         Map<Integer, Integer> firstBatch = new TreeMap<>();
         Map<Integer, Integer> total = new TreeMap<>();
         Map<String, Waits.Collector> collectors = new TreeMap<>();
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
+        DefaultMQProducer producer = spec.startedProducer();
         try {
             sendCounting(producer, spec.topic(), 0, batch, firstBatch, total);
             long batch1End = System.currentTimeMillis();
@@ -324,16 +279,9 @@ final class PushScenarios {
                     startFrom(spec, name, boundary, collectors, consumers);
                 }
             }
-            Waits.until(() -> collectors.entrySet().stream().allMatch(
-                e -> e.getValue().size() >= expected.getIntValue(e.getKey())),
-                spec.seconds("timeout", 30));
-            ConsumerSupport.settle(1000);
+            JSONObject received = awaitIndexes(spec, collectors, expected);
             JSONObject out = new JSONObject(true);
             out.put("betweenHeldQueues", held);
-            JSONObject received = new JSONObject(true);
-            for (Map.Entry<String, Waits.Collector> e : collectors.entrySet()) {
-                received.put(e.getKey(), ConsumerSupport.indexes(e.getValue().snapshot()));
-            }
             out.put("received", received);
             Map<String, Long> probes = new TreeMap<>();
             probes.put("beforeAll", 0L);
@@ -345,7 +293,7 @@ final class PushScenarios {
             return out;
         } finally {
             producer.shutdown();
-            shutdown(consumers);
+            ConsumerSupport.shutdown(consumers);
         }
     }
 

@@ -22,7 +22,6 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
-import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageClientExt;
@@ -115,16 +114,10 @@ final class RetryScenarios {
     }
 
     private static JSONObject run(Spec spec, boolean orderly) throws Exception {
-        ConsumerSupport.fastRebalance();
-        ConsumerSupport.createTopic(spec, 2);
+        ConsumerSupport.prepare(spec, 2);
         int count = spec.integer("count", 4);
         int maxReconsume = spec.integer("maxReconsumeTimes", 2);
-        DefaultMQProducer producer = ConsumerSupport.startProducer(spec);
-        try {
-            ConsumerSupport.send(producer, spec.topic(), 0, count, "TagA");
-        } finally {
-            producer.shutdown();
-        }
+        ConsumerSupport.sendNumbered(spec, 0, count, "TagA");
         Deliveries deliveries = new Deliveries();
         DefaultMQPushConsumer consumer = spec.pushConsumer(spec.group());
         consumer.subscribe(spec.topic(), "*");

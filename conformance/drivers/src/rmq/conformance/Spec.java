@@ -77,6 +77,13 @@ final class Spec {
         return producer;
     }
 
+    /** producer(), started. */
+    DefaultMQProducer startedProducer() throws Exception {
+        DefaultMQProducer producer = producer();
+        producer.start();
+        return producer;
+    }
+
     TransactionMQProducer transactionProducer() {
         TransactionMQProducer producer =
             new TransactionMQProducer(str("producerGroup", group() + "-producer"));

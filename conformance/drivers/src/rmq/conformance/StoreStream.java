@@ -51,8 +51,7 @@ final class StoreStream {
             }
             int fresh = spec.integer("fresh", 0);
             if (fresh > 0) {
-                DefaultMQProducer producer = spec.producer();
-                producer.start();
+                DefaultMQProducer producer = spec.startedProducer();
                 JSONArray sent = new JSONArray();
                 try {
                     for (int i = 0; i < fresh; i++) {

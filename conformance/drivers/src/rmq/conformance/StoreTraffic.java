@@ -215,8 +215,7 @@ final class StoreTraffic {
 
     static void sendPhase(Spec spec, String phase, boolean everyKind, List<JSONObject> sends)
         throws Exception {
-        DefaultMQProducer producer = spec.producer();
-        producer.start();
+        DefaultMQProducer producer = spec.startedProducer();
         try {
             for (int i = 0; i < 6; i++) {
                 Message message = message(spec, phase, "single", i, text("single " + phase + " " + i));

@@ -14,14 +14,11 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
-import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
-import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.trace.TraceBean;
 import org.apache.rocketmq.client.trace.TraceContext;
 import org.apache.rocketmq.client.trace.TraceDataEncoder;
-import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.topic.TopicValidator;
 
@@ -73,13 +70,8 @@ final class TraceScenarios {
         long timeout = spec.seconds("timeout", 30);
         DefaultMQPushConsumer consumer = spec.pushConsumer(spec.group(), true);
         consumer.subscribe(spec.topic(), "*");
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         Waits.Collector consumed = new Waits.Collector();
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            consumed.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        consumer.start();
+        ConsumerSupport.collectFromFirst(consumer, consumed).start();
         DefaultMQProducer producer = spec.producer(null, true);
         producer.start();
         Set<String> ids = new HashSet<>();
@@ -94,12 +86,7 @@ final class TraceScenarios {
             List<MessageExt> received = consumed.await(count, timeout, 0);
             out.put("consumed", received.size());
             reader.subscribe(TopicValidator.RMQ_SYS_TRACE_TOPIC, "*");
-            reader.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-            reader.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-                traces.addAll(msgs);
-                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-            });
-            reader.start();
+            ConsumerSupport.collectFromFirst(reader, traces).start();
             Waits.until(() -> {
                 List<TraceContext> now = mine(traces.snapshot(), ids);
                 return count(now, "Pub") >= count && count(now, "SubBefore") >= count

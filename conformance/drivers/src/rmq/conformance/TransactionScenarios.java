@@ -12,13 +12,10 @@ import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
-import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
-import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
 import org.apache.rocketmq.client.producer.TransactionSendResult;
-import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -67,13 +64,8 @@ final class TransactionScenarios {
         int perOutcome = spec.integer("perOutcome", 2);
         DefaultMQPushConsumer consumer = spec.pushConsumer(spec.group());
         consumer.subscribe(spec.topic(), "*");
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         Waits.Collector collector = new Waits.Collector();
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            collector.addAll(msgs);
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        consumer.start();
+        ConsumerSupport.collectFromFirst(consumer, collector).start();
         Listener listener = new Listener();
         TransactionMQProducer producer = spec.transactionProducer();
         producer.setTransactionListener(listener);
