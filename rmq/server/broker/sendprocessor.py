@@ -35,9 +35,9 @@ message's own (spec §3.8).  A ``DELAY`` property that is not a number is answer
 MESSAGE_ILLEGAL (Apache fails with a NumberFormatException, i.e. SYSTEM_ERROR, which its
 producers retry in vain).
 
-Half messages are stored exactly where Apache stores them, but END_TRANSACTION and the
-transaction check service are not served yet, so they are not delivered until those exist
-(an Apache broker opened on the same store would check them with their producer).
+Half messages are stored exactly where Apache stores them; END_TRANSACTION and the
+transaction check service (``transaction.py``) commit or roll them back, and the schedule
+service (``schedule.py``) delivers parked delayed messages when they are due.
 
 When the store flushes synchronously (SYNC_FLUSH) and the producer waits (``WAIT`` absent or
 true), the answer waits for the group commit that covers the message; a flush that takes
