@@ -342,7 +342,11 @@ def test_dry_run_update_prints_the_request_and_sends_nothing(cluster: Cluster) -
             },
         }
     ]
-    time.sleep(0.5)
+    # A real update sent after the dry run: once its route shows, the broker has registered
+    # its whole topic table, which would hold the dry run's topic had it been sent.
+    marker = "AdminDryRunMarker"
+    cluster.json("topic", "update", "-t", marker, "--broker", cluster.broker_a.addr)
+    cluster.route(marker, brokers=1)
     assert cluster.rmq("topic", "route", topic).returncode == 1
     assert topic not in [row["topic"] for row in cluster.json("topic", "list")]
 
@@ -360,8 +364,12 @@ def test_dry_run_delete_keeps_the_topic(cluster: Cluster) -> None:
         ("DELETE_TOPIC_IN_NAMESRV", 216, f"name server {cluster.namesrv.addr}"),
     ]
     assert plan[1]["extFields"] == {"topic": topic, "clusterName": CLUSTER}
-    time.sleep(0.5)
-    assert len(cluster.route(topic, brokers=2)["brokerDatas"]) == 2
+    # As above: the marker's route proves both brokers registered after the dry run.
+    marker = "AdminKeptMarker"
+    cluster.json("topic", "update", "-t", marker, "--cluster", CLUSTER)
+    cluster.route(marker, brokers=2)
+    assert len(cluster.json("topic", "route", topic)["brokerDatas"]) == 2
+    assert topic in [row["topic"] for row in cluster.json("topic", "list")]
 
 
 def test_dry_run_does_not_even_connect(cluster: Cluster) -> None:

@@ -135,6 +135,18 @@ async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
             await asyncio.sleep(0.05)
 
 
+async def settle(
+    namesrv_addr: str, topic: str, collectors: list[Collector], tag: str | None = None
+) -> None:
+    """Send a mark to every queue (the producer takes the queues in turn) and wait until
+    each collector has it, then forget the marks: every queue's pulls have then passed
+    everything sent before, so a message that was going to arrive twice has arrived."""
+    marks = set(await produce(namesrv_addr, topic, [b"mark"] * 8, tags=lambda n: tag))
+    await until(lambda: all(marks <= set(c.ids) for c in collectors), 20)
+    for collector in collectors:
+        collector.messages = [m for m in collector.messages if m.msg_id not in marks]
+
+
 def bodies(count: int, prefix: str = "m") -> list[bytes]:
     """Every fourth body is binary (not UTF-8)."""
     return [
@@ -160,7 +172,7 @@ def test_a_push_consumer_gets_every_message_exactly_once_and_intact(
         collector = Collector()
         async with consumer(namesrv, name("all"), topic, collector, consume_from_where=FIRST):
             await collector.wait_for(len(ids))
-            await asyncio.sleep(1.0)
+            await settle(namesrv.addr, topic, [collector])
         assert Counter(collector.ids) == Counter(ids)
         by_seq = {int(m.properties["seq"]): m for m in collector.messages}
         assert [by_seq[n].body for n in range(len(sent_bodies))] == sent_bodies
@@ -212,13 +224,33 @@ def test_a_shutdown_right_after_a_rebalance_request_completes(
 
     async def scenario() -> None:
         ids = await produce(namesrv.addr, topic, [b"create"])
+        group = name("stop")
         collector = Collector()
-        push = consumer(namesrv, name("stop"), topic, collector, consume_from_where=FIRST)
+        push = consumer(namesrv, group, topic, collector, consume_from_where=FIRST)
         await push.start()
+        rebalance = push._rebalance
+        assert rebalance is not None
+        rebalancing = rebalance.do_rebalance
+        idle = False
+
+        async def observed_rebalance() -> None:
+            nonlocal idle
+            idle = False
+            await rebalancing()
+            idle = True  # the service goes straight back to waiting for the next request
+
+        rebalance.do_rebalance = observed_rebalance  # type: ignore[method-assign]
+        push.rebalance_now()
         await collector.wait_for(len(ids))
-        await asyncio.sleep(0.3)  # the rebalance task is waiting for the next request
+        await until(lambda: idle and not push._rebalance_wanted.is_set())
         push.rebalance_now()  # as NOTIFY_CONSUMER_IDS_CHANGED arriving just now does
         await asyncio.wait_for(push.shutdown(), 10)
+        assert push.process_queue_table == {}
+        (message,) = collector.messages
+        mq = MessageQueue(topic, message.broker_name, message.queue_id)
+        async with RemotingClient() as remoting:
+            committed = await api.query_consumer_offset(remoting, broker.addr, group, mq, 3.0)
+        assert committed == message.queue_offset + 1
 
     run(scenario())
 
@@ -240,7 +272,7 @@ def test_committed_offsets_let_a_restarted_group_continue_where_it_stopped(
         again = Collector()
         async with consumer(namesrv, group, topic, again):
             await again.wait_for(len(after))
-            await asyncio.sleep(1.0)
+            await settle(namesrv.addr, topic, [again])
         assert Counter(again.ids) == Counter(after)
 
     run(scenario())
@@ -261,7 +293,7 @@ def test_a_tag_expression_filters_and_hash_collisions_are_dropped_by_the_client(
         ) as push:
             await collector.wait_for(len(wanted))
             await until(lambda: sum(pq.msg_count for pq in push.process_queue_table.values()) == 0)
-            await asyncio.sleep(1.0)
+            await settle(namesrv.addr, topic, [collector], tag="A")
         assert Counter(collector.ids) == Counter(wanted)
         assert {m.tags for m in collector.messages} == {"A", "Aa"}
 
@@ -376,7 +408,7 @@ def test_broadcasting_gives_every_consumer_everything(
         async with consumers[0], consumers[1]:
             for collector in collectors:
                 await collector.wait_for(len(ids))
-            await asyncio.sleep(0.5)
+            await settle(namesrv.addr, topic, collectors)
         for collector in collectors:
             assert Counter(collector.ids) == Counter(ids)
         files = sorted(tmp_path.glob(f"*@broadcast-*/{group}/offsets.json"))

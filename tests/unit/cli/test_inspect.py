@@ -476,6 +476,7 @@ def test_random_damage_is_diagnosed_never_a_crash(inspect: Inspect, tmp_path: Pa
     rng = random.Random(20240601)
     pristine = build(tmp_path / "pristine")
     files = [p for p in pristine.root.rglob("*") if p.is_file()]
+    resized = 0
     for attempt in range(12):
         root = tmp_path / f"damaged{attempt}"
         shutil.copytree(pristine.root, root)
@@ -486,6 +487,7 @@ def test_random_damage_is_diagnosed_never_a_crash(inspect: Inspect, tmp_path: Pa
                 data[rng.randrange(len(data))] = rng.randrange(256)
         else:
             del data[rng.randrange(len(data) + 1) :]
+        size_changed = len(data) != victim.stat().st_size
         victim.write_bytes(bytes(data))
         for command in COMMANDS:
             result = inspect(root, *command)
@@ -495,6 +497,16 @@ def test_random_damage_is_diagnosed_never_a_crash(inspect: Inspect, tmp_path: Pa
                 line.startswith(("rmq: error: ", "rmq: warning: "))
                 for line in result.err.splitlines()
             ), (victim, command, result.err)
+            if result.code == 1 and command[0] != "verify":
+                assert result.err, (victim, command, result)
+        verdict = inspect(root, "verify", "-o", "json")
+        report = verdict.json()
+        assert verdict.code == (0 if report["ok"] else 1), (victim, verdict)
+        if size_changed:
+            resized += 1
+            named = {root / p["file"] for p in report["problems"]}
+            assert verdict.code == 1 and victim in named, (victim, report["problems"])
+    assert resized > 0
 
 
 def test_nothing_is_written_and_no_lock_is_taken(

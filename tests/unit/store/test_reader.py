@@ -277,6 +277,11 @@ def test_random_damage_is_always_reported_never_raised(tmp_path: Path) -> None:
     rng = random.Random(20240222)
     pristine = build(tmp_path / "pristine")
     files = [p for p in pristine.root.rglob("*") if p.is_file()]
+    record_offsets = {r.physical_offset for r in pristine.records}
+    with StoreReader(pristine.root) as reader:
+        shared = reader.query_by_key("TopicTest", "shared")
+    assert shared
+    truncated = 0
     for attempt in range(40):
         root = tmp_path / f"damaged{attempt}"
         for path in files:
@@ -290,11 +295,20 @@ def test_random_damage_is_always_reported_never_raised(tmp_path: Path) -> None:
                 data[rng.randrange(len(data))] = rng.randrange(256)
         else:
             del data[rng.randrange(len(data) + 1) :]
+        resized = len(data) != victim.stat().st_size
         victim.write_bytes(bytes(data))
         with StoreReader(root) as reader:
-            reader.validate()
-            list(reader.iter_records())
-            reader.query_by_key("TopicTest", "shared")
+            report = reader.validate()
+            walked = list(reader.iter_records())
+            found = reader.query_by_key("TopicTest", "shared")
+        if resized:
+            truncated += 1
+            assert any(p.path == victim for p in report.problems), (victim, report.problems)
+        assert report.records == len(walked)
+        assert {phy for phy, _ in walked} <= record_offsets
+        assert all(m.topic == "TopicTest" and "shared" in m.keys for m in found)
+        assert len(found) <= len(shared)
+    assert truncated > 0
 
 
 def test_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
