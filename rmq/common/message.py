@@ -1,16 +1,7 @@
-"""The stored message record: the one place in rmq that knows its byte layout.
+"""The stored message record's codec: encoding, decoding, dispatch fields, batches.
 
-A record is what the commitlog holds and what PULL_MESSAGE / QUERY_MESSAGE / VIEW_MESSAGE_BY_ID
-bodies concatenate (RocketMQ 4.x "V1" layout, all integers big-endian)::
-
-    TOTALSIZE i32 | MAGICCODE u32 | BODYCRC i32 | QUEUEID i32 | FLAG i32 | QUEUEOFFSET i64
-    | PHYSICALOFFSET i64 | SYSFLAG i32 | BORNTIMESTAMP i64 | BORNHOST 8/20 | STORETIMESTAMP i64
-    | STOREHOSTADDRESS 8/20 | RECONSUMETIMES i32 | PREPARED TRANSACTION OFFSET i64
-    | BODY (i32 length + bytes) | TOPIC (i8 length + UTF-8) | PROPERTIES (i16 length + UTF-8)
-
-A host is 8 bytes (IPv4 + int32 port) or 20 (IPv6 + port); SYSFLAG bits 4 and 5 say which.
-The four host-width combinations give four layouts (``LAYOUTS``, indexed by
-``(sys_flag >> 4) & 3``), each with one precompiled ``struct.Struct`` for its fixed part.
+The byte layout (RocketMQ 4.x "V1", big-endian) and the framing of a record are
+:mod:`rmq.common.recordwalk`'s; this module encodes and decodes whole records on top of it.
 
 Writing: ``encode_record_into`` packs one record into a preallocated writable buffer (an mmap
 of a commitlog file, or a bytearray) with two ``pack_into`` calls and slice copies of body,
@@ -27,11 +18,12 @@ BODYCRC, FLAG, the bytes after its body, and the consume queue and index fields 
 properties); ``encode_batch_into`` then writes every record of the batch with one
 ``pack_into`` of the fixed part and two slice copies each, the first record's TOTALSIZE last.
 
-Reading: ``decode_record`` checks the magic, the bounds and that TOTALSIZE equals the size
-its length fields add up to, and raises ``RecordError`` (naming the offset) otherwise.
+Reading: ``decode_record`` frames the record with ``recordwalk.frame_at`` (magic, bounds,
+TOTALSIZE equal to what its length fields add up to; ``RecordError`` naming the offset
+otherwise).
 Bodies are copied out so a record outlives the mapped file it came from.  Hot paths that do
-not need a whole record use ``peek_size_magic``, ``read_dispatch_info`` (what consume queue
-and index dispatch need) and ``store_timestamp_at``.
+not need a whole record use ``read_dispatch_info`` (what consume queue and index dispatch
+need, also from a frame of ``recordwalk.iter_frames``: ``dispatch_info``).
 
 Also here: the SEND_BATCH_MESSAGE body codec and ``to_record_dict``, the JSON "message record"
 shared by ``rmq consume``, ``rmq inspect`` and the Spark export.
@@ -55,98 +47,35 @@ from rmq.common.msgconst import (
 )
 from rmq.common.msgid import IPV4_HOST_LENGTH, IPV6_HOST_LENGTH, host_str, offset_msg_id
 from rmq.common.properties import decode_properties_bytes, merge_batch_properties
-from rmq.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
-
-Buffer = bytes | bytearray | memoryview
-"""A bytes-like body or property string.  Record buffers are typed ``Any`` so mmaps fit too."""
-
-MESSAGE_MAGIC = 0xDAA320A7
-MESSAGE_MAGIC_V2 = 0xDAA320AB  # RocketMQ 5.x two-byte topic length; recognised, not decoded
-BLANK_MAGIC = 0xCBD43194
-END_FILE_MIN_BLANK_LENGTH = 8
-MAX_TOPIC_BYTES = 127
-MAX_PROPERTIES_BYTES = 32767
-
-# Offsets shared by every layout.
-TOTAL_SIZE_POS = 0
-MAGIC_POS = 4
-BODY_CRC_POS = 8
-QUEUE_ID_POS = 12
-FLAG_POS = 16
-QUEUE_OFFSET_POS = 20
-PHYSICAL_OFFSET_POS = 28
-SYS_FLAG_POS = 36
-BORN_TIMESTAMP_POS = 40
-BORN_HOST_POS = 48
-
-_HOST_BITS = BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG
-_TRAILER_LENGTH = 1 + 2  # topic length byte + properties length short
-
-
-class RecordLayout(NamedTuple):
-    """Where the host-width dependent fields sit for one born/store host combination."""
-
-    born_host_length: int
-    store_host_length: int
-    store_timestamp_pos: int
-    store_host_pos: int
-    reconsume_times_pos: int
-    prepared_transaction_offset_pos: int
-    body_length_pos: int
-    body_pos: int  # also the size of the fixed part including the body length
-
-
-def _layout(born_v6: bool, store_v6: bool) -> RecordLayout:
-    born = IPV6_HOST_LENGTH if born_v6 else IPV4_HOST_LENGTH
-    store = IPV6_HOST_LENGTH if store_v6 else IPV4_HOST_LENGTH
-    store_timestamp = BORN_HOST_POS + born
-    store_host = store_timestamp + 8
-    reconsume = store_host + store
-    prepared = reconsume + 4
-    body_length = prepared + 8
-    return RecordLayout(
-        born, store, store_timestamp, store_host, reconsume, prepared, body_length, body_length + 4
-    )
-
-
-LAYOUTS: tuple[RecordLayout, ...] = (
-    _layout(False, False),
-    _layout(True, False),
-    _layout(False, True),
-    _layout(True, True),
+from rmq.common.recordwalk import (
+    CRC_MASK,
+    HEADS,
+    HOST_BITS,
+    LAYOUTS,
+    MAX_PROPERTIES_BYTES,
+    MAX_TOPIC_BYTES,
+    MESSAGE_MAGIC,
+    TRAILER_LENGTH,
+    Frame,
+    PropertiesSizeError,
+    RecordError,
+    body_crc,
+    frame_at,
 )
-"""Indexed by ``(sys_flag >> 4) & 3``: bit 0 = born host IPv6, bit 1 = store host IPv6."""
 
-_HEADS = tuple(
-    struct.Struct(f">iIiiiqqiq{layout.born_host_length}sq{layout.store_host_length}siqi")
-    for layout in LAYOUTS
-)
-_SIZE_MAGIC = struct.Struct(">iI")
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
 _LONG = struct.Struct(">q")
-_TWO_LONGS = struct.Struct(">qq")
-_MIN_RECORD_SIZE = LAYOUTS[0].body_pos + _TRAILER_LENGTH  # IPv4 hosts, everything empty
 
-
-class RecordError(ValueError):
-    """Bytes that are not a valid message record at the given offset."""
-
-
-class PropertiesSizeError(RecordError):
-    """A property string longer than a record can hold (``MAX_PROPERTIES_BYTES``)."""
-
-
-def layout_of(sys_flag: int) -> RecordLayout:
-    """The field positions of a record with this sysFlag."""
-    return LAYOUTS[(sys_flag >> 4) & 3]
+Buffer = bytes | bytearray | memoryview
+"""A bytes-like body or property string.  Record buffers are typed ``Any`` so mmaps fit too."""
 
 
 def record_size(
     body_len: int, topic_len: int, props_len: int, born_v6: bool, store_v6: bool
 ) -> int:
     """TOTALSIZE of a record with these lengths (topic and properties in UTF-8 bytes)."""
-    fixed = LAYOUTS[born_v6 | store_v6 << 1].body_pos + _TRAILER_LENGTH
+    fixed = LAYOUTS[born_v6 | store_v6 << 1].body_pos + TRAILER_LENGTH
     return fixed + body_len + topic_len + props_len
 
 
@@ -194,7 +123,7 @@ def encode_record_into(
     ):
         raise RecordError(f"hosts are 8 or 20 bytes, got {born_len} and {store_len}")
     host_bits = (born_len == IPV6_HOST_LENGTH) | (store_len == IPV6_HOST_LENGTH) << 1
-    head = _HEADS[host_bits]
+    head = HEADS[host_bits]
     body_len = len(body)
     body_pos = pos + head.size
     topic_pos = body_pos + body_len + 1
@@ -207,12 +136,12 @@ def encode_record_into(
         pos,
         end - pos,
         MESSAGE_MAGIC,
-        zlib.crc32(body) & 0x7FFFFFFF,
+        zlib.crc32(body) & CRC_MASK,
         queue_id,
         flag,
         queue_offset,
         physical_offset,
-        (sys_flag & ~_HOST_BITS) | host_bits << 4,
+        (sys_flag & ~HOST_BITS) | host_bits << 4,
         born_timestamp,
         born_host,
         store_timestamp,
@@ -235,89 +164,7 @@ def _properties_size_error(props_len: int) -> PropertiesSizeError:
     )
 
 
-def patch_record(
-    buf: Any, pos: int, *, queue_offset: int, physical_offset: int, store_timestamp: int
-) -> None:
-    """Overwrite QUEUEOFFSET, PHYSICALOFFSET and STORETIMESTAMP of the record at ``pos``."""
-    _TWO_LONGS.pack_into(buf, pos + QUEUE_OFFSET_POS, queue_offset, physical_offset)
-    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
-    _LONG.pack_into(buf, pos + layout_of(sys_flag).store_timestamp_pos, store_timestamp)
-
-
-def encode_blank_into(buf: Any, pos: int, max_blank: int) -> None:
-    """Write the end-of-file BLANK record: TOTALSIZE = ``max_blank``, BLANK magic (8 bytes)."""
-    if max_blank < END_FILE_MIN_BLANK_LENGTH:
-        raise RecordError(f"a blank record needs 8 bytes, only {max_blank} remain at {pos}")
-    _SIZE_MAGIC.pack_into(buf, pos, max_blank, BLANK_MAGIC)
-
-
 # Reading.
-
-
-def peek_size_magic(buf: Any, pos: int) -> tuple[int, int]:
-    """TOTALSIZE and MAGICCODE (unsigned) at ``pos``, without any validation of the record."""
-    if pos + 8 > len(buf):
-        raise RecordError(f"truncated record at offset {pos}: fewer than 8 bytes left")
-    size, magic = _SIZE_MAGIC.unpack_from(buf, pos)
-    return size, magic
-
-
-def _magic_error(pos: int, magic: int) -> RecordError:
-    if magic == BLANK_MAGIC:
-        return RecordError(f"blank (end-of-file) record at offset {pos}, not a message")
-    if magic == MESSAGE_MAGIC_V2:
-        return RecordError(
-            f"record at offset {pos} uses the RocketMQ 5.x message format (magic 0xDAA320AB)"
-        )
-    return RecordError(f"bad magic 0x{magic:08X} at offset {pos}")
-
-
-def _frame(buf: Any, pos: int, limit: int) -> tuple[tuple[Any, ...], int, int, int, int, int]:
-    """Validate the record at ``pos`` (ending by ``limit``) and locate its variable parts.
-
-    Returns the unpacked fixed part and the positions of body, topic (position, length),
-    properties and the record's end.
-    """
-    if pos < 0 or pos + _MIN_RECORD_SIZE > limit:
-        raise _short_record_error(buf, pos, limit)
-    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
-    head_struct = _HEADS[(sys_flag >> 4) & 3]
-    body_pos = pos + head_struct.size
-    if body_pos > limit:
-        raise _short_record_error(buf, pos, limit)
-    head = head_struct.unpack_from(buf, pos)
-    size = head[0]
-    if head[1] != MESSAGE_MAGIC:
-        raise _magic_error(pos, head[1])
-    end = pos + size
-    if size < body_pos - pos + _TRAILER_LENGTH or end > limit:
-        raise RecordError(
-            f"truncated record at offset {pos}: TOTALSIZE {size}, {limit - pos} bytes available"
-        )
-    body_len = head[14]
-    topic_pos = body_pos + body_len + 1
-    if body_len < 0 or topic_pos + 2 > end:
-        raise RecordError(f"record at offset {pos}: body length {body_len} overruns TOTALSIZE")
-    topic_len = buf[topic_pos - 1]
-    props_pos = topic_pos + topic_len + 2
-    if topic_len > MAX_TOPIC_BYTES or props_pos > end:
-        raise RecordError(f"record at offset {pos}: topic length {topic_len} is invalid")
-    props_len = _SHORT.unpack_from(buf, props_pos - 2)[0]
-    if props_len < 0 or props_pos + props_len != end:
-        raise RecordError(
-            f"record at offset {pos}: TOTALSIZE {size} does not match its fields "
-            f"(body {body_len}, topic {topic_len}, properties {props_len} bytes)"
-        )
-    return head, body_pos, topic_pos, topic_len, props_pos, end
-
-
-def _short_record_error(buf: Any, pos: int, limit: int) -> RecordError:
-    """The error for a record cut short: report its magic when that much is there."""
-    if pos >= 0 and pos + 8 <= limit:
-        magic = _SIZE_MAGIC.unpack_from(buf, pos)[1]
-        if magic != MESSAGE_MAGIC:
-            return _magic_error(pos, magic)
-    return RecordError(f"truncated record at offset {pos}: only {max(limit - pos, 0)} bytes left")
 
 
 def _text(buf: Any, start: int, end: int) -> str:
@@ -373,7 +220,7 @@ class MessageRecord(NamedTuple):
 
     def body_crc_matches(self) -> bool:
         """Whether BODYCRC matches the stored body (True when the body was not read)."""
-        return self.body is None or zlib.crc32(self.body) & 0x7FFFFFFF == self.body_crc
+        return self.body is None or zlib.crc32(self.body) & CRC_MASK == self.body_crc
 
     def decompressed_body(self) -> bytes | None:
         """The body a consumer sees (raises ``CompressionError`` for an unreadable codec)."""
@@ -386,7 +233,7 @@ def decode_record(buf: Any, pos: int = 0, *, with_body: bool = True) -> MessageR
 
 
 def _decode(buf: Any, pos: int, limit: int, with_body: bool) -> MessageRecord:
-    head, body_pos, topic_pos, topic_len, props_pos, end = _frame(buf, pos, limit)
+    head, body_pos, topic_pos, topic_len, props_pos, end = frame_at(buf, pos, limit)
     body = None
     if with_body:
         body = buf[body_pos : topic_pos - 1]
@@ -457,10 +304,9 @@ def read_dispatch_info(buf: Any, pos: int, *, check_crc: bool = False) -> Dispat
     ``tags_code`` is the hash of TAGS; for delayed messages in SCHEDULE_TOPIC_XXXX the
     store replaces it with the delivery time (see ``rmq.common.delay``).
     """
-    head, body_pos, topic_pos, topic_len, props_pos, end = _frame(buf, pos, len(buf))
+    head, body_pos, topic_pos, topic_len, props_pos, end = frame_at(buf, pos, len(buf))
     if check_crc:
-        with memoryview(buf) as view:
-            crc = zlib.crc32(view[body_pos : topic_pos - 1]) & 0x7FFFFFFF
+        crc = body_crc(buf, body_pos, topic_pos - 1)
         if crc != head[2]:
             raise RecordError(f"record at offset {pos}: body CRC {crc} != stored {head[2]}")
     properties = decode_properties_bytes(buf[props_pos:end])
@@ -480,11 +326,24 @@ def read_dispatch_info(buf: Any, pos: int, *, check_crc: bool = False) -> Dispat
     )
 
 
-def store_timestamp_at(buf: Any, pos: int) -> int:
-    """STORETIMESTAMP of the record at ``pos`` (used by search-by-time), unvalidated."""
-    sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
-    timestamp: int = _LONG.unpack_from(buf, pos + layout_of(sys_flag).store_timestamp_pos)[0]
-    return timestamp
+def dispatch_info(buf: Any, frame: Frame) -> DispatchInfo:
+    """:func:`read_dispatch_info` of a record framed by ``recordwalk.iter_frames`` (no CRC)."""
+    pos, end, prefix, layout, _, body_end, topic_end = frame
+    properties = decode_properties_bytes(buf[topic_end + 2 : end])
+    return DispatchInfo(
+        prefix[0],
+        _text(buf, body_end + 1, topic_end),
+        prefix[3],
+        prefix[5],
+        prefix[6],
+        prefix[7],
+        _LONG.unpack_from(buf, pos + layout.store_timestamp_pos)[0],
+        _LONG.unpack_from(buf, pos + layout.prepared_transaction_offset_pos)[0],
+        tags_code(properties.get(PROPERTY_TAGS)),
+        properties.get(PROPERTY_KEYS),
+        properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+        properties,
+    )
 
 
 # SEND_BATCH_MESSAGE bodies.
@@ -605,7 +464,7 @@ def prepare_batch(
         total += size
         trailers.append(trailer)
         sizes.append(size)
-        body_crcs.append(zlib.crc32(body) & 0x7FFFFFFF)
+        body_crcs.append(zlib.crc32(body) & CRC_MASK)
         properties = decode_properties_bytes(inner)
         if overrides:
             properties.update(overrides)
@@ -661,9 +520,9 @@ def encode_batch_into(
     end = pos + batch.total_size
     if end > len(buf):
         raise RecordError(f"a {batch.total_size}-byte batch at offset {pos} does not fit")
-    pack_head = _HEADS[host_bits].pack_into
+    pack_head = HEADS[host_bits].pack_into
     head_size = layout.body_pos
-    sys_flag = (sys_flag & ~_HOST_BITS) | host_bits << 4
+    sys_flag = (sys_flag & ~HOST_BITS) | host_bits << 4
     base = physical_offset - pos
     sizes = batch.sizes
     try:

@@ -56,12 +56,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from rmq.common.message import (
+from rmq.common.message import MessageRecord, decode_record
+from rmq.common.recordwalk import (
     BLANK_MAGIC,
     MESSAGE_MAGIC,
-    MessageRecord,
     RecordError,
-    decode_record,
     peek_size_magic,
     store_timestamp_at,
 )

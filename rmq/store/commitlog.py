@@ -50,23 +50,13 @@ from rmq.common.delay import (
     schedule_queue_id,
 )
 from rmq.common.message import (
-    BLANK_MAGIC,
-    END_FILE_MIN_BLANK_LENGTH,
-    MAX_PROPERTIES_BYTES,
-    MAX_TOPIC_BYTES,
-    MESSAGE_MAGIC,
     DispatchInfo,
     PreparedBatch,
-    PropertiesSizeError,
-    RecordError,
     encode_batch_into,
-    encode_blank_into,
     encode_record_into,
-    peek_size_magic,
     prepare_batch,
     read_dispatch_info,
     record_size,
-    store_timestamp_at,
 )
 from rmq.common.msgconst import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -76,6 +66,18 @@ from rmq.common.msgconst import (
 from rmq.common.msgid import IPV6_HOST_LENGTH, offset_msg_id
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
 from rmq.common.properties import decode_properties_bytes, encode_properties_bytes
+from rmq.common.recordwalk import (
+    BLANK_MAGIC,
+    END_FILE_MIN_BLANK_LENGTH,
+    MAX_PROPERTIES_BYTES,
+    MAX_TOPIC_BYTES,
+    MESSAGE_MAGIC,
+    PropertiesSizeError,
+    RecordError,
+    encode_blank_into,
+    peek_size_magic,
+    store_timestamp_at,
+)
 from rmq.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,

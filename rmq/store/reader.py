@@ -62,18 +62,7 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 from rmq.common.javahash import index_key_hash
-from rmq.common.message import (
-    BLANK_MAGIC,
-    LAYOUTS,
-    MAX_TOPIC_BYTES,
-    MESSAGE_MAGIC,
-    DispatchInfo,
-    MessageRecord,
-    RecordError,
-    decode_record,
-    peek_size_magic,
-    read_dispatch_info,
-)
+from rmq.common.message import DispatchInfo, MessageRecord, decode_record, read_dispatch_info
 from rmq.common.msgconst import (
     KEY_SEPARATOR,
     PROPERTY_KEYS,
@@ -82,6 +71,14 @@ from rmq.common.msgconst import (
 )
 from rmq.common.msgid import decode_offset_msg_id
 from rmq.common.properties import decode_properties_bytes
+from rmq.common.recordwalk import (
+    BLANK_MAGIC,
+    LAYOUTS,
+    MAX_TOPIC_BYTES,
+    MESSAGE_MAGIC,
+    RecordError,
+    peek_size_magic,
+)
 from rmq.common.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,

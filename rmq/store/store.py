@@ -49,16 +49,10 @@ from dataclasses import dataclass, field
 
 from rmq.common.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rmq.common.delay import parse_delay_levels
-from rmq.common.message import (
-    DispatchInfo,
-    MessageRecord,
-    PreparedBatch,
-    RecordError,
-    decode_record,
-    store_timestamp_at,
-)
+from rmq.common.message import DispatchInfo, MessageRecord, PreparedBatch, decode_record
 from rmq.common.msgconst import KEY_SEPARATOR
 from rmq.common.msgid import decode_offset_msg_id, pack_host
+from rmq.common.recordwalk import RecordError, store_timestamp_at
 from rmq.common.sysflag import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,

@@ -56,8 +56,8 @@ from rmq.common.config import (
     update_config,
 )
 from rmq.common.delay import schedule_queue_id
-from rmq.common.message import store_timestamp_at
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, is_lmq
+from rmq.common.recordwalk import store_timestamp_at
 from rmq.remoting.bodies import (
     BodyError,
     ConsumeStats,

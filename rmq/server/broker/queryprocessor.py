@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rmq.common.message import RecordError, decode_record
+from rmq.common.message import decode_record
 from rmq.common.naming import UNIQUE_MSG_QUERY_FLAG
+from rmq.common.recordwalk import RecordError
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler

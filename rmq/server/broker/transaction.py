@@ -54,13 +54,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from rmq.common.config import BrokerRole
 from rmq.common.javahash import tags_code
-from rmq.common.message import (
-    MessageRecord,
-    RecordError,
-    decode_record,
-    encode_record_into,
-    record_size,
-)
+from rmq.common.message import MessageRecord, decode_record, encode_record_into, record_size
 from rmq.common.msgconst import (
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
     PROPERTY_DELAY_TIME_LEVEL,
@@ -80,6 +74,7 @@ from rmq.common.naming import (
 )
 from rmq.common.perm import PERM_READ, PERM_WRITE
 from rmq.common.properties import encode_properties_bytes
+from rmq.common.recordwalk import RecordError
 from rmq.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,

@@ -19,29 +19,31 @@ from hypothesis import strategies as st
 
 from rmq.common.compression import CompressionError
 from rmq.common.message import (
+    decode_record,
+    encode_batch,
+    encode_batch_into,
+    encode_record_into,
+    iter_batch_messages,
+    iter_records,
+    prepare_batch,
+    read_dispatch_info,
+    record_size,
+    to_record_dict,
+)
+from rmq.common.msgid import pack_host
+from rmq.common.properties import encode_properties_bytes
+from rmq.common.recordwalk import (
     BLANK_MAGIC,
     LAYOUTS,
     MESSAGE_MAGIC,
     PropertiesSizeError,
     RecordError,
-    decode_record,
-    encode_batch,
-    encode_batch_into,
     encode_blank_into,
-    encode_record_into,
-    iter_batch_messages,
-    iter_records,
     layout_of,
     patch_record,
     peek_size_magic,
-    prepare_batch,
-    read_dispatch_info,
-    record_size,
     store_timestamp_at,
-    to_record_dict,
 )
-from rmq.common.msgid import pack_host
-from rmq.common.properties import encode_properties_bytes
 
 HELLO = b"Hello RocketMQ"
 HELLO_CRC = 1774740973  # spec 8.1
