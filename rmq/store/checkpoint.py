@@ -27,6 +27,15 @@ RECOVERY_MARGIN_MS: Final = 3000
 _TIMESTAMPS: Final = struct.Struct(">qqq")
 
 
+def checkpoint_timestamps(data: bytes) -> tuple[int, int, int] | None:
+    """The three timestamps (physic, logics, index) of a checkpoint file's bytes, or None
+    when it is too short to hold them (the offline reader's view of the file)."""
+    if len(data) < _TIMESTAMPS.size:
+        return None
+    physic, logics, index = _TIMESTAMPS.unpack_from(data)
+    return physic, logics, index
+
+
 class StoreCheckpoint:
     """The mapped checkpoint file; created zero-filled when missing.
 

@@ -17,8 +17,8 @@ files (falling back to ``.bak`` like the broker); whether a process holds the st
 ``lock`` now (asked with ``F_GETLK`` on a read-only descriptor, which never takes the lock).
 
 Scanning: every walk over the commitlog goes through one loop that frames each record with
-``struct`` reads on the mapping, using the field positions of :data:`rmq.common.message.LAYOUTS`,
-checks its lengths, optionally its body CRC (``zlib.crc32`` on a memoryview slice), and yields a
+the common walker (:func:`rmq.common.recordwalk.iter_frames`), checks optionally its body CRC
+(``zlib.crc32`` on a memoryview slice), and yields a
 :class:`RecordFrame`: header fields, topic and the raw property string, without decoding hosts,
 body or properties.  A record the loop cannot frame is handed to the common decoder, whose
 error message is what gets reported.  Scans that want whole records decode only the frames
@@ -73,10 +73,10 @@ from rmq.common.msgid import decode_offset_msg_id
 from rmq.common.properties import decode_properties_bytes
 from rmq.common.recordwalk import (
     BLANK_MAGIC,
-    LAYOUTS,
-    MAX_TOPIC_BYTES,
+    CRC_MASK,
     MESSAGE_MAGIC,
     RecordError,
+    iter_frames,
     peek_size_magic,
 )
 from rmq.common.sysflag import (
@@ -84,6 +84,7 @@ from rmq.common.sysflag import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
+from rmq.store.checkpoint import CHECKPOINT_FILE_SIZE, checkpoint_timestamps
 from rmq.store.configfile import ConfigFileError, LoadedConfig, load_config
 from rmq.store.consumequeue import (
     CQ_STORE_UNIT_SIZE,
@@ -108,7 +109,6 @@ from rmq.store.layout import (
 )
 
 PROBLEMS_PER_FILE_AND_KIND: Final = 20
-CHECKPOINT_SIZE: Final = 4096
 CONFIG_FILES: Final = (
     TOPICS_JSON,
     CONSUMER_OFFSET_JSON,
@@ -118,22 +118,12 @@ CONFIG_FILES: Final = (
 )
 PROGRESS_STEP: Final = 8 << 20
 """Scans report progress at least every this many bytes (and at every file boundary)."""
-_CHECKPOINT: Final = struct.Struct(">qqq")
 _HEADER_SIZE: Final = 8
 _ZERO_CHUNK: Final = bytes(1 << 20)
 _NOT_DISPATCHED: Final = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 _MAX_TIMESTAMP: Final = (1 << 63) - 1
 _BEYOND_ANY_OFFSET: Final = (1 << 63) - 1
-# TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG: the
-# fields every layout has at the same place.
-_PREFIX: Final = struct.Struct(">iIiiiqqi")
-_SIZE_MAGIC: Final = struct.Struct(">iI")
-_INT: Final = struct.Struct(">i")
-_SHORT: Final = struct.Struct(">h")
 _LONG: Final = struct.Struct(">q")
-_TRAILER: Final = 1 + 2  # topic length byte + properties length short
-_MIN_RECORD_SIZE: Final = min(layout.body_pos for layout in LAYOUTS) + _TRAILER
-_CRC_MASK: Final = 0x7FFFFFFF
 # struct flock on Linux: l_type, l_whence, l_start, l_len, l_pid (+ padding).
 _FLOCK: Final = struct.Struct("hhqqi4x")
 
@@ -948,9 +938,10 @@ class StoreReader:
             return None
         except OSError as exc:
             raise StoreError(f"cannot read {self.layout.checkpoint}: {exc.strerror}") from None
-        if len(data) < _CHECKPOINT.size:
+        timestamps = checkpoint_timestamps(data)
+        if timestamps is None:
             return None
-        return Checkpoint(*_CHECKPOINT.unpack_from(data))
+        return Checkpoint(*timestamps)
 
     def load_config(self, name: str) -> LoadedConfig[Any] | None:
         """``config/<name>`` decoded (falling back to ``.bak``); None when absent."""
@@ -1025,9 +1016,9 @@ class StoreReader:
     ) -> Iterator[RecordFrame]:
         """The records of one file from ``pos``: the hot loop of every scan.
 
-        A record is framed with three ``struct`` reads (the common prefix, the body length,
-        the properties length) and one byte (the topic length); the checks are those of the
-        common decoder, which is asked for the error message of a record that fails them.
+        Records are framed by :func:`rmq.common.recordwalk.iter_frames`; where it stops, the
+        header there says what follows (a damaged record, whose error message the common
+        decoder gives, a BLANK, zeros or an unknown magic).
         """
         buf = mapped.buf
         limit = mapped.size
@@ -1035,49 +1026,29 @@ class StoreReader:
         path = mapped.path
         topics = self._topic_names
         view = memoryview(buf) if check_crc else None
+        unpack_long = _LONG.unpack_from
         next_tick = pos + PROGRESS_STEP
         try:
             while pos + _HEADER_SIZE <= limit:
-                if pos >= next_tick and tick is not None:
-                    tick(base + pos)
-                    next_tick = pos + PROGRESS_STEP
-                size, magic = _SIZE_MAGIC.unpack_from(buf, pos)
-                if magic == MESSAGE_MAGIC:
-                    end = pos + size
-                    topic_end = -1
-                    if size >= _MIN_RECORD_SIZE and end <= limit:
-                        prefix = _PREFIX.unpack_from(buf, pos)
-                        layout = LAYOUTS[(prefix[7] >> 4) & 3]
-                        body_pos = pos + layout.body_pos
-                        if body_pos + _TRAILER <= end:
-                            body_end = body_pos + _INT.unpack_from(buf, body_pos - 4)[0]
-                            if body_pos <= body_end <= end - _TRAILER:
-                                topic_end = body_end + 1 + buf[body_end]
-                                if (
-                                    topic_end - body_end > MAX_TOPIC_BYTES + 1
-                                    or topic_end + 2 > end
-                                    or _SHORT.unpack_from(buf, topic_end)[0] != end - topic_end - 2
-                                ):
-                                    topic_end = -1
-                    if topic_end < 0:
-                        resume = self._bad_record(mapped, pos, size, report)
-                        if resume is None:
-                            return
-                        pos = resume
-                        continue
+                for at, end, prefix, layout, body_pos, body_end, topic_end in iter_frames(
+                    buf, pos, limit
+                ):
+                    if at >= next_tick and tick is not None:
+                        tick(base + at)
+                        next_tick = at + PROGRESS_STEP
                     crc_ok = True
                     if (
                         view is not None
-                        and zlib.crc32(view[body_pos:body_end]) & _CRC_MASK != prefix[2]
+                        and zlib.crc32(view[body_pos:body_end]) & CRC_MASK != prefix[2]
                     ):
                         crc_ok = False
-                        report(ProblemKind.CRC_MISMATCH, path, pos, _record_error(buf, pos))
-                    if prefix[6] != base + pos:
+                        report(ProblemKind.CRC_MISMATCH, path, at, _record_error(buf, at))
+                    if prefix[6] != base + at:
                         report(
                             ProblemKind.PHYSICAL_OFFSET_MISMATCH,
                             path,
-                            pos,
-                            f"record stored at commitlog offset {base + pos} says it is at "
+                            at,
+                            f"record stored at commitlog offset {base + at} says it is at "
                             f"{prefix[6]}",
                         )
                     topic_bytes = buf[body_end + 1 : topic_end]
@@ -1087,18 +1058,26 @@ class StoreReader:
                     yield _new_frame(
                         RecordFrame,
                         (
-                            base + pos,
-                            size,
+                            base + at,
+                            end - at,
                             prefix[3],
                             prefix[5],
                             prefix[7],
-                            _LONG.unpack_from(buf, pos + layout.store_timestamp_pos)[0],
+                            unpack_long(buf, at + layout.store_timestamp_pos)[0],
                             topic,
                             buf[topic_end + 2 : end],
                             crc_ok,
                         ),
                     )
                     pos = end
+                if pos + _HEADER_SIZE > limit:
+                    break
+                size, magic = peek_size_magic(buf, pos)
+                if magic == MESSAGE_MAGIC:
+                    resume = self._bad_record(mapped, pos, size, report)
+                    if resume is None:
+                        return
+                    pos = resume
                 elif magic == BLANK_MAGIC:
                     if size != limit - pos:
                         report(
@@ -1505,12 +1484,12 @@ class StoreReader:
         except OSError as exc:
             problems(ProblemKind.UNREADABLE_FILE, path, 0, exc.strerror or str(exc))
             return
-        if size != CHECKPOINT_SIZE:
+        if size != CHECKPOINT_FILE_SIZE:
             problems(
                 ProblemKind.WRONG_FILE_SIZE,
                 path,
                 0,
-                f"checkpoint is {size} bytes, not {CHECKPOINT_SIZE}",
+                f"checkpoint is {size} bytes, not {CHECKPOINT_FILE_SIZE}",
             )
 
     def _validate_config(self, problems: Report) -> None:
