@@ -39,6 +39,7 @@ import itertools
 import logging
 import os
 import threading
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple, Protocol
 
@@ -52,10 +53,10 @@ from rmq.common.delay import (
 from rmq.common.message import (
     DispatchInfo,
     PreparedBatch,
+    dispatch_info,
     encode_batch_into,
     encode_record_into,
     prepare_batch,
-    read_dispatch_info,
     record_size,
 )
 from rmq.common.msgconst import (
@@ -68,6 +69,7 @@ from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
 from rmq.common.properties import decode_properties_bytes, encode_properties_bytes
 from rmq.common.recordwalk import (
     BLANK_MAGIC,
+    CRC_MASK,
     END_FILE_MIN_BLANK_LENGTH,
     MAX_PROPERTIES_BYTES,
     MAX_TOPIC_BYTES,
@@ -75,6 +77,8 @@ from rmq.common.recordwalk import (
     PropertiesSizeError,
     RecordError,
     encode_blank_into,
+    frame_at,
+    iter_frames,
     peek_size_magic,
     store_timestamp_at,
 )
@@ -605,29 +609,39 @@ class CommitLog:
             limit = mapped.wrote_position
             view = mapped.view[:limit]
             base = mapped.file_from_offset
-            while pos + END_FILE_MIN_BLANK_LENGTH <= limit:
-                size, magic = peek_size_magic(view, pos)
-                if magic == BLANK_MAGIC and size == mapped.file_size - pos:
-                    break
-                if magic != MESSAGE_MAGIC or size <= 0 or pos + size > limit:
-                    return base + pos
-                try:
-                    info = read_dispatch_info(view, pos, check_crc=check_crc)
-                except RecordError as exc:
-                    log.warning("commitlog %s: %s", mapped.file_name, exc)
-                    return base + pos
-                if info.physical_offset != base + pos:
+            for frame in iter_frames(view, pos, limit):
+                at = frame.pos
+                if check_crc:
+                    crc = zlib.crc32(view[frame.body_pos : frame.body_end]) & CRC_MASK
+                    if crc != frame.prefix[2]:
+                        log.warning(
+                            "commitlog %s: record at offset %d: body CRC %d != stored %d",
+                            mapped.file_name,
+                            at,
+                            crc,
+                            frame.prefix[2],
+                        )
+                        return base + at
+                if frame.prefix[6] != base + at:
                     log.warning(
                         "commitlog %s: record at %d claims offset %d",
                         mapped.file_name,
-                        pos,
-                        info.physical_offset,
+                        at,
+                        frame.prefix[6],
                     )
-                    return base + pos
+                    return base + at
                 if on_record is not None:
-                    on_record(info)
-                pos += size
-            else:
+                    on_record(dispatch_info(view, frame))
+                pos = frame.end
+            if pos + END_FILE_MIN_BLANK_LENGTH > limit:
+                return base + pos
+            size, magic = peek_size_magic(view, pos)
+            if magic != BLANK_MAGIC or size != mapped.file_size - pos:
+                if magic == MESSAGE_MAGIC and size > 0 and pos + size <= limit:
+                    try:
+                        frame_at(view, pos, limit)
+                    except RecordError as exc:
+                        log.warning("commitlog %s: %s", mapped.file_name, exc)
                 return base + pos
             following = self.queue.find_mapped_file_by_offset(mapped.file_tail_offset)
             if following is None:
