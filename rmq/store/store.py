@@ -52,7 +52,7 @@ from rmq.common.delay import parse_delay_levels
 from rmq.common.message import DispatchInfo, MessageRecord, PreparedBatch, decode_record
 from rmq.common.msgconst import KEY_SEPARATOR
 from rmq.common.msgid import decode_offset_msg_id, pack_host
-from rmq.common.recordwalk import RecordError, store_timestamp_at
+from rmq.common.recordwalk import MIN_RECORD_SIZE, RecordError, store_timestamp_at
 from rmq.common.sysflag import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -84,7 +84,6 @@ from rmq.store.mappedfile import Allocate, TruncatedRange
 log = logging.getLogger("rmq.store")
 
 MIN_SCAN_ENTRIES = 800
-MIN_RECORD_SIZE = 84
 
 TagsFilter = Callable[[int], bool]
 """Decides from a consume-queue tags code whether a message may match the subscription."""
