@@ -28,6 +28,7 @@ import typer
 
 from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
+from rmq.cli.serve import ConfigFileOption
 
 if TYPE_CHECKING:
     from rmq.common.config import BrokerConfigs
@@ -158,17 +159,7 @@ def print_configs(configs: BrokerConfigs, keys: frozenset[str] | None = None) ->
 @app.command()
 def broker(
     ctx: typer.Context,
-    config_file: Annotated[
-        Path | None,
-        typer.Option(
-            "-c",
-            "--configFile",
-            "--config-file",
-            metavar="FILE",
-            help="Broker config properties file.",
-            dir_okay=False,
-        ),
-    ] = None,
+    config_file: ConfigFileOption = None,
     namesrv_addr: Annotated[
         str | None,
         typer.Option(

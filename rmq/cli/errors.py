@@ -15,6 +15,8 @@ timeout subclasses) to a clear message and a hint, and anything else to "unexpec
 with a pointer to `--debug`.  `report` is the single place that prints and picks the code;
 `rmq.cli.main.run` calls it for everything that escapes a command.
 
+`option_value` turns a parser's ValueError into click's usage error naming the option.
+
 Destructive commands (`delete`, `reset-offsets`, `clean-*`, `write-perm wipe`) take
 `YesOption` and call `require_confirmation`: a terminal gets a yes/no prompt on stderr
 (Ctrl-C there exits 130 like anywhere else), anything else must pass `--yes` (exit 2
@@ -31,10 +33,13 @@ import os
 import re
 import sys
 import traceback
-from typing import Annotated, TextIO
+from collections.abc import Callable
+from typing import Annotated, TextIO, TypeVar
 
 import click
 import typer
+
+T = TypeVar("T")
 
 PROG_NAME = "rmq"
 
@@ -91,6 +96,17 @@ def require_confirmation(action: str, *, yes: bool) -> None:
     sys.stderr.flush()
     if sys.stdin.readline().strip().lower() not in ("y", "yes"):
         raise RmqError("cancelled; nothing was changed")
+
+
+def option_value(parse: Callable[[str], T], text: str | None, option: str) -> T | None:
+    """``parse(text)`` (None for None); its ValueError becomes click's usage error naming
+    ``option`` (exit 2)."""
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"'{option}'") from None
 
 
 def debug_from_env() -> bool:

@@ -15,13 +15,13 @@ itself (asyncio, the remoting layer) is imported only when the command runs.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
+from rmq.cli.serve import ConfigFileOption
 
 app = command_app()
 
@@ -29,17 +29,7 @@ app = command_app()
 @app.command()
 def namesrv(
     ctx: typer.Context,
-    config_file: Annotated[
-        Path | None,
-        typer.Option(
-            "-c",
-            "--configFile",
-            "--config-file",
-            metavar="FILE",
-            help="Name server config properties file.",
-            dir_okay=False,
-        ),
-    ] = None,
+    config_file: ConfigFileOption = None,
     print_config: Annotated[
         bool,
         typer.Option(

@@ -6,20 +6,34 @@ not know, runs the server until it stops and turns the start failures a user can
 `RmqError` with a hint: a config file under the store that does not parse, and a port that
 cannot be bound (the error names it: a broker listens on `listenPort` and `listenPort - 2`).
 Other failures (a broker's store errors) pass through to the caller.  The server modules are
-imported only when it runs, so the CLI starts fast.
+imported only when it runs, so the CLI starts fast.  `ConfigFileOption` is the `-c` option
+the three commands take, as Apache's `mqnamesrv` and `mqbroker` do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from rmq.cli.errors import RmqError
 from rmq.cli.main import CliState
 
-__all__ = ["run_foreground"]
+__all__ = ["ConfigFileOption", "run_foreground"]
+
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "-c",
+        "--configFile",
+        "--config-file",
+        metavar="FILE",
+        help="Settings file (.properties), as Apache's -c takes.",
+        dir_okay=False,
+    ),
+]
 
 
 def run_foreground(

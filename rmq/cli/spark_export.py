@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 import typer
 
-from rmq.cli.errors import EXIT_USAGE, RmqError
+from rmq.cli.errors import EXIT_USAGE, RmqError, option_value
 from rmq.cli.main import CliState, command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
+from rmq.common.timeutil import parse_time
 
 if TYPE_CHECKING:
     from rmq.spark.job import ExportJob, ExportResult
@@ -41,17 +42,6 @@ FORMAT_CHOICES = ("parquet", "json", "csv", "orc")
 _EXCEPTION_LINE = re.compile(r"^\s*[\w.]*(Error|Exception): .+")
 
 app = command_app()
-
-
-def _time(text: str | None, name: str) -> int | None:
-    from rmq.spark.options import parse_time
-
-    if text is None:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=f"'{name}'") from None
 
 
 def _require_spark() -> None:
@@ -206,8 +196,8 @@ def spark_export(
         format=fmt.lower(),
         namesrv=None if dirs else resolve_namesrv(namesrv),
         topics=tuple(t.strip() for text in topics or [] for t in text.split(",") if t.strip()),
-        since=_time(since, "--since"),
-        until=_time(until, "--until"),
+        since=option_value(parse_time, since, "--since"),
+        until=option_value(parse_time, until, "--until"),
         starting_offsets=starting_offsets,
         ending_offsets=ending_offsets,
         partition_by=tuple(c.strip() for c in (partition_by or "").split(",") if c.strip()),

@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from rmq.cli.main import command_app
+from rmq.cli.serve import ConfigFileOption
 
 app = command_app()
 
@@ -49,17 +50,7 @@ def standalone(
             "its fast port is PORT - 2.",
         ),
     ] = None,
-    config_file: Annotated[
-        Path | None,
-        typer.Option(
-            "-c",
-            "--configFile",
-            "--config-file",
-            metavar="FILE",
-            help="Broker config properties file.",
-            dir_okay=False,
-        ),
-    ] = None,
+    config_file: ConfigFileOption = None,
 ) -> int:
     """Start a name server and a broker in one process; stop them with Ctrl-C or SIGTERM."""
     from rmq.cli.broker import load_broker_configs, serve

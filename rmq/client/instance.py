@@ -28,9 +28,9 @@ the route of the auto-create template topic TBW102 with each broker's queue coun
 topic on the first send, and the next refresh picks up its real route.
 
 A consumer registers an object that satisfies `RegisteredConsumer`: its group, the
-`ConsumerData` its heartbeats carry, and a `rebalance_now()` hook.  Producers and consumers
-get their instance from `client_instance_for` (their own, or a shared one) and check their
-group with `check_group`; `run_periodically` is the loop of every periodic task.
+`ConsumerData` its heartbeats carry, and a `rebalance_now()` hook.  How producers and
+consumers get, start and leave their instance is `member.py`'s; `run_periodically` is the
+loop of every periodic task.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from typing import Protocol, TypeVar
 from rmq.client import api
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
 from rmq.common.config import local_address
-from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC, group_error
+from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
 from rmq.common.perm import is_readable, is_writeable
 from rmq.remoting.bodies import (
     MASTER_ID,
@@ -87,18 +87,6 @@ def default_instance_name() -> str:
     """Java's replacement for the instance name "DEFAULT": `<pid>#<nanoTime>`, so that two
     clients of one process never share a client id."""
     return f"{os.getpid()}#{time.monotonic_ns()}"
-
-
-def check_group(group: str, role: str, reserved: str | None = None) -> None:
-    """MQClientError, worded as Java words it, when `group` is not a valid group name or is
-    `reserved`, the default group of the `role` ("producer", "consumer")."""
-    error = group_error(group)
-    if error is not None:
-        raise MQClientError(-1, error)
-    if group == reserved:
-        raise MQClientError(
-            -1, f"{role}Group can not equal {reserved}, please specify another one."
-        )
 
 
 async def run_periodically(
@@ -632,19 +620,3 @@ class ClientInstance:
         )
         self.rebalance_now()
         return None
-
-
-def client_instance_for(
-    role: str,
-    namesrv_addrs: str | None,
-    instance: ClientInstance | None,
-    instance_name: str | None,
-) -> tuple[ClientInstance, bool]:
-    """The instance a producer or consumer (`role`) works through, and whether it owns it:
-    `instance` when given (shared: its owner starts and shuts it down), else a new instance
-    on `namesrv_addrs` that the producer or consumer starts and shuts down itself."""
-    if instance is not None:
-        return instance, False
-    if namesrv_addrs is None:
-        raise ValueError(f"a {role} needs name server addresses or a client instance")
-    return ClientInstance(namesrv_addrs, instance_name), True

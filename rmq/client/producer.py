@@ -49,13 +49,8 @@ from typing import NamedTuple
 from rmq.client import api
 from rmq.client.api import SendResult, SendStatus
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError
-from rmq.client.instance import (
-    DEFAULT_TOPIC_QUEUE_NUMS,
-    ClientInstance,
-    TopicPublishInfo,
-    check_group,
-    client_instance_for,
-)
+from rmq.client.instance import DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance, TopicPublishInfo
+from rmq.client.member import ClientMember
 from rmq.client.message import DEFAULT_MAX_MESSAGE_SIZE, Message, wait_property_text
 from rmq.common.compression import (
     DEFAULT_COMPRESS_BODY_OVER,
@@ -159,12 +154,15 @@ class _BrokerFaults:
         return frozenset(self._until)
 
 
-class Producer:
+class Producer(ClientMember):
     """Sends messages for producer group `group` (see the module docstring).
 
     `namesrv_addrs` ("host:port;host:port") makes the producer create, start and shut down
     its own `ClientInstance`; an `instance` given instead is shared and left running.
     """
+
+    role = "producer"
+    reserved_group = DEFAULT_PRODUCER_GROUP
 
     def __init__(
         self,
@@ -184,10 +182,7 @@ class Producer:
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
         fault_isolation: float = DEFAULT_FAULT_ISOLATION,
     ) -> None:
-        self.instance, self._owns_instance = client_instance_for(
-            "producer", namesrv_addrs, instance, instance_name
-        )
-        self.group = group
+        super().__init__(group, namesrv_addrs, instance, instance_name)
         self.send_timeout = send_timeout
         self.retry_times_when_send_failed = retry_times_when_send_failed
         self.retry_times_when_send_async_failed = retry_times_when_send_async_failed
@@ -201,38 +196,17 @@ class Producer:
         self._templates: dict[tuple[str, str, int], api.SendRequestTemplate] = {}
         self._ids = unique_ids()
         self._async_sends: set[asyncio.Task[SendResult]] = set()
-        self._running = False
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Register the group with the instance (starting an owned instance first)."""
-        if self._running:
-            raise MQClientError(-1, f"The producer {self.group} is already started")
-        check_group(self.group, "producer", DEFAULT_PRODUCER_GROUP)
-        if self._owns_instance:
-            await self.instance.start()
+    async def _join(self) -> None:
         self.instance.register_producer(self.group)
-        self._running = True
         await self.instance.send_heartbeat_to_all_brokers()
 
-    async def shutdown(self) -> None:
-        """Wait for the async sends still in flight, unregister the group from the brokers
-        and shut an owned instance down."""
-        if not self._running:
-            return
-        self._running = False
+    async def _leave(self) -> None:
+        """Wait for the async sends still in flight, then unregister the group."""
         await asyncio.gather(*self._async_sends, return_exceptions=True)
         await self.instance.unregister_producer(self.group)
-        if self._owns_instance:
-            await self.instance.shutdown()
-
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.shutdown()
 
     # --- sending ------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ the parts that are the same for all of them:
 * `shutdown_signals` catches SIGTERM and SIGINT while a server runs; when one arrives the
   server shuts down in order (stop accepting, close connections, persist state) and returns
   `exit_code_for(signal)`: 0 after SIGTERM, 130 after Ctrl-C (the shell's convention for
-  an interrupted command).
+  an interrupted command).  `run_until_signal` is that whole life of one server that
+  starts and stops (a name server's, a broker's).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s - %(message)s"
 
@@ -87,3 +88,21 @@ def run_server(main: Coroutine[Any, Any, int]) -> int:
     """Run a server's main coroutine to completion and return its exit code."""
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(main)
+
+
+class Server(Protocol):
+    """A server that `run_until_signal` can run."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def run_until_signal(server: Server, log: logging.Logger) -> int:
+    """Start `server`, wait for SIGTERM or Ctrl-C, stop it; returns the process exit code."""
+    with shutdown_signals() as received:
+        await server.start()
+        signum = await received
+        log.info("received %s, shutting down", signum.name)
+        await server.stop()
+    return exit_code_for(signum)

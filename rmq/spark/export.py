@@ -37,9 +37,9 @@ from typing import Final
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rmq.common.timeutil import parse_time
 from rmq.spark.datasource import FORMAT
 from rmq.spark.job import DATE_COLUMN, FORMATS, ExportJob, ExportResult
-from rmq.spark.options import parse_time
 
 Progress = Callable[[str], None]
 

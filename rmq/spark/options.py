@@ -12,7 +12,7 @@ give the first bounds; every filter Spark pushes on ``topic``, ``storeTimestamp`
 end bounds exclusive, as Kafka's starting and ending offsets are.
 
 Times are epoch milliseconds or ISO 8601 (``2024-05-01``, ``2024-05-01T12:00:00Z``; a time
-without a zone is local), :func:`parse_time`.
+without a zone is local), read by :func:`rmq.common.timeutil.parse_time`.
 
 Online offsets (:func:`parse_offsets`) follow the Spark Kafka source and the rocketmq-spark
 connector: the words ``earliest`` / ``latest``, or JSON keyed topic -> broker name -> queue id,
@@ -21,11 +21,12 @@ connector: the words ``earliest`` / ``latest``, or JSON keyed topic -> broker na
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
+
+from rmq.common.timeutil import parse_time
 
 EARLIEST: Final = -2
 LATEST: Final = -1
@@ -126,21 +127,6 @@ def parse_int(text: str, name: str) -> int:
         return int(text)
     except ValueError:
         raise ValueError(f"option {name} must be an integer, not {text!r}") from None
-
-
-def parse_time(text: str) -> int:
-    """Epoch milliseconds from epoch milliseconds or an ISO 8601 date or time."""
-    word = text.strip()
-    if word.isdigit():
-        return int(word)
-    try:
-        moment = datetime.datetime.fromisoformat(word)
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is neither epoch milliseconds nor an ISO 8601 time "
-            "(2024-05-01, 2024-05-01T12:00:00Z)"
-        ) from None
-    return int(moment.timestamp() * 1000)
 
 
 def timestamp_interval(op: str, micros: int) -> tuple[int, int]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import datetime
 import enum
 import sys
 from collections.abc import Iterable, Iterator
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import click
 import typer
 
-from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG_NAME, RmqError
+from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG_NAME, RmqError, option_value
 from rmq.cli.inspect.views import (
     RECORD_COLUMNS,
     RECORD_WIDE_COLUMNS,
@@ -47,6 +46,7 @@ from rmq.cli.inspect.views import (
 )
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
+from rmq.common.timeutil import parse_time
 
 if TYPE_CHECKING:
     from rmq.common.message import MessageRecord
@@ -148,22 +148,6 @@ ListCountOption = Annotated[
 ]
 
 
-def parse_time(text: str | None, option: str) -> int | None:
-    """`--begin`/`--end`: epoch milliseconds, or ISO 8601 (local time without a zone)."""
-    if text is None:
-        return None
-    word = text.strip()
-    if word.isdigit():
-        return int(word)
-    try:
-        moment = datetime.datetime.fromisoformat(word)
-    except ValueError:
-        raise click.BadParameter(
-            f"{text!r} is neither epoch milliseconds nor an ISO 8601 time", param_hint=option
-        ) from None
-    return int(moment.timestamp() * 1000)
-
-
 def record_filter(
     topic: str | None,
     queue: int | None,
@@ -177,8 +161,8 @@ def record_filter(
     return RecordFilter(
         topic=topic,
         queue_id=queue,
-        begin=parse_time(begin, "'--begin'"),
-        end=parse_time(end, "'--end'"),
+        begin=option_value(parse_time, begin, "--begin"),
+        end=option_value(parse_time, end, "--end"),
         tags=frozenset(tags or ()),
         key=key,
     )
@@ -698,8 +682,8 @@ def by_key(
             key,
             topic,
             count,
-            parse_time(begin, "'--begin'"),
-            parse_time(end, "'--end'"),
+            option_value(parse_time, begin, "--begin"),
+            option_value(parse_time, end, "--end"),
             unique=False,
             scan=scan,
         )

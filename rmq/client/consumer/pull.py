@@ -30,7 +30,8 @@ from rmq.client import api
 from rmq.client.api import PullStatus
 from rmq.client.consumer.message import MessageExt, decode_pull_body
 from rmq.client.errors import MQClientError
-from rmq.client.instance import ClientInstance, check_group, client_instance_for
+from rmq.client.instance import ClientInstance
+from rmq.client.member import ClientMember
 from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import (
     SUB_ALL,
@@ -64,12 +65,14 @@ class PullResult:
     messages: list[MessageExt]
 
 
-class PullConsumer:
+class PullConsumer(ClientMember):
     """Pulls for group ``group`` (see the module docstring).
 
     ``namesrv_addrs`` makes the consumer create, start and shut down its own
     `ClientInstance`; an ``instance`` given instead is shared and left running.
     """
+
+    role = "consumer"
 
     def __init__(
         self,
@@ -82,43 +85,19 @@ class PullConsumer:
         consumer_pull_timeout: float = CONSUMER_PULL_TIMEOUT,
         consumer_timeout_when_suspend: float = CONSUMER_TIMEOUT_WHEN_SUSPEND,
     ) -> None:
-        self.instance, self._owns_instance = client_instance_for(
-            "consumer", namesrv_addrs, instance, instance_name
-        )
-        self.group = group
+        super().__init__(group, namesrv_addrs, instance, instance_name)
         self.broker_suspend_max_time = broker_suspend_max_time
         self.consumer_pull_timeout = consumer_pull_timeout
         self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
         self._topics: dict[str, SubscriptionData] = {}
-        self._running = False
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Register the group with the instance (starting an owned one first)."""
-        if self._running:
-            raise MQClientError(-1, f"The consumer {self.group} is already started")
-        check_group(self.group, "consumer")
-        if self._owns_instance:
-            await self.instance.start()
+    async def _join(self) -> None:
         self.instance.register_consumer(self)
-        self._running = True
 
-    async def shutdown(self) -> None:
-        """Unregister the group from the brokers and shut an owned instance down."""
-        if not self._running:
-            return
-        self._running = False
+    async def _leave(self) -> None:
         await self.instance.unregister_consumer(self.group)
-        if self._owns_instance:
-            await self.instance.shutdown()
-
-    async def __aenter__(self) -> PullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.shutdown()
 
     # --- what the client instance asks of a registered consumer --------------------------
 

@@ -75,12 +75,8 @@ from rmq.client.consumer.processqueue import REBALANCE_LOCK_INTERVAL, ProcessQue
 from rmq.client.consumer.pull import CONSUMER_TIMEOUT_WHEN_SUSPEND
 from rmq.client.consumer.rebalance import PullRequest, Rebalance
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError
-from rmq.client.instance import (
-    ClientInstance,
-    check_group,
-    client_instance_for,
-    run_periodically,
-)
+from rmq.client.instance import ClientInstance, run_periodically
+from rmq.client.member import ClientMember
 from rmq.common.naming import (
     DEFAULT_CONSUMER_GROUP,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -137,7 +133,7 @@ class _ConsumeRequest:
     mq: MessageQueue
 
 
-class PushConsumer:
+class PushConsumer(ClientMember):
     """A push consumer of group ``group`` (see the module docstring).
 
     ``namesrv_addrs`` makes the consumer create, start and shut down its own
@@ -146,6 +142,9 @@ class PushConsumer:
     shared and left running.  ``consume_timestamp`` (ms) is where CONSUME_FROM_TIMESTAMP
     starts, 30 minutes before :meth:`start` by default.
     """
+
+    role = "consumer"
+    reserved_group = DEFAULT_CONSUMER_GROUP
 
     def __init__(
         self,
@@ -174,12 +173,9 @@ class PushConsumer:
     ) -> None:
         if instance_name is None and message_model is MessageModel.BROADCASTING:
             instance_name = "DEFAULT"
-        self.instance, self._owns_instance = client_instance_for(
-            "consumer", namesrv_addrs, instance, instance_name
-        )
         if consume_concurrency < 1 or consume_message_batch_max_size < 1 or pull_batch_size < 1:
             raise ValueError("consume concurrency and batch sizes must be at least 1")
-        self.group = group
+        super().__init__(group, namesrv_addrs, instance, instance_name)
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = consume_timestamp
@@ -207,7 +203,6 @@ class PushConsumer:
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
         self._services: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        self._running = False
 
     # --- configuration --------------------------------------------------------------------
 
@@ -262,16 +257,12 @@ class PushConsumer:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Register with the instance (starting an owned one), send a heartbeat and
-        rebalance at once."""
-        if self._rebalance is not None:
-            raise MQClientError(-1, f"The consumer {self.group} was started before")
-        self._check_config()
+    async def _join(self) -> None:
+        """Register with the instance, start the services, send a heartbeat and rebalance
+        at once."""
         if self._clustering:
-            self.subscribe(retry_topic(self.group), SUB_ALL)
-        if self._owns_instance:
-            await self.instance.start()
+            retry = retry_topic(self.group)
+            self._subscriptions[retry] = SubscriptionData.from_expression(retry, SUB_ALL)
         self._offset_store = self._create_offset_store()
         self._offset_store.load()
         self._rebalance = Rebalance(
@@ -291,7 +282,6 @@ class PushConsumer:
         )
         self._rebalance.subscriptions = self._subscriptions
         self.instance.register_consumer(self)
-        self._running = True
         self._services = [
             self._service(self._rebalance_service(), "rebalance"),
             self._periodic(
@@ -325,15 +315,12 @@ class PushConsumer:
         self.rebalance_now()
         log.info("push consumer %s started (%s)", self.group, self.message_model.name)
 
-    async def shutdown(self) -> None:
+    async def _leave(self) -> None:
         """Stop pulling and consuming, commit the offsets (waiting for the brokers), release
-        orderly locks, unregister from the brokers and shut an owned instance down.
+        orderly locks and unregister from the brokers.
 
         Listener calls still running are cancelled; their messages are not committed.
         """
-        if not self._running:
-            return
-        self._running = False
         tasks = [*self._services, *self._tasks]
         for task in tasks:
             task.cancel()
@@ -347,19 +334,12 @@ class PushConsumer:
         await self.offset_store.persist_all(rebalance.process_queue_table, oneway=False)
         await self.instance.unregister_consumer(self.group)
         await rebalance.destroy()
-        if self._owns_instance:
-            await self.instance.shutdown()
         log.info("push consumer %s shut down", self.group)
 
-    async def __aenter__(self) -> PushConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.shutdown()
-
     def _check_config(self) -> None:
-        check_group(self.group, "consumer", DEFAULT_CONSUMER_GROUP)
+        if self._rebalance is not None:
+            raise MQClientError(-1, f"The consumer {self.group} was started before")
+        super()._check_config()
         if self._listener is None:
             raise MQClientError(-1, "messageListener is null: call register_listener first")
         if not self._subscriptions:

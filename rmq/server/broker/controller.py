@@ -86,7 +86,7 @@ from rmq.server.broker.transaction import (
     EndTransactionProcessor,
     TransactionalMessageCheckService,
 )
-from rmq.server.runtime import exit_code_for, shutdown_signals
+from rmq.server.runtime import run_until_signal
 from rmq.store.cleanup import CleanupResult
 from rmq.store.layout import (
     CONSUMER_OFFSET_JSON,
@@ -354,9 +354,4 @@ async def run_broker(
 ) -> int:
     """Run a broker until SIGTERM or Ctrl-C; returns the process exit code."""
     controller = BrokerController(configs, config_file=config_file, file_properties=file_properties)
-    with shutdown_signals() as received:
-        await controller.start()
-        signum = await received
-        log.info("received %s, shutting down", signum.name)
-        await controller.stop()
-    return exit_code_for(signum)
+    return await run_until_signal(controller, log)

@@ -30,7 +30,7 @@ from rmq.remoting.server import RemotingServer
 from rmq.server.namesrv.kvconfig import KVConfigManager
 from rmq.server.namesrv.processor import NamesrvProcessor
 from rmq.server.namesrv.routeinfo import RouteInfoManager
-from rmq.server.runtime import exit_code_for, shutdown_signals
+from rmq.server.runtime import run_until_signal
 
 log = logging.getLogger("rmq.namesrv")
 
@@ -105,10 +105,4 @@ async def run_namesrv(
     configs: NamesrvConfigs, file_properties: Mapping[str, str] | None = None
 ) -> int:
     """Run a name server until SIGTERM or Ctrl-C; returns the process exit code."""
-    controller = NamesrvController(configs, file_properties)
-    with shutdown_signals() as received:
-        await controller.start()
-        signum = await received
-        log.info("received %s, shutting down", signum.name)
-        await controller.stop()
-    return exit_code_for(signum)
+    return await run_until_signal(NamesrvController(configs, file_properties), log)
