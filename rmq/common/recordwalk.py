@@ -214,49 +214,43 @@ def encode_blank_into(buf: Any, pos: int, max_blank: int) -> None:
     _SIZE_MAGIC.pack_into(buf, pos, max_blank, BLANK_MAGIC)
 
 
-class Frame(NamedTuple):
-    """One framed record: its bounds, its shared fixed fields and where its parts are.
+Frame = tuple[int, int, tuple[int, int, int, int, int, int, int, int], RecordLayout, int, int, int]
+"""One record framed by :func:`iter_frames`, a plain tuple (the hot loops unpack it):
+``(pos, end, prefix, layout, body_pos, body_end, topic_end)``.
 
-    ``prefix`` is TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET,
-    SYSFLAG (the fields at the same place in every layout); the body is
-    ``buf[body_pos:body_end]``, the topic ``buf[body_end + 1:topic_end]`` and the
-    properties ``buf[topic_end + 2:end]``.  Positions are in the walked buffer.
-    """
+``prefix`` is TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET, PHYSICALOFFSET,
+SYSFLAG (the fields at the same place in every layout); ``layout`` gives the positions of the
+others (relative to ``pos``).  The body is ``buf[body_pos:body_end]``, the topic
+``buf[body_end + 1:topic_end]`` and the properties ``buf[topic_end + 2:end]``; positions are
+in the walked buffer.
+"""
 
-    pos: int
-    end: int
-    prefix: tuple[int, int, int, int, int, int, int, int]
-    layout: RecordLayout
-    body_pos: int
-    body_end: int
-    topic_end: int
-
-
-_new_frame = tuple.__new__
+_BODY_OFFSETS = tuple(layout.body_pos for layout in LAYOUTS)
 
 
 def iter_frames(buf: Any, pos: int, limit: int) -> Iterator[Frame]:
     """Frame the records laid end to end in ``buf[pos:limit]``, stopping quietly at the first
-    position that holds no valid message record (``frame.end`` of the last one yielded, or
+    position that holds no valid message record (the ``end`` of the last frame yielded, or
     ``pos``); :func:`frame_at` there says why, unless it is the end, a BLANK or zeros.
 
     The checks are those of :func:`frame_at`; a record is framed with three ``struct`` reads
     (the shared prefix, the body length, the properties length) and one byte (the topic
     length).
     """
-    size_magic = _SIZE_MAGIC.unpack_from
     unpack_prefix = _PREFIX.unpack_from
     unpack_int = _INT.unpack_from
     unpack_short = _SHORT.unpack_from
     layouts = LAYOUTS
-    while pos + 8 <= limit:
-        size, magic = size_magic(buf, pos)
-        end = pos + size
-        if magic != MESSAGE_MAGIC or size < MIN_RECORD_SIZE or end > limit:
-            return
+    body_offsets = _BODY_OFFSETS
+    prefix_size = _PREFIX.size  # less than MIN_RECORD_SIZE: no record ends before it
+    while pos + prefix_size <= limit:
         prefix = unpack_prefix(buf, pos)
-        layout = layouts[(prefix[7] >> 4) & 3]
-        body_pos = pos + layout.body_pos
+        size = prefix[0]
+        end = pos + size
+        if prefix[1] != MESSAGE_MAGIC or size < MIN_RECORD_SIZE or end > limit:
+            return
+        host_bits = (prefix[7] >> 4) & 3
+        body_pos = pos + body_offsets[host_bits]
         if body_pos + TRAILER_LENGTH > end:
             return
         body_end = body_pos + unpack_int(buf, body_pos - 4)[0]
@@ -269,7 +263,7 @@ def iter_frames(buf: Any, pos: int, limit: int) -> Iterator[Frame]:
             or unpack_short(buf, topic_end)[0] != end - topic_end - 2
         ):
             return
-        yield _new_frame(Frame, (pos, end, prefix, layout, body_pos, body_end, topic_end))
+        yield pos, end, prefix, layouts[host_bits], body_pos, body_end, topic_end
         pos = end
 
 

@@ -610,29 +610,29 @@ class CommitLog:
             view = mapped.view[:limit]
             base = mapped.file_from_offset
             for frame in iter_frames(view, pos, limit):
-                at = frame.pos
+                at, end, prefix, _, body_pos, body_end, _ = frame
                 if check_crc:
-                    crc = zlib.crc32(view[frame.body_pos : frame.body_end]) & CRC_MASK
-                    if crc != frame.prefix[2]:
+                    crc = zlib.crc32(view[body_pos:body_end]) & CRC_MASK
+                    if crc != prefix[2]:
                         log.warning(
                             "commitlog %s: record at offset %d: body CRC %d != stored %d",
                             mapped.file_name,
                             at,
                             crc,
-                            frame.prefix[2],
+                            prefix[2],
                         )
                         return base + at
-                if frame.prefix[6] != base + at:
+                if prefix[6] != base + at:
                     log.warning(
                         "commitlog %s: record at %d claims offset %d",
                         mapped.file_name,
                         at,
-                        frame.prefix[6],
+                        prefix[6],
                     )
                     return base + at
                 if on_record is not None:
                     on_record(dispatch_info(view, frame))
-                pos = frame.end
+                pos = end
             if pos + END_FILE_MIN_BLANK_LENGTH > limit:
                 return base + pos
             size, magic = peek_size_magic(view, pos)

@@ -17,7 +17,7 @@ from rmq.common.message import (
     record_size,
 )
 from rmq.common.msgid import pack_host
-from rmq.common.properties import encode_properties_bytes
+from rmq.common.properties import decode_properties_bytes, encode_properties_bytes
 from rmq.common.recordwalk import (
     BLANK_MAGIC,
     MESSAGE_MAGIC,
@@ -27,6 +27,7 @@ from rmq.common.recordwalk import (
     encode_blank_into,
     frame_at,
     iter_frames,
+    layout_of,
 )
 
 HOSTS = (pack_host("10.0.0.1", 9876), pack_host("fe80::1", 10911))
@@ -102,18 +103,20 @@ def decoded_walk(buf: bytes) -> list[tuple[int, Any]]:
 def assert_agree(buf: bytes) -> None:
     frames = list(iter_frames(buf, 0, len(buf)))
     decoded = decoded_walk(buf)
-    assert [frame.pos for frame in frames] == [pos for pos, _ in decoded]
+    assert [frame[0] for frame in frames] == [pos for pos, _ in decoded]
     for frame, (pos, record) in zip(frames, decoded, strict=True):
-        assert frame.end == pos + record.total_size
-        assert frame.prefix == record[:8]
-        assert buf[frame.body_pos : frame.body_end] == record.body
-        assert buf[frame.body_end + 1 : frame.topic_end].decode("utf-8", "replace") == record.topic
-        crc_ok = body_crc(buf, frame.body_pos, frame.body_end) == frame.prefix[2]
+        _, end, prefix, layout, body_pos, body_end, topic_end = frame
+        assert end == pos + record.total_size
+        assert prefix == record[:8]
+        assert layout == layout_of(record.sys_flag)
+        assert buf[body_pos:body_end] == record.body
+        assert buf[body_end + 1 : topic_end].decode("utf-8", "replace") == record.topic
+        assert decode_properties_bytes(buf[topic_end + 2 : end]) == record.properties
+        crc_ok = body_crc(buf, body_pos, body_end) == prefix[2]
         assert crc_ok == record.body_crc_matches()
         assert dispatch_info(buf, frame) == read_dispatch_info(buf, pos)
-        head = frame_at(buf, pos, len(buf))[0]
-        assert head[:8] == frame.prefix
-    stop = frames[-1].end if frames else 0
+        assert frame_at(buf, pos, len(buf))[0][:8] == prefix
+    stop = frames[-1][1] if frames else 0
     if stop + 8 <= len(buf):
         try:
             frame_at(buf, stop, len(buf))
@@ -180,4 +183,4 @@ def test_walker_stops_at_blank_and_zeros() -> None:
     assert int.from_bytes(blank[4:8], "big") == BLANK_MAGIC
     for tail in (bytes(blank), bytes(16)):
         buf = record * 2 + tail + record
-        assert [frame.pos for frame in iter_frames(buf, 0, len(buf))] == [0, len(record)]
+        assert [frame[0] for frame in iter_frames(buf, 0, len(buf))] == [0, len(record)]
