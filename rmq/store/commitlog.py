@@ -359,6 +359,10 @@ class CommitLog:
                 topic_bytes=topic_bytes,
                 properties_bytes=properties,
             )
+            assert int.from_bytes(scratch[:4], "big") == size, (
+                f"record at {physical_offset}: TOTALSIZE {int.from_bytes(scratch[:4], 'big')} "
+                f"but {size} bytes appended and dispatched"
+            )
             _commit(mapped, pos, scratch, size)
             mapped.appended(pos + size, store_timestamp)
             if consumable:

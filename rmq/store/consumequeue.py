@@ -12,7 +12,8 @@ appears) is padded with "pre-blank" entries ``(0, 0x7FFFFFFF, 0)``, which reader
 Invariants the writer keeps: an entry is only ever appended at the queue's end, at the byte
 position its queue offset dictates; entries of a queue point at increasing commitlog
 offsets.  The second one lets searches over a queue (the first entry at or past the commitlog
-minimum, the last entry before a truncation point) be binary searches.
+minimum, the last entry before a truncation point) be binary searches.  :meth:`ConsumeQueue.put`
+asserts both before it writes an entry.
 
 Re-dispatching a message (recovery replays the commitlog tail) is harmless: an entry for a
 queue offset that is already written is skipped, except that the queue's last entry is
@@ -197,6 +198,15 @@ class ConsumeQueue:
                 self._fill_pre_blank(end, expected)
             mapped = self._writable_file(expected)
         pos = mapped.wrote_position
+        assert mapped.file_from_offset + pos == expected, (
+            f"consume queue {self.topic}-{self.queue_id}: entry for queue offset {queue_offset} "
+            f"would be written at byte {mapped.file_from_offset + pos}, not {expected}"
+        )
+        assert physical_offset >= self.max_physical_offset, (
+            f"consume queue {self.topic}-{self.queue_id}: queue offset {queue_offset} points at "
+            f"commitlog offset {physical_offset}, before the previous entry's end "
+            f"{self.max_physical_offset}"
+        )
         ENTRY.pack_into(mapped.buffer, pos, physical_offset, size, tags_code)
         mapped.appended(pos + CQ_STORE_UNIT_SIZE, store_timestamp)
         self.max_physical_offset = physical_offset + size

@@ -19,7 +19,9 @@ each other (``start + size == next start``).
 
 Positions after :meth:`MappedFileQueue.load` follow Apache's convention: every loaded file
 is taken as full (wrote = flushed = file size) until recovery finds the real end and calls
-:meth:`MappedFileQueue.truncate_dirty_files` with it.
+:meth:`MappedFileQueue.truncate_dirty_files` with it.  Asserted where positions move: the
+wrote position only grows (:meth:`MappedFile.appended`) and, like the flushed position,
+stays inside the file; only recovery's :meth:`MappedFile.reset_to` moves both back.
 
 Threads.  One writer thread appends (the broker's event-loop thread, under the owner's
 lock).  The flush thread calls :meth:`MappedFileQueue.flush`.  The cleanup timer calls
@@ -195,6 +197,10 @@ class MappedFile:
         The position is set before the timestamp: the flush thread reads the timestamp first,
         so a timestamp it sees always belongs to bytes it will flush.
         """
+        assert self.wrote_position <= wrote_position <= self.file_size, (
+            f"{self.path}: wrote position would move from {self.wrote_position} to "
+            f"{wrote_position} (file size {self.file_size})"
+        )
         self.wrote_position = wrote_position
         if store_timestamp:
             self.store_timestamp = store_timestamp
@@ -221,6 +227,10 @@ class MappedFile:
             ):
                 return flushed
             start = flushed - flushed % OS_PAGE_SIZE
+            assert wrote <= self.file_size, (
+                f"{self.path}: flushed position would move from {flushed} to {wrote}, past "
+                f"the file (size {self.file_size})"
+            )
             self.buffer.flush(start, wrote - start)
             self.flushed_position = wrote
             return wrote
@@ -233,6 +243,9 @@ class MappedFile:
         preallocated file reads as zeros without touching the disk).  Returns how many bytes
         after ``position`` held data (up to the last non-zero byte).
         """
+        assert 0 <= position <= self.file_size, (
+            f"{self.path}: reset to {position} outside the file (size {self.file_size})"
+        )
         buffer = self.buffer
         pos = position
         data_end = position

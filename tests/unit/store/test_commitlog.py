@@ -10,6 +10,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from rmq.common.message import PreparedBatch, encode_batch
 from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageStatus
 
@@ -458,3 +460,17 @@ def test_reads_of_a_file_deleted_under_the_reader_find_nothing(tmp_path: Path) -
     commitlog.queue.files[0].close()
     assert commitlog.get_message(result.physical_offset, result.wrote_bytes) is None
     assert commitlog.record_at(result.physical_offset) is None
+
+
+def test_a_record_whose_totalsize_differs_from_the_appended_size_stops_the_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rmq.store.commitlog as commitlog_module
+
+    real_size = commitlog_module.record_size
+    monkeypatch.setattr(commitlog_module, "record_size", lambda *a: real_size(*a) + 8)
+    commitlog, recorder = make_commitlog(tmp_path)
+    with pytest.raises(AssertionError, match="TOTALSIZE"):
+        commitlog.put_message(message())
+    assert recorder.calls == []
+    assert commitlog.queue.max_offset() == 0

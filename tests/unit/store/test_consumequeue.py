@@ -294,3 +294,22 @@ def test_store_recovery_truncation_and_expiry_cover_every_queue(tmp_path: Path) 
     assert store.delete_expired(10**9) == 0  # each queue has a single file
     store.correct_min_offsets(300)
     assert [q.min_offset for q in store] == [2, 1]
+
+
+def test_an_entry_pointing_back_in_the_commitlog_is_refused(tmp_path: Path) -> None:
+    queue = make_queue(tmp_path)
+    fill(queue, 0, 2)  # the second message ends at 1200
+    with pytest.raises(AssertionError, match="before the previous entry's end"):
+        queue.put(2, 1150, 100, 0)
+    assert queue.max_offset == 2
+
+
+def test_an_entry_is_never_written_below_the_queue_end(tmp_path: Path) -> None:
+    queue = make_queue(tmp_path)
+    fill(queue, 0, 2)
+    last = queue._files.last_file()
+    assert last is not None
+    last.wrote_position = 20  # a corrupted state: the file claims less than the queue holds
+    queue._files.max_offset = lambda: 40  # type: ignore[method-assign]
+    with pytest.raises(AssertionError, match="would be written at byte 20, not 40"):
+        queue.put(2, 1200, 100, 0)

@@ -190,3 +190,32 @@ def test_load_removes_files_left_by_an_interrupted_creation(tmp_path: Path) -> N
     queue.load()
     assert names(tmp_path) == ["00000000000000000000"]
     assert [m.file_name for m in queue.files] == ["00000000000000000000"]
+
+
+def test_the_wrote_position_never_goes_back_or_past_the_file(tmp_path: Path) -> None:
+    mapped = MappedFileQueue(tmp_path, 16).get_last_mapped_file()
+    assert mapped is not None
+    mapped.appended(10)
+    with pytest.raises(AssertionError, match="wrote position"):
+        mapped.appended(9)
+    with pytest.raises(AssertionError, match="wrote position"):
+        mapped.appended(17)
+    assert mapped.wrote_position == 10
+
+
+def test_the_flushed_position_never_passes_the_end_of_the_file(tmp_path: Path) -> None:
+    mapped = MappedFileQueue(tmp_path, 16).get_last_mapped_file()
+    assert mapped is not None
+    mapped.wrote_position = 32  # a corrupted state: past the end of the file
+    with pytest.raises(AssertionError, match="flushed position"):
+        mapped.flush()
+    assert mapped.flushed_position == 0
+
+
+def test_reset_stays_inside_the_file(tmp_path: Path) -> None:
+    mapped = MappedFileQueue(tmp_path, 16).get_last_mapped_file()
+    assert mapped is not None
+    with pytest.raises(AssertionError, match="outside the file"):
+        mapped.reset_to(17)
+    with pytest.raises(AssertionError, match="outside the file"):
+        mapped.reset_to(-1)
