@@ -325,9 +325,11 @@ class RmqProcesses:
         props: Mapping[str, object] | None = None,
         debug: bool = False,
         ready_timeout: float = 20.0,
+        env: Mapping[str, str] | None = None,
     ) -> RmqProcess:
         """`rmq broker -c <root>/<name>.conf` on a free loopback port, registered with
-        `namesrv` (a process or "host:port"; None: no name server).
+        `namesrv` (a process or "host:port"; None: no name server); `env` adds environment
+        variables.
 
         The conf sets `brokerName` = `name`, `brokerIP1` and `bindAddress` 127.0.0.1,
         `listenPort`, `namesrvAddr` and the small store sizes of `SMALL_STORE_PROPS`; the
@@ -347,7 +349,12 @@ class RmqProcesses:
             conf_props["namesrvAddr"] = namesrv_addr
         conf = write_properties(self.root / f"{name}.conf", {**conf_props, **(props or {})})
         process = self.start(
-            name, ["broker", "-c", str(conf)], port=port, debug=debug, ready_timeout=ready_timeout
+            name,
+            ["broker", "-c", str(conf)],
+            port=port,
+            debug=debug,
+            env=env,
+            ready_timeout=ready_timeout,
         )
         if namesrv_addr is not None:
             wait_registered(namesrv_addr, process.addr, ready_timeout, process)

@@ -97,8 +97,8 @@ def java_argv(
     ]
 
 
-def java_env(home: Path) -> dict[str, str]:
-    return {**os.environ, "HOME": str(home), "ROCKETMQ_HOME": str(ROCKETMQ_HOME)}
+def java_env(home: Path, rocketmq_home: Path = ROCKETMQ_HOME) -> dict[str, str]:
+    return {**os.environ, "HOME": str(home), "ROCKETMQ_HOME": str(rocketmq_home)}
 
 
 def start_apache_namesrv(processes: RmqProcesses, name: str = "apache-namesrv") -> RmqProcess:
@@ -121,13 +121,16 @@ def start_apache_broker(
     processes: RmqProcesses,
     name: str,
     *,
-    namesrv_addr: str,
+    namesrv_addr: str | None,
     props: Mapping[str, object],
+    rocketmq_home: Path = ROCKETMQ_HOME,
 ) -> RmqProcess:
-    """Apache's BrokerStartup -c <conf>, registered with `namesrv_addr` when it returns.
+    """Apache's BrokerStartup -c <conf>, registered with `namesrv_addr` when it returns
+    (None: no name server).
 
     The conf binds everything to 127.0.0.1 on free ports (listenPort, listenPort - 2,
     listenPort + 1) and stores under `<root>/<name>-home/store`; `props` adds or overrides.
+    `rocketmq_home` is its ROCKETMQ_HOME (logback files, and `conf/plain_acl.yml` with ACL on).
     """
     port = free_broker_port()
     home = processes.root / f"{name}-home"
@@ -135,7 +138,7 @@ def start_apache_broker(
     conf_props: dict[str, object] = {
         "brokerIP1": LOOPBACK,
         "listenPort": port,
-        "namesrvAddr": namesrv_addr,
+        **({"namesrvAddr": namesrv_addr} if namesrv_addr is not None else {}),
         "storePathRootDir": store,
         "storePathCommitLog": store / "commitlog",
         **props,
@@ -146,11 +149,14 @@ def start_apache_broker(
         ["-c", str(conf)],
         home=home,
         heap=SERVER_HEAP,
+        props={"rocketmq.home.dir": str(rocketmq_home)},
     )
+    env = java_env(home, rocketmq_home)
     process = processes.start(
-        name, (), port=port, home=home, env=java_env(home), command=argv, ready_timeout=60
+        name, (), port=port, home=home, env=env, command=argv, ready_timeout=60
     )
-    wait_registered(namesrv_addr, process.addr, 60, process)
+    if namesrv_addr is not None:
+        wait_registered(namesrv_addr, process.addr, 60, process)
     return process
 
 

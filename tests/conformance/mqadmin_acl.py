@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests.conformance.clusters import BROKER_PROPS
-from tests.conformance.java import ROCKETMQ_HOME, SERVER_HEAP, java_argv
-from tests.procs import LOOPBACK, RmqProcess, RmqProcesses, free_broker_port, write_properties
+from tests.conformance.java import ROCKETMQ_HOME, start_apache_broker
+from tests.procs import RmqProcess, RmqProcesses
 
 ACL_CLUSTER = "MqaAclCluster"
 
@@ -48,51 +48,24 @@ def acl_home(root: Path) -> Path:
 
 def start_apache_acl_broker(processes: RmqProcesses) -> tuple[RmqProcess, Path]:
     """Apache's BrokerStartup with ACL on and no name server; returns it and its ROCKETMQ_HOME."""
-    name = "apache-acl-broker"
     rocketmq_home = acl_home(processes.root / "apache-acl")
-    port = free_broker_port()
-    home = processes.root / f"{name}-home"
-    store = home / "store"
-    conf = write_properties(
-        processes.root / f"{name}.conf",
-        {
-            **ACL_PROPS,
-            "brokerIP1": LOOPBACK,
-            "listenPort": port,
-            "storePathRootDir": store,
-            "storePathCommitLog": store / "commitlog",
-        },
-    )
-    argv = java_argv(
-        "org.apache.rocketmq.broker.BrokerStartup",
-        ["-c", str(conf)],
-        home=home,
-        heap=SERVER_HEAP,
-        props={"rocketmq.home.dir": str(rocketmq_home)},
-    )
-    env = {"HOME": str(home), "ROCKETMQ_HOME": str(rocketmq_home)}
-    process = processes.start(
-        name, (), port=port, home=home, env=env, command=argv, ready_timeout=60
+    process = start_apache_broker(
+        processes,
+        "apache-acl-broker",
+        namesrv_addr=None,
+        props=ACL_PROPS,
+        rocketmq_home=rocketmq_home,
     )
     return process, rocketmq_home
 
 
 def start_rmq_acl_broker(processes: RmqProcesses) -> tuple[RmqProcess, Path]:
     """`rmq broker` configured alike, ROCKETMQ_HOME in its environment."""
-    name = "rmq-acl-broker"
     rocketmq_home = acl_home(processes.root / "rmq-acl")
-    port = free_broker_port()
-    conf = write_properties(
-        processes.root / f"{name}.conf",
-        {
-            **ACL_PROPS,
-            "brokerIP1": LOOPBACK,
-            "bindAddress": LOOPBACK,
-            "listenPort": port,
-            "storePathRootDir": processes.root / f"{name}-home" / "store",
-        },
-    )
-    process = processes.start(
-        name, ["broker", "-c", str(conf)], port=port, env={"ROCKETMQ_HOME": str(rocketmq_home)}
+    process = processes.start_broker(
+        "rmq-acl-broker",
+        namesrv=None,
+        props=ACL_PROPS,
+        env={"ROCKETMQ_HOME": str(rocketmq_home)},
     )
     return process, rocketmq_home
