@@ -55,8 +55,8 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import click
@@ -66,6 +66,14 @@ from rmq.cli.errors import EXIT_FAILURE, PROG_NAME, RmqError
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
+from rmq.common.jsonrecord import (
+    MessageFields,
+    RecordDefaults,
+    RecordJsonError,
+    json_object,
+    line_fields,
+    record_fields,
+)
 
 if TYPE_CHECKING:
     import asyncio
@@ -92,20 +100,6 @@ class InputFormat(enum.StrEnum):
     LINES = "lines"
 
 
-class InputError(ValueError):
-    """A line that is not a valid message."""
-
-
-@dataclass(frozen=True)
-class RecordDefaults:
-    """What the command line sets for every message (records may override it)."""
-
-    tags: str | None = None
-    keys: tuple[str, ...] = ()
-    properties: Mapping[str, str] = field(default_factory=dict)
-    sharding_key_field: str | None = None
-
-
 @dataclass(slots=True)
 class Outgoing:
     """One input line as a message to send."""
@@ -122,198 +116,36 @@ def parse_line(
     topic: str, line_no: int, raw: bytes, fmt: InputFormat, defaults: RecordDefaults
 ) -> Outgoing | None:
     """The message of one input line (None for a blank line the format skips); raises
-    InputError when the line is not a valid message."""
+    RecordJsonError when the line is not a valid message."""
     if fmt is InputFormat.LINES:
-        return _outgoing(line_no, message_from_line(topic, raw, defaults))
+        return _outgoing(topic, line_no, line_fields(raw, defaults))
     stripped = raw.strip()
     if not stripped:
         return None
     if fmt is InputFormat.JSON or stripped[:1] == b"{":
-        return _outgoing(line_no, message_from_record(topic, _json_object(stripped), defaults))
-    return _outgoing(line_no, message_from_line(topic, raw, defaults))
+        return _outgoing(topic, line_no, record_fields(json_object(stripped), defaults))
+    return _outgoing(topic, line_no, line_fields(raw, defaults))
 
 
-def _outgoing(line_no: int, parsed: tuple[Message, str | None]) -> Outgoing:
-    return Outgoing(line_no, *parsed)
-
-
-def _json_object(text: bytes) -> dict[str, Any]:
-    import orjson
-
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
-    if not isinstance(value, dict):
-        raise InputError(f"a record must be a JSON object, not {_json_type(value)}")
-    return value
-
-
-def message_from_line(
-    topic: str, body: bytes, defaults: RecordDefaults
-) -> tuple[Message, str | None]:
-    """A plain line as a message: the line is the body, the defaults add the rest."""
-    sharding_key = None
-    if defaults.sharding_key_field is not None:
-        try:
-            document = _json_object(body)
-        except InputError as exc:
-            raise InputError(
-                f"--sharding-key-field {defaults.sharding_key_field} needs the line to be a "
-                f"JSON object ({exc})"
-            ) from None
-        sharding_key = _sharding_key(document, defaults.sharding_key_field)
-    message = _message(
-        topic,
-        body,
-        tags=defaults.tags,
-        keys=list(defaults.keys),
-        properties=dict(defaults.properties),
-    )
-    return message, sharding_key
-
-
-def message_from_record(
-    topic: str, record: Mapping[str, Any], defaults: RecordDefaults
-) -> tuple[Message, str | None]:
-    """A record (the message record schema) as a message and its sharding key."""
-    tags = record.get("tags")
-    if tags is not None and not isinstance(tags, str):
-        raise InputError(f'"tags" must be a string, not {_json_type(tags)}')
-    keys = _keys(record.get("keys"))
-    properties = dict(defaults.properties)
-    properties.update(_properties(record.get("properties")))
-    sharding_key = record.get("shardingKey")
-    if sharding_key is not None:
-        sharding_key = _text("shardingKey", sharding_key)
-    elif defaults.sharding_key_field is not None:
-        sharding_key = _sharding_key(record, defaults.sharding_key_field)
-    message = _message(
-        topic,
-        _body(record),
-        tags=tags if tags is not None else defaults.tags,
-        keys=keys if keys is not None else list(defaults.keys),
-        properties=properties,
-        queue_id=_int_field(record, "queueId", 0, 1 << 31),
-        delay_level=_int_field(record, "delayLevel", 0, 1 << 31) or 0,
-        flag=_int_field(record, "flag", -(1 << 31), 1 << 31) or 0,
-    )
-    return message, sharding_key
-
-
-def _message(topic: str, body: bytes, **fields: Any) -> Message:
+def _outgoing(topic: str, line_no: int, fields: MessageFields) -> Outgoing:
     from rmq.client.errors import MQClientError
     from rmq.client.message import Message
 
-    message = Message(topic, body, **fields)
-    texts = [message.tags, message.keys_text, *message.properties, *message.properties.values()]
-    for text in texts:
-        if text is not None and ("\x01" in text or "\x02" in text):
-            raise InputError(f"{text!r} contains \\u0001 or \\u0002, which separate properties")
+    message = Message(
+        topic,
+        fields.body,
+        tags=fields.tags,
+        keys=fields.keys,
+        properties=fields.properties,
+        queue_id=fields.queue_id,
+        delay_level=fields.delay_level,
+        flag=fields.flag,
+    )
     try:
         message.validate()
     except MQClientError as exc:
-        raise InputError(exc.remark) from None
-    return message
-
-
-def _body(record: Mapping[str, Any]) -> bytes:
-    import base64
-    import binascii
-
-    import orjson
-
-    if "body" not in record:
-        raise InputError('no "body" field (to send JSON documents as bodies, use -f lines)')
-    body = record["body"]
-    encoding = record.get("bodyEncoding")
-    if encoding == "base64":
-        if not isinstance(body, str):
-            raise InputError(f'a base64 "body" must be a string, not {_json_type(body)}')
-        try:
-            return base64.b64decode(body, validate=True)
-        except binascii.Error as exc:
-            raise InputError(f'"body" is not valid base64: {exc}') from None
-    if encoding not in (None, "utf-8", "utf8", "text"):
-        raise InputError(f'unknown "bodyEncoding" {encoding!r}: use "base64" or leave it out')
-    if body is None:
-        raise InputError('"body" is null')
-    if isinstance(body, str):
-        return body.encode()
-    return orjson.dumps(body)
-
-
-def _keys(value: Any) -> list[str] | None:
-    from rmq.common.msgconst import KEY_SEPARATOR
-
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [key for key in value.split(KEY_SEPARATOR) if key]
-    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
-        raise InputError('"keys" must be an array of strings or one space-separated string')
-    for key in value:
-        if not key or KEY_SEPARATOR in key:
-            raise InputError(f"key {key!r} is empty or has a space (KEYS is space-separated)")
-    return value
-
-
-def _properties(value: Any) -> dict[str, str]:
-    from rmq.common.msgconst import SYSTEM_PROPERTY_NAMES
-
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InputError(f'"properties" must be an object, not {_json_type(value)}')
-    return {
-        name: _text(f"property {name}", item)
-        for name, item in value.items()
-        if name not in SYSTEM_PROPERTY_NAMES
-    }
-
-
-def _sharding_key(document: Mapping[str, Any], name: str) -> str:
-    value = document.get(name)
-    if value is None:
-        properties = document.get("properties")
-        if isinstance(properties, dict):
-            value = properties.get(name)
-    if value is None:
-        raise InputError(f"no {name!r} field for the sharding key (--sharding-key-field)")
-    return _text(name, value)
-
-
-def _text(name: str, value: Any) -> str:
-    """A string field's value; numbers and booleans as their JSON text."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    raise InputError(f"{name} must be a string, a number or a boolean, not {_json_type(value)}")
-
-
-def _int_field(record: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
-    value = record.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value < high:
-        raise InputError(f'"{name}" must be an integer from {low} to {high - 1}, not {value!r}')
-    return value
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-        list: "an array",
-        dict: "an object",
-    }.get(type(value), type(value).__name__)
+        raise RecordJsonError(exc.remark) from None
+    return Outgoing(line_no, message, fields.sharding_key)
 
 
 def parse_header(value: str) -> tuple[str, str]:
@@ -800,7 +632,7 @@ async def _feed(
             line_no += 1
             try:
                 item = parse_line(topic, line_no, raw, input_format, defaults)
-            except InputError as exc:
+            except RecordJsonError as exc:
                 results.failed([line_no], str(exc))
                 continue
             if item is not None:

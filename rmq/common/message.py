@@ -25,13 +25,12 @@ Bodies are copied out so a record outlives the mapped file it came from.  Hot pa
 not need a whole record use ``read_dispatch_info`` (what consume queue and index dispatch
 need, also from a frame of ``recordwalk.iter_frames``: ``dispatch_info``).
 
-Also here: the SEND_BATCH_MESSAGE body codec and ``to_record_dict``, the JSON "message record"
-shared by ``rmq consume``, ``rmq inspect`` and the Spark export.
+Also here: the SEND_BATCH_MESSAGE body codec.  A record's JSON form (the "message record" of
+``rmq consume``, ``rmq inspect`` and the Spark export) is :mod:`rmq.common.jsonrecord`'s.
 """
 
 from __future__ import annotations
 
-import base64
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
@@ -585,45 +584,3 @@ def encode_batch(messages: Iterable[tuple[int, Buffer, bytes]]) -> bytes:
             properties,
         )
     return b"".join(parts)
-
-
-# The JSON message record.
-
-
-def to_record_dict(record: MessageRecord, broker_name: str | None = None) -> dict[str, Any]:
-    """The "message record" object of the rmq CLI, inspect exports and Spark rows.
-
-    The body is always the decompressed one: UTF-8 text when it decodes, else base64 with
-    ``"bodyEncoding": "base64"``; None when the record was decoded without its body.
-    """
-    body = record.decompressed_body()
-    body_fields: dict[str, Any]
-    if body is None:
-        body_fields = {"body": None}
-    else:
-        try:
-            body_fields = {"body": body.decode("utf-8")}
-        except UnicodeDecodeError:
-            body_fields = {"body": base64.b64encode(body).decode("ascii"), "bodyEncoding": "base64"}
-    return {
-        "topic": record.topic,
-        "brokerName": broker_name,
-        "queueId": record.queue_id,
-        "queueOffset": record.queue_offset,
-        "commitLogOffset": record.physical_offset,
-        "msgId": record.msg_id,
-        "offsetMsgId": record.offset_msg_id,
-        "tags": record.tags,
-        "keys": record.keys,
-        "properties": dict(record.properties),
-        **body_fields,
-        "bodyCrc": record.body_crc,
-        "flag": record.flag,
-        "sysFlag": record.sys_flag,
-        "bornTimestamp": record.born_timestamp,
-        "storeTimestamp": record.store_timestamp,
-        "bornHost": record.born_host,
-        "storeHost": record.store_host,
-        "reconsumeTimes": record.reconsume_times,
-        "preparedTransactionOffset": record.prepared_transaction_offset,
-    }

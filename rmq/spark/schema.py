@@ -1,6 +1,6 @@
 """The rows of the ``rocketmq`` data source: the message record of docs/cli.md as Spark columns.
 
-Columns, in the order of ``rmq.common.message.to_record_dict`` (the one message record of
+Columns, in the order of ``rmq.common.jsonrecord.to_record_dict`` (the one message record of
 ``rmq consume``, ``rmq inspect`` exports and these rows)::
 
     topic string, brokerName string, queueId int, queueOffset bigint, commitLogOffset bigint,

@@ -39,7 +39,8 @@ from typing import Any, Final
 from rmq.common import fastjson
 from rmq.common.compression import CompressionError
 from rmq.common.delay import DEFAULT_MESSAGE_DELAY_LEVEL
-from rmq.common.message import MessageRecord, to_record_dict
+from rmq.common.jsonrecord import to_record_dict
+from rmq.common.message import MessageRecord
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
 from rmq.common.perm import perm_to_string
 from rmq.store.checkpoint import RECOVERY_MARGIN_MS

@@ -262,7 +262,8 @@ def test_a_selective_topic_is_read_through_its_consume_queues(
 
 
 def _dict(record: object) -> Record:
-    from rmq.common.message import MessageRecord, to_record_dict
+    from rmq.common.jsonrecord import to_record_dict
+    from rmq.common.message import MessageRecord
 
     assert isinstance(record, MessageRecord)
     return to_record_dict(record)

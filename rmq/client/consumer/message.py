@@ -12,8 +12,8 @@ decodes it) with what the client adds, as Java's ``MessageExt`` does:
 * ``properties``: every property of the record plus MIN_OFFSET / MAX_OFFSET of the queue at
   pull time (the record's own dict, extended in place).
 
-:meth:`MessageExt.to_record_dict` is the CLI.md message record (``to_record_dict`` of the
-common codec) with those values.
+:meth:`MessageExt.to_record_dict` is the CLI.md message record (``to_record_dict`` of
+:mod:`rmq.common.jsonrecord`) with those values.
 
 :func:`decode_pull_body` turns a PULL_MESSAGE body into messages the way Java's
 ``PullAPIWrapper.processPullResult`` does: decode until the first bad record, drop messages
@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from rmq.common.message import MessageRecord, iter_records, to_record_dict
+from rmq.common.jsonrecord import to_record_dict
+from rmq.common.message import MessageRecord, iter_records
 from rmq.common.msgconst import (
     PROPERTY_MAX_OFFSET,
     PROPERTY_MIN_OFFSET,

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
 
 import pytest
 
 from rmq.cli.produce import (
-    InputError,
     InputFormat,
     Outgoing,
-    RecordDefaults,
     describe_lines,
     parse_header,
     parse_line,
     result_rows,
 )
 from rmq.client.api import SendResult, SendStatus
+from rmq.common.jsonrecord import RecordDefaults, RecordJsonError
 from rmq.remoting.bodies import MessageQueue
 from tests.unit.cli.conftest import RunRmq
 
@@ -26,10 +24,10 @@ TOPIC = "Orders"
 
 
 def parse(
-    text: str | bytes, fmt: InputFormat = InputFormat.AUTO, **defaults: Any
+    text: str | bytes, fmt: InputFormat = InputFormat.AUTO, defaults: RecordDefaults | None = None
 ) -> Outgoing | None:
     raw = text.encode() if isinstance(text, str) else text
-    return parse_line(TOPIC, 7, raw, fmt, RecordDefaults(**defaults))
+    return parse_line(TOPIC, 7, raw, fmt, defaults or RecordDefaults())
 
 
 def record(**fields: object) -> str:
@@ -91,23 +89,23 @@ def test_consume_output_fields_and_system_properties_are_ignored() -> None:
 
 
 def test_defaults_apply_unless_the_record_sets_its_own() -> None:
-    defaults = {"tags": "D", "keys": ("dk",), "properties": {"a": "1", "b": "1"}}
-    item = parse(record(body="x", properties={"b": "2"}), **defaults)
+    defaults = RecordDefaults(tags="D", keys=("dk",), properties={"a": "1", "b": "1"})
+    item = parse(record(body="x", properties={"b": "2"}), defaults=defaults)
     assert item is not None
     assert (item.message.tags, item.message.keys_text) == ("D", "dk")
     assert item.message.properties == {"a": "1", "b": "2"}
-    item = parse(record(body="x", tags="R", keys=["rk"]), **defaults)
+    item = parse(record(body="x", tags="R", keys=["rk"]), defaults=defaults)
     assert item is not None and (item.message.tags, item.message.keys_text) == ("R", "rk")
-    item = parse("plain text", **defaults)
+    item = parse("plain text", defaults=defaults)
     assert item is not None and item.message.properties == {"a": "1", "b": "1"}
 
 
 def test_auto_format_reads_braces_as_records_and_anything_else_as_a_body() -> None:
     item = parse("  not json, {braces} later")
     assert item is not None and item.message.body == b"  not json, {braces} later"
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(RecordJsonError, match="not valid JSON"):
         parse("{broken")
-    with pytest.raises(InputError, match='no "body" field'):
+    with pytest.raises(RecordJsonError, match='no "body" field'):
         parse(record(orderId=1))
 
 
@@ -115,7 +113,7 @@ def test_lines_format_sends_the_line_byte_for_byte() -> None:
     raw = b'{"body": "x"}\r\xff'
     item = parse(raw, InputFormat.LINES)
     assert item is not None and item.message.body == raw
-    with pytest.raises(InputError, match="body length is zero"):
+    with pytest.raises(RecordJsonError, match="body length is zero"):
         parse(b"", InputFormat.LINES)
 
 
@@ -125,9 +123,9 @@ def test_blank_lines_are_skipped_in_json_and_auto_formats() -> None:
 
 
 def test_json_format_refuses_plain_lines_and_non_objects() -> None:
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(RecordJsonError, match="not valid JSON"):
         parse("plain", InputFormat.JSON)
-    with pytest.raises(InputError, match="must be a JSON object, not an array"):
+    with pytest.raises(RecordJsonError, match="must be a JSON object, not an array"):
         parse("[1, 2]", InputFormat.JSON)
 
 
@@ -150,25 +148,25 @@ def test_json_format_refuses_plain_lines_and_non_objects() -> None:
     ],
 )
 def test_invalid_records_are_refused_with_the_reason(fields: dict[str, object], error: str) -> None:
-    with pytest.raises(InputError, match=error):
+    with pytest.raises(RecordJsonError, match=error):
         parse(record(**fields))
 
 
 def test_sharding_key_from_the_record_or_the_field_named() -> None:
     item = parse(record(body="x", shardingKey=42))
     assert item is not None and item.sharding_key == "42"
-    field = {"sharding_key_field": "orderId"}
-    item = parse(record(body="x", orderId="o-1"), **field)
+    field = RecordDefaults(sharding_key_field="orderId")
+    item = parse(record(body="x", orderId="o-1"), defaults=field)
     assert item is not None and item.sharding_key == "o-1"
-    item = parse(record(body="x", properties={"orderId": "o-2"}), **field)
+    item = parse(record(body="x", properties={"orderId": "o-2"}), defaults=field)
     assert item is not None and item.sharding_key == "o-2"
-    item = parse('{"orderId": 7, "amount": 1}', InputFormat.LINES, **field)
+    item = parse('{"orderId": 7, "amount": 1}', InputFormat.LINES, defaults=field)
     assert item is not None
     assert (item.sharding_key, item.message.body) == ("7", b'{"orderId": 7, "amount": 1}')
-    with pytest.raises(InputError, match="no 'orderId' field"):
-        parse(record(body="x"), **field)
-    with pytest.raises(InputError, match="needs the line to be a JSON object"):
-        parse("plain", InputFormat.LINES, **field)
+    with pytest.raises(RecordJsonError, match="no 'orderId' field"):
+        parse(record(body="x"), defaults=field)
+    with pytest.raises(RecordJsonError, match="needs the line to be a JSON object"):
+        parse("plain", InputFormat.LINES, defaults=field)
 
 
 def test_result_rows_of_a_batch_split_the_ids_and_count_the_offsets() -> None:

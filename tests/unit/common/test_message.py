@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmq.common.compression import CompressionError
+from rmq.common.jsonrecord import to_record_dict
 from rmq.common.message import (
     decode_record,
     encode_batch,
@@ -28,7 +29,6 @@ from rmq.common.message import (
     prepare_batch,
     read_dispatch_info,
     record_size,
-    to_record_dict,
 )
 from rmq.common.msgid import pack_host
 from rmq.common.properties import encode_properties_bytes
