@@ -1,0 +1,138 @@
+"""The client side of the RocketMQ protocol: one async function per request a client sends.
+
+Every function takes the `RemotingClient` to send with and the address of the name server
+or broker to ask, builds the request from the header classes of `rmq.remoting.headers` and
+the bodies of `rmq.remoting.bodies`, and returns a typed result.  Nothing here keeps state,
+retries or picks addresses: that is the job of `ClientInstance` (name server failover, route
+cache) and of the producer and consumers (which broker, which queue, how often).
+
+Errors, as the Java client's `MQClientAPIImpl` raises them:
+
+* a broker answering with a code the call does not accept -> `MQBrokerError(code, remark,
+  addr)`; the codes a call does accept are listed in its docstring (a send accepts SUCCESS
+  and the three "stored, but" codes; a pull the four pull statuses);
+* a name server doing so -> `MQClientError(code, remark)`, and TOPIC_NOT_EXIST for a route
+  -> `RouteNotFound`;
+* connection failures and timeouts -> the remoting layer's `RemotingConnectError` /
+  `RemotingTimeoutError`, unchanged.
+
+Timeouts are in seconds.  `request_broker` / `request_namesrv` are the two checks every
+function goes through, public so that the admin API can send the requests that have no
+function here without writing the checks again.
+
+One module per request family, all re-exported here so callers write `api.send_message`:
+
+* `request`: the two checks (`request_broker`, `request_namesrv`);
+* `namesrv`: routes, cluster and topic lists, topic deletion and KV config on name servers;
+* `send`: sends (`SendRequestTemplate`, `send_message`, `SendResult`) and send-back;
+* `pull`: pulls and a queue's offsets (`pull_message`, consumer offsets, min/max, search);
+* `group`: heartbeats, unregistering, a group's members, queue locks;
+* `lookup`: messages by offset message id and by key;
+* `brokeradmin`: creating and deleting topics on a broker, topic stats, runtime info.
+"""
+
+from rmq.client.api.brokeradmin import (
+    create_topic_request,
+    delete_topic_in_broker,
+    delete_topic_in_broker_request,
+    get_broker_runtime_info,
+    get_topic_stats_info,
+    update_and_create_topic,
+)
+from rmq.client.api.group import (
+    get_consumer_id_list,
+    lock_batch_mq,
+    send_heartbeat,
+    unlock_batch_mq,
+    unregister_client,
+)
+from rmq.client.api.lookup import (
+    QueryResult,
+    query_message,
+    view_message,
+)
+from rmq.client.api.namesrv import (
+    delete_topic_in_namesrv,
+    delete_topic_in_namesrv_request,
+    get_all_topic_list,
+    get_broker_cluster_info,
+    get_kv_config,
+    get_topic_route,
+    get_topics_by_cluster,
+    put_kv_config,
+    put_kv_config_request,
+)
+from rmq.client.api.pull import (
+    PullResult,
+    PullStatus,
+    get_earliest_msg_store_time,
+    get_max_offset,
+    get_min_offset,
+    pull_message,
+    query_consumer_offset,
+    search_offset,
+    update_consumer_offset,
+    update_consumer_offset_oneway,
+)
+from rmq.client.api.request import (
+    body_of,
+    request_broker,
+    request_namesrv,
+)
+from rmq.client.api.send import (
+    SendRequestTemplate,
+    SendResult,
+    SendStatus,
+    consumer_send_msg_back,
+    send_message,
+    send_message_oneway,
+    send_request,
+    send_result,
+)
+
+__all__ = [
+    "PullResult",
+    "PullStatus",
+    "QueryResult",
+    "SendRequestTemplate",
+    "SendResult",
+    "SendStatus",
+    "body_of",
+    "consumer_send_msg_back",
+    "create_topic_request",
+    "delete_topic_in_broker",
+    "delete_topic_in_broker_request",
+    "delete_topic_in_namesrv",
+    "delete_topic_in_namesrv_request",
+    "get_all_topic_list",
+    "get_broker_cluster_info",
+    "get_broker_runtime_info",
+    "get_consumer_id_list",
+    "get_earliest_msg_store_time",
+    "get_kv_config",
+    "get_max_offset",
+    "get_min_offset",
+    "get_topic_route",
+    "get_topic_stats_info",
+    "get_topics_by_cluster",
+    "lock_batch_mq",
+    "pull_message",
+    "put_kv_config",
+    "put_kv_config_request",
+    "query_consumer_offset",
+    "query_message",
+    "request_broker",
+    "request_namesrv",
+    "search_offset",
+    "send_heartbeat",
+    "send_message",
+    "send_message_oneway",
+    "send_request",
+    "send_result",
+    "unlock_batch_mq",
+    "unregister_client",
+    "update_and_create_topic",
+    "update_consumer_offset",
+    "update_consumer_offset_oneway",
+    "view_message",
+]
