@@ -45,7 +45,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     props = dict(report.user_properties)
     if "matrix" not in props:
         return
-    section, row, column, options = props["matrix"]
+    matrix = props["matrix"]
+    assert isinstance(matrix, tuple), matrix
+    section, row, column, options = matrix
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if report.passed:
             cell = str(options.get("passed", "pass"))

@@ -9,7 +9,7 @@ differences, empty when all agree, so a failing test shows every one of them at 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -207,7 +207,7 @@ def match_sends(
 
 
 def system_records(
-    sends: list[Mapping[str, Any]],
+    sends: Sequence[Mapping[str, Any]],
     records: list[Record],
     topic: str,
     retried: tuple[str, str] | None = None,

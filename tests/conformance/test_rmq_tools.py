@@ -222,7 +222,7 @@ def _expect_topic(result: Any) -> None:
     assert result["topic"] == TOPIC and result["brokerAddrs"] == ["<broker>"], result
 
 
-CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], None]]] = [
+CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], object]]] = [
     ("rmq topic update", _topic_update, _expect_topic),
     ("rmq topic route", _topic_route, lambda r: _expect_topic({**r, "brokerAddrs": ["<broker>"]})),
     ("rmq topic clusters", _topic_clusters, lambda r: r == [{"cluster": CLUSTER}]),

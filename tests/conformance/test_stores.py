@@ -183,9 +183,12 @@ def test_apache_store_config(apache_store: ApacheStore, record_property: Any) ->
         problems.append(f"topic {runs.TOPIC}: {main['messages']} messages")
     if side is None or (side["readQueueNums"], side["writeQueueNums"], side["perm"]) != (3, 2, 4):
         problems.append(f"topic {runs.TOPIC}-Side: {side}")
-    group = groups.get(runs.GROUP)
-    if group is None or (group["retryMaxTimes"], group["consumeBroadcastEnable"]) != (7, False):
-        problems.append(f"group {runs.GROUP}: {group}")
+    group_row = groups.get(runs.GROUP)
+    if group_row is None or (
+        group_row["retryMaxTimes"],
+        group_row["consumeBroadcastEnable"],
+    ) != (7, False):
+        problems.append(f"group {runs.GROUP}: {group_row}")
     levels = {d["level"]: (d["queueId"], d["offset"], d["maxOffset"], d["pending"]) for d in delay}
     # level 2: the delayed message, 3: the retry, both delivered; 4: the pending message, whose
     # level Apache's delayOffset.json does not name yet

@@ -633,8 +633,8 @@ def test_kv_config_survives_a_restart(rmq_processes: RmqProcesses) -> None:
 
     restarted = rmq_processes.restart(ns)
     with RemotingSession() as session:
-        header = GetKVListByNamespaceRequestHeader(namespace="ns")
-        listing = session.invoke(restarted.addr, RequestCode.GET_KVLIST_BY_NAMESPACE, header)
+        header_list = GetKVListByNamespaceRequestHeader(namespace="ns")
+        listing = session.invoke(restarted.addr, RequestCode.GET_KVLIST_BY_NAMESPACE, header_list)
         assert body_of(listing) == {"table": {"k": "v"}}
     restarted.stop_cleanly()
 

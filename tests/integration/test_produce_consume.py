@@ -111,7 +111,7 @@ def cli(standalone: StandaloneProcess, tmp_path_factory: pytest.TempPathFactory)
 
 def test_ten_thousand_messages_round_trip_intact_and_once(cli: Cli, tmp_path: Path) -> None:
     rng = random.Random(7)
-    sent = []
+    sent: list[dict[str, Any]] = []
     for n in range(10_000):
         if n % 1000 == 0:
             body = rng.randbytes(6000)  # compressed on the wire, decompressed when consumed

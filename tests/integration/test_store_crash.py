@@ -34,7 +34,7 @@ import pytest
 
 from rmq.common.config import FlushDiskType
 from rmq.common.message import DispatchInfo, decode_record
-from rmq.store.reader import StoreReader
+from rmq.store.offline.reader import StoreReader
 from rmq.store.store import MessageStore
 from tests.integration.store_crash_child import QUEUES, TOPIC, body_for, crash_config
 
@@ -140,20 +140,22 @@ def verify(store: MessageStore, acks: dict[int, Ack], all_acked: dict[int, Ack])
     in_commitlog: dict[int, int] = {}
 
     def note(info: DispatchInfo) -> None:
-        assert info.keys is not None and info.keys not in in_commitlog, "duplicate message"
-        in_commitlog[int(info.keys[1:])] = info.physical_offset
+        assert info.keys is not None
+        n = int(info.keys[1:])
+        assert n not in in_commitlog, f"message {n} stored twice"
+        in_commitlog[n] = info.physical_offset
 
     end = store.commitlog.scan(max(store.min_physical_offset(), 0), check_crc=True, on_record=note)
     assert end == store.max_physical_offset()
     in_queues: dict[int, int] = {}
     for queue_id in range(QUEUES):
-        queue = store.consume_queues.find(TOPIC, queue_id)
+        queue = store.get_consume_queue(TOPIC, queue_id)
         if queue is None:
             continue
         for queue_offset in range(queue.max_offset):
             entry = queue.entry_at(queue_offset)
             assert entry is not None, (queue_id, queue_offset)
-            view = store.commitlog.get_message(entry.physical_offset, entry.size)
+            view = store.select_one_message_by_offset(entry.physical_offset, entry.size)
             assert view is not None, (queue_id, queue_offset)
             record = decode_record(view, with_body=False)
             assert (record.queue_id, record.queue_offset) == (queue_id, queue_offset)

@@ -12,7 +12,13 @@ import threading
 import time
 from typing import Any
 
-from driverio import Progress, start_driver, stop_requested, write_result
+# run as a script: driverio.py sits beside it on sys.path, not in a package mypy can resolve
+from driverio import (  # type: ignore[import-not-found]
+    Progress,
+    start_driver,
+    stop_requested,
+    write_result,
+)
 from rocketmq.client import PushConsumer
 
 STOP_CHECK_INTERVAL = 0.05

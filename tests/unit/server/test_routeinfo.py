@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from rmq.common.perm import DEFAULT_TOPIC_PERM
 from rmq.remoting.bodies import DataVersion, TopicConfig
-from rmq.server.namesrv.routeinfo import RouteInfoManager
+from rmq.server.namesrv.routeinfo import RegisterBrokerResult, RouteInfoManager
 
 V1 = DataVersion(timestamp=1_700_000_000_000, counter=1)
 V2 = DataVersion(timestamp=1_700_000_000_500, counter=2)
@@ -48,13 +48,13 @@ def register(
     connection: object | None = None,
     ha: str | None = "10.0.0.1:10912",
     filter_servers: list[str] | None = None,
-):
+) -> RegisterBrokerResult:
     return routes.register_broker(
         cluster, addr, name, broker_id, ha, version, topics, filter_servers, connection
     )
 
 
-def test_master_registration_makes_a_route():
+def test_master_registration_makes_a_route() -> None:
     routes = RouteInfoManager()
     result = register(routes, topics=(topic("T1", 8, 4, 6, 1),))
     assert result.master_addr is None and result.ha_server_addr is None
@@ -72,7 +72,7 @@ def test_master_registration_makes_a_route():
     assert routes.pickup_topic_route_data("Unknown") is None
 
 
-def test_route_answer_is_a_copy():
+def test_route_answer_is_a_copy() -> None:
     routes = RouteInfoManager()
     register(routes)
     route = routes.pickup_topic_route_data("T1")
@@ -85,7 +85,7 @@ def test_route_answer_is_a_copy():
     assert again.broker_datas[0].broker_addrs == {0: "10.0.0.1:10911"}
 
 
-def test_slave_learns_master_and_its_topics_are_ignored():
+def test_slave_learns_master_and_its_topics_are_ignored() -> None:
     routes = RouteInfoManager()
     register(routes, ha="10.0.0.1:10912")
     result = register(
@@ -103,13 +103,13 @@ def test_slave_learns_master_and_its_topics_are_ignored():
     assert route.broker_datas[0].broker_addrs == {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}
 
 
-def test_slave_without_live_master_gets_no_master_address():
+def test_slave_without_live_master_gets_no_master_address() -> None:
     routes = RouteInfoManager()
     result = register(routes, addr="10.0.0.2:10911", broker_id=1)
     assert result.master_addr is None and result.ha_server_addr is None
 
 
-def test_queue_data_is_rebuilt_only_when_the_data_version_changes():
+def test_queue_data_is_rebuilt_only_when_the_data_version_changes() -> None:
     routes = RouteInfoManager()
     register(routes, topics=(topic("T1", 4, 4, 6, 0),), version=V1)
     register(routes, topics=(topic("T1", 2, 2, 4, 0),), version=V1)
@@ -122,7 +122,7 @@ def test_queue_data_is_rebuilt_only_when_the_data_version_changes():
     assert (route.queue_datas[0].read_queue_nums, route.queue_datas[0].perm) == (2, 4)
 
 
-def test_slave_promoted_to_master_keeps_one_entry_per_address():
+def test_slave_promoted_to_master_keeps_one_entry_per_address() -> None:
     routes = RouteInfoManager()
     register(routes, addr="10.0.0.2:10911", broker_id=1)
     register(routes, addr="10.0.0.2:10911", broker_id=0)
@@ -131,7 +131,7 @@ def test_slave_promoted_to_master_keeps_one_entry_per_address():
     }
 
 
-def test_data_version_query_and_touch():
+def test_data_version_query_and_touch() -> None:
     clock = FakeClock()
     routes = RouteInfoManager(clock)
     assert routes.query_broker_data_version("10.0.0.1:10911") is None
@@ -148,7 +148,7 @@ def test_data_version_query_and_touch():
     assert routes.broker_live_table["10.0.0.1:10911"].last_update_timestamp == clock.now
 
 
-def test_unregister_master_keeps_topic_while_a_slave_remains():
+def test_unregister_master_keeps_topic_while_a_slave_remains() -> None:
     routes = RouteInfoManager()
     register(routes)
     register(routes, addr="10.0.0.2:10911", broker_id=1)
@@ -163,7 +163,7 @@ def test_unregister_master_keeps_topic_while_a_slave_remains():
     assert routes.get_all_topic_list().topic_list == []
 
 
-def test_topic_shared_by_two_brokers_survives_losing_one():
+def test_topic_shared_by_two_brokers_survives_losing_one() -> None:
     routes = RouteInfoManager()
     register(routes, name="broker-a", addr="10.0.0.1:10911")
     register(routes, name="broker-b", addr="10.0.0.3:10911")
@@ -174,7 +174,7 @@ def test_topic_shared_by_two_brokers_survives_losing_one():
     assert routes.get_all_cluster_info().cluster_addr_table == {"DefaultCluster": ["broker-b"]}
 
 
-def test_scan_drops_only_brokers_past_the_expiry_and_returns_their_connections():
+def test_scan_drops_only_brokers_past_the_expiry_and_returns_their_connections() -> None:
     clock = FakeClock()
     routes = RouteInfoManager(clock)
     conn_a, conn_b = object(), object()
@@ -206,7 +206,7 @@ def test_scan_drops_only_brokers_past_the_expiry_and_returns_their_connections()
     assert routes.get_all_cluster_info().cluster_addr_table == {}
 
 
-def test_scan_at_exactly_the_expiry_keeps_the_broker():
+def test_scan_at_exactly_the_expiry_keeps_the_broker() -> None:
     clock = FakeClock()
     routes = RouteInfoManager(clock)
     register(routes)
@@ -215,7 +215,7 @@ def test_scan_at_exactly_the_expiry_keeps_the_broker():
     assert routes.pickup_topic_route_data("T1") is not None
 
 
-def test_connection_close_drops_the_broker_registered_over_it():
+def test_connection_close_drops_the_broker_registered_over_it() -> None:
     routes = RouteInfoManager()
     conn = object()
     register(routes, connection=conn)
@@ -227,14 +227,14 @@ def test_connection_close_drops_the_broker_registered_over_it():
     assert routes.broker_live_table == {}
 
 
-def test_connection_close_falls_back_to_the_remote_address():
+def test_connection_close_falls_back_to_the_remote_address() -> None:
     routes = RouteInfoManager()
     register(routes, addr="127.0.0.1:40000", connection=object())
     assert routes.on_connection_closed("127.0.0.1:40000", object()) == "127.0.0.1:40000"
     assert routes.get_all_cluster_info().broker_addr_table == {}
 
 
-def test_wipe_and_add_write_perm_count_the_topics_of_that_broker():
+def test_wipe_and_add_write_perm_count_the_topics_of_that_broker() -> None:
     routes = RouteInfoManager()
     register(
         routes,
@@ -256,7 +256,7 @@ def test_wipe_and_add_write_perm_count_the_topics_of_that_broker():
     assert routes.wipe_write_perm_of_broker("no-such-broker") == 0
 
 
-def test_delete_topic_everywhere_or_in_one_cluster():
+def test_delete_topic_everywhere_or_in_one_cluster() -> None:
     routes = RouteInfoManager()
     register(routes, name="broker-a", cluster="c1", topics=(topic("T1"), topic("T2")))
     register(
@@ -278,7 +278,7 @@ def test_delete_topic_everywhere_or_in_one_cluster():
     assert routes.get_all_topic_list().topic_list == []
 
 
-def test_topic_lists():
+def test_topic_lists() -> None:
     routes = RouteInfoManager()
     register(
         routes,
@@ -318,12 +318,12 @@ def test_topic_lists():
     assert system.broker_addr == "10.0.0.1:10911"
 
 
-def test_system_topic_list_of_an_empty_name_server():
+def test_system_topic_list_of_an_empty_name_server() -> None:
     system = RouteInfoManager().get_system_topic_list()
     assert system.topic_list == [] and system.broker_addr is None
 
 
-def test_filter_servers_appear_in_the_route_and_an_empty_list_clears_them():
+def test_filter_servers_appear_in_the_route_and_an_empty_list_clears_them() -> None:
     routes = RouteInfoManager()
     register(routes, filter_servers=["10.0.0.9:5000"])
     route = routes.pickup_topic_route_data("T1")
@@ -346,7 +346,9 @@ brokers = st.lists(
 
 
 @given(brokers)
-def test_unregistering_every_address_empties_every_table(registrations):
+def test_unregistering_every_address_empties_every_table(
+    registrations: list[tuple[str, str, int, list[str]]],
+) -> None:
     routes = RouteInfoManager()
     registered: dict[str, tuple[str, str, int]] = {}
     for cluster, name, broker_id, topics in registrations:
