@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
