@@ -207,7 +207,7 @@ async def _consume(
 ) -> ConsumerReport:
     import asyncio
 
-    from rmq.cli.consume import quiet_late_responses
+    from rmq.cli.consume_read import quiet_late_responses
     from rmq.cli.topic import admin_error
     from rmq.client.bench import run_consumer_bench
     from rmq.client.errors import ClientError

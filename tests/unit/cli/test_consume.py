@@ -10,14 +10,8 @@ import json
 import click
 import pytest
 
-from rmq.cli.consume import (
-    Printer,
-    StartKind,
-    StartPosition,
-    compile_template,
-    parse_start,
-    render_record,
-)
+from rmq.cli.consume import Printer, compile_template, render_record
+from rmq.cli.consume_read import StartKind, StartPosition, parse_start
 from rmq.client.consumer import MessageExt
 from rmq.common.message import MessageRecord
 from tests.unit.cli.conftest import RunRmq

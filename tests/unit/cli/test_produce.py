@@ -13,8 +13,8 @@ from rmq.cli.produce import (
     describe_lines,
     parse_header,
     parse_line,
-    result_rows,
 )
+from rmq.cli.produce_send import result_rows
 from rmq.client.api import SendResult, SendStatus
 from rmq.common.jsonrecord import RecordDefaults, RecordJsonError
 from rmq.remoting.bodies import MessageQueue
