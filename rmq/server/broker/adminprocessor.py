@@ -45,7 +45,8 @@ from __future__ import annotations
 
 import logging
 import shutil
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from rmq.common import javaprops
 from rmq.common.config import (
@@ -98,9 +99,11 @@ from rmq.store.cleanup import disk_used_ratio
 from rmq.store.configfile import persist_config_text
 
 if TYPE_CHECKING:
-    from rmq.server.broker.controller import BrokerController
+    from rmq.server.broker.context import BrokerContext
 
 log = logging.getLogger("rmq.broker")
+
+H = TypeVar("H")
 
 SLAVE_REMARK = (
     "Can't modify topic or subscription group from slave broker, "
@@ -120,6 +123,16 @@ def _error(remark: str) -> RemotingCommand:
     return create_response(ResponseCode.SYSTEM_ERROR, remark)
 
 
+def _answer_header(header_type: type[H], answer: Callable[[H], object]) -> Handler:
+    """A handler that decodes a ``header_type`` request and answers SUCCESS with the response
+    header ``answer`` makes of it."""
+
+    async def handle(connection: Connection, request: RemotingCommand) -> RemotingCommand:
+        return _success(answer(request.read_header(header_type)))
+
+    return handle
+
+
 def human_readable_bytes(count: int) -> str:
     """``MixAll.humanReadableByteCount(count, false)``: ``"512 B"``, ``"1.5 KiB"``."""
     if count < 1024:
@@ -135,12 +148,12 @@ def human_readable_bytes(count: int) -> str:
 class AdminProcessor:
     """Serves the admin request codes of one broker (see the module docstring)."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
         self.config_version = DataVersion()
-        known = to_properties(*controller.configs.all())
+        known = to_properties(*context.configs.all())
         self._extra_properties = {
-            key: value for key, value in controller.file_properties.items() if key not in known
+            key: value for key, value in context.file_properties.items() if key not in known
         }
 
     def handlers(self) -> dict[int, Handler]:
@@ -157,10 +170,7 @@ class AdminProcessor:
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
             RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
-            RequestCode.GET_MAX_OFFSET: self.get_max_offset,
-            RequestCode.GET_MIN_OFFSET: self.get_min_offset,
-            RequestCode.GET_EARLIEST_MSG_STORETIME: self.get_earliest_msg_storetime,
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,
+            **self._queue_lookups(),
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
@@ -174,7 +184,7 @@ class AdminProcessor:
         return not_supported_response(request)
 
     def _slave_refusal(self) -> RemotingCommand | None:
-        if self.controller.store_config.broker_role is BrokerRole.SLAVE:
+        if self.context.store_config.broker_role is BrokerRole.SLAVE:
             return _error(SLAVE_REMARK)
         return None
 
@@ -199,7 +209,7 @@ class AdminProcessor:
             topic_sys_flag=header.topic_sys_flag or 0,
         )
         try:
-            self.controller.topic_config_manager.update(config)
+            self.context.topic_config_manager.update(config)
         except TopicConfigError as exc:
             return _error(str(exc))
         return _success()
@@ -212,12 +222,12 @@ class AdminProcessor:
             return refusal
         header = request.read_header(DeleteTopicRequestHeader)
         log.info("deleteTopic %s called by %s", header.topic, connection.remote_addr)
-        manager = self.controller.topic_config_manager
+        manager = self.context.topic_config_manager
         try:
             manager.delete(header.topic)
         except TopicConfigError as exc:
             return _error(str(exc))
-        store = self.controller.store
+        store = self.context.store
         kept = {RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
         unused = [
             topic
@@ -232,18 +242,18 @@ class AdminProcessor:
     async def get_all_topic_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        wrapper = self.controller.topic_config_manager.topic_config_wrapper()
+        wrapper = self.context.topic_config_manager.topic_config_wrapper()
         return _success(GetAllTopicConfigResponseHeader(), wrapper.encode())
 
     async def get_topic_stats_info(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         topic = request.read_header(GetTopicStatsInfoRequestHeader).topic
-        config = self.controller.topic_config_manager.select(topic)
+        config = self.context.topic_config_manager.select(topic)
         if config is None:
             return create_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        store = self.controller.store
-        broker_name = self.controller.broker_config.broker_name
+        store = self.context.store
+        broker_name = self.context.broker_config.broker_name
         table = TopicStatsTable()
         for queue_id in range(config.write_queue_nums):
             max_offset = max(store.get_max_offset_in_queue(topic, queue_id), 0)
@@ -273,7 +283,7 @@ class AdminProcessor:
             config = SubscriptionGroupConfig.decode(request.body)
         except BodyError as exc:
             return _error(str(exc))
-        self.controller.subscription_group_manager.update(config)
+        self.context.subscription_group_manager.update(config)
         return _success()
 
     async def delete_subscription_group(
@@ -284,15 +294,15 @@ class AdminProcessor:
             return refusal
         header = request.read_header(DeleteSubscriptionGroupRequestHeader)
         log.info("deleteSubscriptionGroup %s called by %s", header.group_name, connection)
-        self.controller.subscription_group_manager.delete(header.group_name)
+        self.context.subscription_group_manager.delete(header.group_name)
         if header.remove_offset:
-            self.controller.consumer_offset_manager.remove_group(header.group_name)
+            self.context.consumer_offset_manager.remove_group(header.group_name)
         return _success()
 
     async def get_all_subscription_group(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        wrapper = self.controller.subscription_group_manager.subscription_group_wrapper()
+        wrapper = self.context.subscription_group_manager.subscription_group_wrapper()
         return _success(body=wrapper.encode())
 
     # -- offsets -------------------------------------------------------------------------
@@ -300,35 +310,35 @@ class AdminProcessor:
     async def get_all_consumer_offset(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        return _success(body=self.controller.consumer_offset_manager.offset_wrapper().encode())
+        return _success(body=self.context.consumer_offset_manager.offset_wrapper().encode())
 
     async def get_all_delay_offset(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        return _success(body=self.controller.schedule_service.encode())
+        return _success(body=self.context.schedule_service.encode())
 
     async def get_consume_stats(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         header = request.read_header(GetConsumeStatsRequestHeader)
         group = header.consumer_group
-        controller = self.controller
-        offsets = controller.consumer_offset_manager
-        store = controller.store
-        broker_name = controller.broker_config.broker_name
+        context = self.context
+        offsets = context.consumer_offset_manager
+        store = context.store
+        broker_name = context.broker_config.broker_name
         if header.topic and header.topic.strip():
             topics: set[str] | list[str] = [header.topic]
         else:
             topics = offsets.topics_of_group(group)
         stats = ConsumeStats()
         for topic in topics:
-            config = controller.topic_config_manager.select(topic)
+            config = context.topic_config_manager.select(topic)
             if config is None:
                 log.warning("consumeStats, topic config not exist, %s", topic)
                 continue
             if (
-                controller.client_manager.find_subscription(group, topic) is None
-                and controller.client_manager.subscription_count(group) > 0
+                context.client_manager.find_subscription(group, topic) is None
+                and context.client_manager.subscription_count(group) > 0
             ):
                 log.warning(
                     "consumeStats, the consumer group[%s], topic[%s] not exist", group, topic
@@ -346,38 +356,41 @@ class AdminProcessor:
                     consumer_offset=consumer_offset,
                     last_timestamp=last_timestamp,
                 )
-            stats.consume_tps += controller.stats.group_get_tps(group, topic)
+            stats.consume_tps += context.stats.group_get_tps(group, topic)
         return _success(body=stats.encode())
 
-    async def get_max_offset(
-        self, connection: Connection, request: RemotingCommand
-    ) -> RemotingCommand:
-        header = request.read_header(GetMaxOffsetRequestHeader)
-        offset = self.controller.store.get_max_offset_in_queue(header.topic, header.queue_id)
-        return _success(GetMaxOffsetResponseHeader(offset=offset))
+    def _queue_lookups(self) -> dict[int, Handler]:
+        """The requests answered by one store lookup of a queue, in a response header."""
+        store = self.context.store
 
-    async def get_min_offset(
-        self, connection: Connection, request: RemotingCommand
-    ) -> RemotingCommand:
-        header = request.read_header(GetMinOffsetRequestHeader)
-        offset = self.controller.store.get_min_offset_in_queue(header.topic, header.queue_id)
-        return _success(GetMinOffsetResponseHeader(offset=offset))
+        def max_offset(header: GetMaxOffsetRequestHeader) -> object:
+            offset = store.get_max_offset_in_queue(header.topic, header.queue_id)
+            return GetMaxOffsetResponseHeader(offset=offset)
 
-    async def get_earliest_msg_storetime(
-        self, connection: Connection, request: RemotingCommand
-    ) -> RemotingCommand:
-        header = request.read_header(GetEarliestMsgStoretimeRequestHeader)
-        timestamp = self.controller.store.get_earliest_message_time(header.topic, header.queue_id)
-        return _success(GetEarliestMsgStoretimeResponseHeader(timestamp=timestamp))
+        def min_offset(header: GetMinOffsetRequestHeader) -> object:
+            offset = store.get_min_offset_in_queue(header.topic, header.queue_id)
+            return GetMinOffsetResponseHeader(offset=offset)
 
-    async def search_offset_by_timestamp(
-        self, connection: Connection, request: RemotingCommand
-    ) -> RemotingCommand:
-        header = request.read_header(SearchOffsetRequestHeader)
-        offset = self.controller.store.get_offset_in_queue_by_time(
-            header.topic, header.queue_id, header.timestamp
-        )
-        return _success(SearchOffsetResponseHeader(offset=offset))
+        def earliest_time(header: GetEarliestMsgStoretimeRequestHeader) -> object:
+            timestamp = store.get_earliest_message_time(header.topic, header.queue_id)
+            return GetEarliestMsgStoretimeResponseHeader(timestamp=timestamp)
+
+        def offset_by_time(header: SearchOffsetRequestHeader) -> object:
+            offset = store.get_offset_in_queue_by_time(
+                header.topic, header.queue_id, header.timestamp
+            )
+            return SearchOffsetResponseHeader(offset=offset)
+
+        return {
+            RequestCode.GET_MAX_OFFSET: _answer_header(GetMaxOffsetRequestHeader, max_offset),
+            RequestCode.GET_MIN_OFFSET: _answer_header(GetMinOffsetRequestHeader, min_offset),
+            RequestCode.GET_EARLIEST_MSG_STORETIME: _answer_header(
+                GetEarliestMsgStoretimeRequestHeader, earliest_time
+            ),
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: _answer_header(
+                SearchOffsetRequestHeader, offset_by_time
+            ),
+        }
 
     # -- clients -------------------------------------------------------------------------
 
@@ -385,7 +398,7 @@ class AdminProcessor:
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         group = request.read_header(GetConsumerConnectionListRequestHeader).consumer_group
-        body = self.controller.client_manager.consumer_connection(group)
+        body = self.context.client_manager.consumer_connection(group)
         if body is None:
             return create_response(
                 ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online"
@@ -396,7 +409,7 @@ class AdminProcessor:
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         group = request.read_header(GetProducerConnectionListRequestHeader).producer_group
-        body = self.controller.client_manager.producer_connection(group)
+        body = self.context.client_manager.producer_connection(group)
         if body is None:
             return _error(f"the producer group[{group}] not exist")
         return _success(body=body.encode())
@@ -406,14 +419,14 @@ class AdminProcessor:
     def config_properties(self) -> dict[str, str]:
         """Every setting as Java keys and text: the ``-c`` file's extra keys, then the
         broker, netty and store configs."""
-        return {**self._extra_properties, **to_properties(*self.controller.configs.all())}
+        return {**self._extra_properties, **to_properties(*self.context.configs.all())}
 
     async def get_broker_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         settings = self.config_properties()
         # Java's storePathCommitLog always has a value: show the directory in use when unset
-        settings.setdefault("storePathCommitLog", self.controller.store_config.commit_log_dir)
+        settings.setdefault("storePathCommitLog", self.context.store_config.commit_log_dir)
         body = javaprops.dumps(settings).encode("utf-8")
         version = self.config_version.encode().decode("utf-8")
         return _success(GetBrokerConfigResponseHeader(version=version), body)
@@ -428,9 +441,9 @@ class AdminProcessor:
             props = javaprops.loads(bytes(request.body).decode("utf-8"))
         except (UnicodeDecodeError, javaprops.PropertiesSyntaxError) as exc:
             return _error(f"string2Properties error: {exc}")
-        controller = self.controller
+        context = self.context
         try:
-            unknown = update_config(props, *controller.configs.all(), source="UPDATE_BROKER_CONFIG")
+            unknown = update_config(props, *context.configs.all(), source="UPDATE_BROKER_CONFIG")
         except ConfigBlackListError as exc:
             log.warning("updateBrokerConfig from %s refused: %s", connection.remote_addr, exc)
             return create_response(ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK)
@@ -441,15 +454,15 @@ class AdminProcessor:
             if key in self._extra_properties:
                 self._extra_properties[key] = props[key]
         self.config_version = self.config_version.next_version()
-        path = controller.config_path
+        path = context.config_path
         try:
             persist_config_text(path, javaprops.dumps(self.config_properties()))
         except OSError as exc:
             log.error("updateBrokerConfig: cannot persist the config to %s: %s", path, exc)
             return _error(f"config updated in memory but not persisted to {path}: {exc.strerror}")
         if _BROKER_PERMISSION in props:
-            controller.topic_config_manager.next_data_version()
-            controller.register_broker_all(force=True)
+            context.topic_config_manager.next_data_version()
+            context.register_broker()
         return _success()
 
     # -- runtime info --------------------------------------------------------------------
@@ -461,16 +474,16 @@ class AdminProcessor:
 
     def runtime_info(self) -> dict[str, str]:
         """GET_BROKER_RUNTIME_INFO's table (Apache's keys, all values as text)."""
-        controller = self.controller
-        config = controller.broker_config
-        store = controller.store
+        context = self.context
+        config = context.broker_config
+        store = context.store
         layout = store.layout
-        info = controller.stats.runtime_info()
+        info = context.stats.runtime_info()
         commitlog_ratio = repr(disk_used_ratio(str(layout.commitlog)))
         info[f"commitLogDiskRatio_{layout.commitlog}"] = commitlog_ratio
         info["commitLogDiskRatio"] = commitlog_ratio
         info["consumeQueueDiskRatio"] = repr(disk_used_ratio(str(layout.consume_queue_root)))
-        for level, offset in controller.schedule_service.offset_table().items():
+        for level, offset in context.schedule_service.offset_table().items():
             schedule_max = store.get_max_offset_in_queue(
                 RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level)
             )
@@ -515,11 +528,11 @@ class AdminProcessor:
         that much is not written in the first file (a young broker's `clusterList` shows the
         hours since 1970 in its ``#Hour`` column).
         """
-        store = self.controller.store
+        store = self.context.store
         min_offset = store.min_physical_offset()
         if min_offset < 0:
             return -1
-        size = 2 * self.controller.store_config.max_message_size
+        size = 2 * self.context.store_config.max_message_size
         if store.commitlog.get_message(min_offset, size) is None:
             return -1
         record = store.select_one_message_by_offset(min_offset)

@@ -65,7 +65,7 @@ from rmq.server.broker.pullprocessor import unsupported_filter_response
 from rmq.server.broker.rebalancelock import RebalanceLockManager
 
 if TYPE_CHECKING:
-    from rmq.server.broker.controller import BrokerController
+    from rmq.server.broker.context import BrokerContext
 
 log = logging.getLogger("rmq.broker")
 
@@ -77,8 +77,8 @@ def _body(request: RemotingCommand) -> bytes | bytearray | memoryview:
 class ClientProcessor:
     """Serves the client management requests of one broker."""
 
-    def __init__(self, broker: BrokerController) -> None:
-        self._broker = broker
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
         self.rebalance_lock_manager = RebalanceLockManager()
         self._notifications: set[asyncio.Task[None]] = set()
 
@@ -118,28 +118,28 @@ class ClientProcessor:
     def channel_closed(self, connection: Connection) -> None:
         """A client connection closed: it leaves every group, and the consumer groups it was
         in are told."""
-        for change in self._broker.client_manager.channel_closed(connection):
+        for change in self.context.client_manager.channel_closed(connection):
             self.notify_consumer_ids_changed(change.group, change.notify)
 
     # -- HEART_BEAT, UNREGISTER_CLIENT ------------------------------------------------------
 
     async def heart_beat(self, connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        broker = self._broker
+        context = self.context
         heartbeat = HeartbeatData.decode(_body(request))
         info = ClientChannelInfo(connection, heartbeat.client_id, request.language, request.version)
         for consumer in heartbeat.consumer_data_set:
             group = consumer.group_name
-            group_config = broker.subscription_group_manager.find(group, auto_create=True)
+            group_config = context.subscription_group_manager.find(group, auto_create=True)
             is_notify = True
             if group_config is not None:
                 is_notify = group_config.notify_consumer_ids_changed_enable
-                broker.topic_config_manager.create_retry_topic_if_absent(
+                context.topic_config_manager.create_retry_topic_if_absent(
                     retry_topic(group),
                     group_config.retry_queue_nums,
                     PERM_READ | PERM_WRITE,
                     build_topic_sys_flag(unit=False, unit_sub=consumer.unit_mode),
                 )
-            change = broker.client_manager.register_consumer(
+            change = context.client_manager.register_consumer(
                 group,
                 info,
                 consumer.consume_type,
@@ -152,23 +152,23 @@ class ClientProcessor:
                 log.info("consumer group %s changed by a heartbeat from %s", group, connection)
             self.notify_consumer_ids_changed(group, change.notify)
         for producer in heartbeat.producer_data_set:
-            broker.client_manager.register_producer(producer.group_name, info)
+            context.client_manager.register_producer(producer.group_name, info)
         return create_response(ResponseCode.SUCCESS)
 
     async def unregister_client(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        broker = self._broker
+        context = self.context
         header = request.read_header(UnregisterClientRequestHeader)
         if header.producer_group is not None:
-            broker.client_manager.unregister_producer(
+            context.client_manager.unregister_producer(
                 header.producer_group, connection, header.client_id
             )
         group = header.consumer_group
         if group is not None:
-            group_config = broker.subscription_group_manager.find(group, auto_create=True)
+            group_config = context.subscription_group_manager.find(group, auto_create=True)
             is_notify = group_config is None or group_config.notify_consumer_ids_changed_enable
-            change = broker.client_manager.unregister_consumer(group, connection, is_notify)
+            change = context.client_manager.unregister_consumer(group, connection, is_notify)
             if change is not None:
                 self.notify_consumer_ids_changed(group, change.notify)
         return create_response(ResponseCode.SUCCESS, header=UnregisterClientResponseHeader())
@@ -179,7 +179,7 @@ class ClientProcessor:
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         group = request.read_header(GetConsumerListByGroupRequestHeader).consumer_group
-        client_ids = self._broker.client_manager.consumer_ids(group)
+        client_ids = self.context.client_manager.consumer_ids(group)
         if not client_ids:
             log.warning("no consumer of group %s for %s", group, connection)
             return create_response(

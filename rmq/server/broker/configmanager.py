@@ -36,6 +36,7 @@ from rmq.store.configfile import load_config_file, persist_config
 log = logging.getLogger("rmq.broker")
 
 B = TypeVar("B", bound=Body)
+V = TypeVar("V")
 
 
 class ConfigManager(ABC, Generic[B]):
@@ -90,3 +91,14 @@ class VersionedConfigManager(ConfigManager[B]):
         """Record a change: bump the data version and persist."""
         self._data_version = self._data_version.next_version()
         self.persist()
+
+    def _delete(self, table: dict[str, V], name: str, what: str) -> bool:
+        """Remove ``name`` from ``table`` as a change (logged as a ``what``); False when it
+        was not there."""
+        old = table.pop(name, None)
+        if old is None:
+            log.warning("delete %s failed, %s does not exist", what, name)
+            return False
+        log.info("delete %s OK: %s", what, old)
+        self.next_data_version()
+        return True

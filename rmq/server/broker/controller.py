@@ -1,19 +1,15 @@
 """The broker process: store, metadata managers, processors, remoting server and timers.
 
 :class:`BrokerController` wires one broker together the way Apache's ``BrokerController``
-does, and is the object every processor is built with (its attribute names are the contract
-between them):
+does, but its processors never see it: each is built with the broker's
+:class:`~rmq.server.broker.context.BrokerContext` (configs, store, metadata managers, clients,
+stats, parked pulls; made by :func:`~rmq.server.broker.context.build_broker_context`), and
+the one thing they ask of the controller, a registration with the name servers, reaches it
+through the context's ``register_broker`` callback.  The controller owns:
 
-* ``broker_config`` / ``store_config`` / ``netty_config`` (and ``configs``, all four, for the
-  settings requests), ``config_path`` (where UPDATE_BROKER_CONFIG writes the settings: the
-  ``-c`` file, else ``<storePathRootDir>/config/broker.properties``) and ``file_properties``
-  (the ``-c`` file as read);
-* ``store``, the :class:`~rmq.store.store.MessageStore` of ``storePathRootDir``, whose
-  records carry ``store_host`` (``brokerIP1:listenPort`` packed), and ``broker_addr``, the
-  same address as text;
-* ``topic_config_manager``, ``subscription_group_manager`` and ``consumer_offset_manager``,
-  persisted in the store's ``config/`` directory; ``client_manager``; ``stats``;
-  ``pull_hold``, the parked pull requests; ``registration``, the name server registration;
+* ``context``, that context, and ``broker_addr`` (``brokerIP1:listenPort``);
+* ``registration``, the name server registration (:class:`BrokerRegistration`), and
+  ``transaction_check_service``, which asks producers about unresolved half messages;
 * ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
   every processor (admin, send, pull, query, consumer offsets, client management); codes
   nobody serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED;
@@ -60,62 +56,34 @@ import contextlib
 import datetime
 import inspect
 import logging
-import math
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 from rmq.common.config import FAST_PORT_OFFSET, BrokerConfigs, BrokerRole
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.connection import Connection
 from rmq.remoting.server import RemotingServer
 from rmq.server.broker.adminprocessor import AdminProcessor
-from rmq.server.broker.clientmanager import ClientChannel, ClientManager
 from rmq.server.broker.clientprocessor import ClientProcessor
-from rmq.server.broker.consumeroffset import ConsumerOffsetManager
-from rmq.server.broker.longpolling import PullRequestHoldService
+from rmq.server.broker.context import build_broker_context
 from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
 from rmq.server.broker.pullprocessor import PullMessageProcessor
 from rmq.server.broker.queryprocessor import QueryMessageProcessor
 from rmq.server.broker.registration import BrokerRegistration
-from rmq.server.broker.schedule import ScheduleMessageService
+from rmq.server.broker.sendback import SendBackProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
-from rmq.server.broker.topicconfig import TopicConfigManager
-from rmq.server.broker.transaction import (
-    EndTransactionProcessor,
-    TransactionalMessageCheckService,
-)
+from rmq.server.broker.transaction import EndTransactionProcessor
+from rmq.server.broker.transactioncheck import TransactionalMessageCheckService
 from rmq.server.runtime import run_until_signal
 from rmq.store.cleanup import CleanupResult
-from rmq.store.layout import (
-    CONSUMER_OFFSET_JSON,
-    DELAY_OFFSET_JSON,
-    SUBSCRIPTION_GROUP_JSON,
-    TOPICS_JSON,
-)
-from rmq.store.store import MessageStore
 
 log = logging.getLogger("rmq.broker")
 
-BROKER_CONFIG_FILE = "broker.properties"
-"""The settings file UPDATE_BROKER_CONFIG writes when the broker was started without ``-c``."""
 STATS_SAMPLE_INTERVAL_S = 1.0
 HOLD_CHECK_INTERVAL_S = 5.0
 CLIENT_SCAN_INTERVAL_S = 10.0
 FIRST_CLEANUP_DELAY_S = 60.0
 MAIN_PORT_ONLY = frozenset({RequestCode.PULL_MESSAGE})
 """The request codes the fast port (``listenPort - 2``) does not serve."""
-
-
-def bloom_filter_bits(error_rate_percent: int, expected: int) -> int:
-    """Bits of the bloom filter Apache's ConsumerFilterManager builds for ``expected``
-    consumers at ``error_rate_percent`` % false positives (``n * log2(1/f) * log2(e)``, rounded
-    up to whole bytes); Apache's broker writes it into ``bitMapLengthConsumeQueueExt`` at start,
-    whatever the configuration said (defaults 20 %, 32 consumers: 112)."""
-    rate = error_rate_percent / 100
-    bits = math.ceil(expected * math.log2(1 / rate) * math.log2(math.e))
-    return 8 * math.ceil(bits / 8)
 
 
 def seconds_to_next_midnight(now: datetime.datetime) -> float:
@@ -135,49 +103,23 @@ class BrokerController:
         file_properties: Mapping[str, str] | None = None,
     ) -> None:
         self.configs = configs
-        self.broker_config = configs.broker
-        self.store_config = configs.store
-        self.netty_config = configs.server
-        self.file_properties = dict(file_properties or {})
-        self.config_path = Path(
-            config_file
-            if config_file is not None
-            else Path(self.store_config.store_path_root_dir) / "config" / BROKER_CONFIG_FILE
+        self.context = build_broker_context(
+            configs,
+            register_broker=self._register_broker,
+            config_file=config_file,
+            file_properties=file_properties,
         )
-        self.broker_addr = f"{self.broker_config.broker_ip1}:{self.netty_config.listen_port}"
-        self.store_config.bit_map_length_consume_queue_ext = bloom_filter_bits(
-            self.broker_config.max_error_rate_of_bloom_filter,
-            self.broker_config.expect_consumer_num_use_filter,
-        )
-        self.store = MessageStore(self.store_config, store_host=self.broker_addr)
-        self.store_host = self.store.store_host
-        layout = self.store.layout
-        self.topic_config_manager = TopicConfigManager(
-            self.broker_config,
-            layout.config_file(TOPICS_JSON),
-            on_register=lambda _: self.register_broker_all(force=True),
-        )
-        self.subscription_group_manager = SubscriptionGroupManager(
-            self.broker_config, layout.config_file(SUBSCRIPTION_GROUP_JSON)
-        )
-        self.consumer_offset_manager = ConsumerOffsetManager(
-            layout.config_file(CONSUMER_OFFSET_JSON)
-        )
-        self.client_manager = ClientManager(self.broker_config)
-        self.stats = BrokerStats()
-        self.pull_hold = PullRequestHoldService(self.store, self.broker_config)
-        self.schedule_service = ScheduleMessageService(
-            self.store, self.store_config, layout.config_file(DELAY_OFFSET_JSON)
-        )
-        self.transaction_check_service = TransactionalMessageCheckService(self)
+        context = self.context
+        self.broker_addr = context.broker_addr
+        self.transaction_check_service = TransactionalMessageCheckService(context)
         self.registration = BrokerRegistration(
-            self.broker_config,
-            self.store_config,
+            configs.broker,
+            configs.store,
             configs.client,
-            self.topic_config_manager,
+            context.topic_config_manager,
             self.broker_addr,
         )
-        netty = self.netty_config
+        netty = configs.server
         idle_timeout = float(netty.server_channel_max_idle_time_seconds)
         self.server = RemotingServer(
             netty.bind_address, netty.listen_port, idle_timeout=idle_timeout
@@ -188,16 +130,17 @@ class BrokerController:
             role=f"the broker's fast port (listenPort - {FAST_PORT_OFFSET})",
             idle_timeout=idle_timeout,
         )
-        self.admin_processor = AdminProcessor(self)
-        self.client_processor = ClientProcessor(self)
+        self.admin_processor = AdminProcessor(context)
+        self.client_processor = ClientProcessor(context)
         processors = (
             self.admin_processor,
-            SendMessageProcessor(self),
-            PullMessageProcessor(self),
-            QueryMessageProcessor(self),
-            ConsumerOffsetProcessor(self),
+            SendMessageProcessor(context),
+            SendBackProcessor(context),
+            PullMessageProcessor(context),
+            QueryMessageProcessor(context),
+            ConsumerOffsetProcessor(context),
             self.client_processor,
-            EndTransactionProcessor(self),
+            EndTransactionProcessor(context),
         )
         for processor in processors:
             for code, handler in processor.handlers().items():
@@ -210,15 +153,9 @@ class BrokerController:
         self._timers: list[asyncio.Task[None]] = []
         self._cleanup: asyncio.Future[CleanupResult] | None = None
 
-    # -- what processors call ------------------------------------------------------------
-
-    def register_broker_all(self, force: bool = False) -> None:
-        """Schedule a registration with every name server (bursts are coalesced)."""
-        self.registration.request(force)
-
-    def notify_consumer_ids_changed(self, group: str, channels: Iterable[ClientChannel]) -> None:
-        """Tell ``channels`` that the membership of consumer group ``group`` changed."""
-        self.client_processor.notify_consumer_ids_changed(group, channels)
+    def _register_broker(self) -> None:
+        """The context's ``register_broker``: a forced registration round (coalesced)."""
+        self.registration.request(force=True)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -230,39 +167,42 @@ class BrokerController:
         :class:`~rmq.remoting.errors.ListenError` when ``listenPort`` or the fast port cannot
         be bound; nothing is left running then.
         """
-        self.topic_config_manager.load()
-        self.subscription_group_manager.load()
-        self.consumer_offset_manager.load()
-        recovery = await asyncio.to_thread(self.store.start)
+        context = self.context
+        context.topic_config_manager.load()
+        context.subscription_group_manager.load()
+        context.consumer_offset_manager.load()
+        recovery = await asyncio.to_thread(context.store.start)
         if recovery.abnormal:
             log.warning("the previous run did not shut down cleanly; recovered the store")
-        self.store.arrival_listener = self.pull_hold.notify_message_arriving
-        master = self.store_config.broker_role is not BrokerRole.SLAVE
+        context.store.arrival_listener = context.pull_hold.notify_message_arriving
+        master = context.store_config.broker_role is not BrokerRole.SLAVE
         try:
             if master:
-                await self.schedule_service.start()
+                await context.schedule_service.start()
             await self.server.start()
             await self.fast_server.start()
         except BaseException:
             await self.server.close()
-            await self.schedule_service.stop()
-            await asyncio.to_thread(self.store.shutdown)
+            await context.schedule_service.stop()
+            await asyncio.to_thread(context.store.shutdown)
             raise
-        self.register_broker_all(force=True)
+        self.registration.request(force=True)
         await self.registration.wait_idle()
         self._start_timers()
         if master:
             await self.transaction_check_service.start()
+        broker_config = context.broker_config
         tip = (
-            f"The broker[{self.broker_config.broker_name}, {self.broker_addr}] boot success. "
+            f"The broker[{broker_config.broker_name}, {self.broker_addr}] boot success. "
             "serializeType=JSON"
         )
-        if self.broker_config.namesrv_addr:
-            tip += f" and name server is {self.broker_config.namesrv_addr}"
+        if broker_config.namesrv_addr:
+            tip += f" and name server is {broker_config.namesrv_addr}"
         log.info(tip)
 
     async def stop(self) -> None:
         """Stop the timers, close the server, unregister, persist and shut the store down."""
+        context = self.context
         for timer in self._timers:
             timer.cancel()
         await asyncio.gather(*self._timers, return_exceptions=True)
@@ -271,39 +211,40 @@ class BrokerController:
         await self.fast_server.close()
         await self.registration.unregister()
         await self.transaction_check_service.stop()
-        await self.schedule_service.stop()
+        await context.schedule_service.stop()
         if self._cleanup is not None:
             with contextlib.suppress(Exception):
                 await self._cleanup
-        self.consumer_offset_manager.persist()
-        self.topic_config_manager.persist()
-        self.subscription_group_manager.persist()
-        await asyncio.to_thread(self.store.shutdown)
-        log.info("the broker[%s, %s] stopped", self.broker_config.broker_name, self.broker_addr)
+        context.consumer_offset_manager.persist()
+        context.topic_config_manager.persist()
+        context.subscription_group_manager.persist()
+        await asyncio.to_thread(context.store.shutdown)
+        log.info("the broker[%s, %s] stopped", context.broker_config.broker_name, self.broker_addr)
 
     # -- timers --------------------------------------------------------------------------
 
     def _start_timers(self) -> None:
-        broker_config = self.broker_config
+        context = self.context
+        broker_config = context.broker_config
         loop = asyncio.get_running_loop()
         timers = [
-            self._every("stats sampling", STATS_SAMPLE_INTERVAL_S, self.stats.sample),
+            self._every("stats sampling", STATS_SAMPLE_INTERVAL_S, context.stats.sample),
             self._every(
                 "consumer offset persist",
                 broker_config.flush_consumer_offset_interval / 1000,
-                self.consumer_offset_manager.persist,
+                context.consumer_offset_manager.persist,
             ),
             self._every(
-                "pull hold check", HOLD_CHECK_INTERVAL_S, self.pull_hold.check_hold_requests
+                "pull hold check", HOLD_CHECK_INTERVAL_S, context.pull_hold.check_hold_requests
             ),
             self._every(
                 "client channel scan",
                 CLIENT_SCAN_INTERVAL_S,
-                self.client_manager.scan_not_active_channels,
+                context.client_manager.scan_not_active_channels,
             ),
             self._every(
                 "store cleanup",
-                self.store_config.clean_resource_interval / 1000,
+                context.store_config.clean_resource_interval / 1000,
                 self._clean_store,
                 first_delay=FIRST_CLEANUP_DELAY_S,
             ),
@@ -331,18 +272,19 @@ class BrokerController:
             await asyncio.sleep(interval_s)
 
     async def _clean_store(self) -> None:
-        self._cleanup = asyncio.get_running_loop().run_in_executor(None, self.store.run_cleanup)
+        loop = asyncio.get_running_loop()
+        self._cleanup = loop.run_in_executor(None, self.context.store.run_cleanup)
         await asyncio.shield(self._cleanup)
 
     async def _roll_day(self) -> None:
         while True:
             await asyncio.sleep(seconds_to_next_midnight(datetime.datetime.now()))
-            self.stats.record_day()
+            self.context.stats.record_day()
 
     # -- connections ---------------------------------------------------------------------
 
     def _connection_closed(self, connection: Connection) -> None:
-        self.pull_hold.channel_closed(connection)
+        self.context.pull_hold.channel_closed(connection)
         self.client_processor.channel_closed(connection)
 
 

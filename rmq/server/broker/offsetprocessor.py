@@ -31,7 +31,7 @@ from rmq.server.broker.consumeroffset import QUERY_NOT_FOUND_REMARK, offset_for_
 from rmq.store.store import MessageStore
 
 if TYPE_CHECKING:
-    from rmq.server.broker.controller import BrokerController
+    from rmq.server.broker.context import BrokerContext
 
 
 def physical_memory() -> int:
@@ -59,8 +59,8 @@ def offset_in_disk(
 class ConsumerOffsetProcessor:
     """Serves the consumer offset queries and commits of one broker."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
         self._memory = physical_memory()
 
     def handlers(self) -> dict[int, Handler]:
@@ -74,10 +74,8 @@ class ConsumerOffsetProcessor:
     ) -> RemotingCommand:
         header = request.read_header(QueryConsumerOffsetRequestHeader)
         topic, queue_id = header.topic, header.queue_id
-        store = self.controller.store
-        stored = self.controller.consumer_offset_manager.query(
-            header.consumer_group, topic, queue_id
-        )
+        store = self.context.store
+        stored = self.context.consumer_offset_manager.query(header.consumer_group, topic, queue_id)
         offset = (
             stored
             if stored >= 0
@@ -98,7 +96,7 @@ class ConsumerOffsetProcessor:
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         header = request.read_header(UpdateConsumerOffsetRequestHeader)
-        self.controller.consumer_offset_manager.commit(
+        self.context.consumer_offset_manager.commit(
             connection.remote_addr,
             header.consumer_group,
             header.topic,

@@ -62,7 +62,7 @@ from rmq.remoting.headers import PullMessageRequestHeader, PullMessageResponseHe
 from rmq.store.store import GetMessageResult, GetMessageStatus, TagsFilter
 
 if TYPE_CHECKING:
-    from rmq.server.broker.controller import BrokerController
+    from rmq.server.broker.context import BrokerContext
 
 log = logging.getLogger("rmq.broker")
 
@@ -123,8 +123,8 @@ class _Park:
 class PullMessageProcessor:
     """Serves PULL_MESSAGE for one broker."""
 
-    def __init__(self, broker: BrokerController) -> None:
-        self._broker = broker
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
 
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.PULL_MESSAGE: self.pull_message}
@@ -136,7 +136,7 @@ class PullMessageProcessor:
         outcome = self._pull(connection, header, allow_suspend=True)
         if isinstance(outcome, RemotingCommand):
             return outcome
-        run_again = await self._broker.pull_hold.hold(
+        run_again = await self.context.pull_hold.hold(
             connection,
             header.topic,
             header.queue_id,
@@ -154,8 +154,8 @@ class PullMessageProcessor:
         self, connection: Connection, header: PullMessageRequestHeader, *, allow_suspend: bool
     ) -> RemotingCommand | _Park:
         """One run of a pull: the response, or what to park when it may wait."""
-        broker = self._broker
-        broker_config = broker.broker_config
+        context = self.context
+        broker_config = context.broker_config
         group = header.consumer_group
         topic = header.topic
         if not is_readable(broker_config.broker_permission):
@@ -163,7 +163,7 @@ class PullMessageProcessor:
                 ResponseCode.NO_PERMISSION,
                 f"the broker[{broker_config.broker_ip1}] pulling message is forbidden",
             )
-        group_config = broker.subscription_group_manager.find(group, auto_create=True)
+        group_config = context.subscription_group_manager.find(group, auto_create=True)
         if group_config is None:
             return create_response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -174,7 +174,7 @@ class PullMessageProcessor:
             return create_response(
                 ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
             )
-        topic_config = broker.topic_config_manager.select(topic)
+        topic_config = context.topic_config_manager.select(topic)
         if topic_config is None:
             log.error("pull of topic %s, which does not exist, by %s", topic, connection)
             return create_response(
@@ -201,10 +201,10 @@ class PullMessageProcessor:
             return unsupported
         tags_filter = _tags_filter(subscription)
         started = time.monotonic_ns()
-        result = broker.store.get_messages(
+        result = context.store.get_messages(
             topic, header.queue_id, header.queue_offset, header.max_msg_nums, tags_filter
         )
-        broker.stats.on_get(
+        context.stats.on_get(
             group, topic, result.message_count, (time.monotonic_ns() - started) // 1_000_000
         )
         outcome = self._respond(
@@ -213,9 +213,9 @@ class PullMessageProcessor:
         if (
             allow_suspend
             and header.sys_flag & PULL_COMMIT_OFFSET
-            and broker.store_config.broker_role is not BrokerRole.SLAVE
+            and context.store_config.broker_role is not BrokerRole.SLAVE
         ):
-            broker.consumer_offset_manager.commit(
+            context.consumer_offset_manager.commit(
                 connection.remote_addr, group, topic, header.queue_id, header.commit_offset
             )
         return outcome
@@ -238,7 +238,7 @@ class PullMessageProcessor:
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                     "parse the consumer's subscription failed",
                 )
-        group_info = self._broker.client_manager.consumer_group_info(group)
+        group_info = self.context.client_manager.consumer_group_info(group)
         if group_info is None:
             log.warning("pull of group %s, which has no consumer online", group)
             return create_response(
@@ -276,8 +276,8 @@ class PullMessageProcessor:
         allow_suspend: bool,
         tags_filter: TagsFilter | None,
     ) -> RemotingCommand | _Park:
-        broker = self._broker
-        broker_config = broker.broker_config
+        context = self.context
+        broker_config = context.broker_config
         code = _response_code(result.status, header.queue_offset)
         suggest_broker_id = 0
         if broker_config.slave_read_enable:
@@ -294,7 +294,7 @@ class PullMessageProcessor:
             )
             return _Park(tags_filter, timeout_ms)
         if code is ResponseCode.PULL_OFFSET_MOVED:
-            store_config = broker.store_config
+            store_config = context.store_config
             if (
                 store_config.broker_role is not BrokerRole.SLAVE
                 or store_config.offset_check_in_slave

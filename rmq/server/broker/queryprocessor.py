@@ -35,7 +35,7 @@ from rmq.remoting.headers import (
 )
 
 if TYPE_CHECKING:
-    from rmq.server.broker.controller import BrokerController
+    from rmq.server.broker.context import BrokerContext
 
 
 def record_has_key(record: memoryview, topic: str, key: str) -> bool:
@@ -50,8 +50,8 @@ def record_has_key(record: memoryview, topic: str, key: str) -> bool:
 class QueryMessageProcessor:
     """Serves QUERY_MESSAGE and VIEW_MESSAGE_BY_ID from the store of one broker."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -67,8 +67,8 @@ class QueryMessageProcessor:
         if request.ext_fields is not None and request.ext_fields.get(UNIQUE_MSG_QUERY_FLAG) == (
             "true"
         ):
-            max_num = self.controller.store_config.default_query_max_num
-        result = self.controller.store.query_message(
+            max_num = self.context.store_config.default_query_max_num
+        result = self.context.store.query_message(
             header.topic, header.key, max_num, header.begin_timestamp, header.end_timestamp
         )
         records = tuple(
@@ -92,7 +92,7 @@ class QueryMessageProcessor:
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         header = request.read_header(ViewMessageRequestHeader)
-        record = self.controller.store.select_one_message_by_offset(header.offset)
+        record = self.context.store.select_one_message_by_offset(header.offset)
         if record is None:
             return create_response(
                 ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {header.offset}"

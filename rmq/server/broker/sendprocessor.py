@@ -1,5 +1,5 @@
-"""The broker's send path: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)
-and CONSUMER_SEND_MSG_BACK (36).
+"""The broker's send path: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE
+(320); CONSUMER_SEND_MSG_BACK (36) is ``sendback.py``, which shares the checks below.
 
 A send request is checked, turned into one :class:`~rmq.store.commitlog.InnerMessage` and put
 on the store on the event-loop thread (a put is a short memory copy under the commitlog
@@ -36,7 +36,8 @@ MESSAGE_ILLEGAL (Apache fails with a NumberFormatException, i.e. SYSTEM_ERROR, w
 producers retry in vain).
 
 Half messages are stored exactly where Apache stores them; END_TRANSACTION and the
-transaction check service (``transaction.py``) commit or roll them back, and the schedule
+transaction check service (``transaction.py``, ``transactioncheck.py``) commit or roll them
+back, and the schedule
 service (``schedule.py``) delivers parked delayed messages when they are due.
 
 When the store flushes synchronously (SYNC_FLUSH) and the producer waits (``WAIT`` absent or
@@ -47,13 +48,6 @@ awaitable).  Every put, stored or not, is counted in the broker's stats.  Every 
 error or not, carries the extFields ``MSG_REGION`` and ``TRACE_ON`` (Java clients read them
 without a null check); a successful one also ``msgId`` (the offset message id, comma-joined
 for a batch), ``queueId`` (the queue resolved from the request) and ``queueOffset``.
-
-CONSUMER_SEND_MSG_BACK re-sends a message a consumer failed to process: the record is read
-back by its commitlog offset and stored again in ``%RETRY%<group>`` with delay level
-``3 + reconsumeTimes`` (or the level the consumer asked for), ``RETRY_TOPIC``,
-``ORIGIN_MESSAGE_ID`` and ``WAIT=false`` in its properties and its reconsume times plus one;
-once the reconsume times reach the maximum (or the consumer asks with a negative level) it
-goes to ``%DLQ%<group>`` instead (spec §2.4).
 """
 
 from __future__ import annotations
@@ -63,7 +57,7 @@ import functools
 import logging
 import random
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from rmq.common.faq import APPLY_TOPIC_URL, SUBSCRIPTION_GROUP_NOT_EXIST, suggest_todo
 from rmq.common.javahash import tags_code
@@ -72,24 +66,21 @@ from rmq.common.msgconst import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_MSG_REGION,
-    PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
-    PROPERTY_RETRY_TOPIC,
     PROPERTY_TAGS,
     PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
 )
-from rmq.common.msgid import pack_host, parse_host
+from rmq.common.msgid import pack_host
 from rmq.common.naming import (
     RETRY_GROUP_TOPIC_PREFIX,
     RMQ_SYS_TRANS_HALF_TOPIC,
     dlq_topic,
     is_retry_topic,
     is_send_forbidden,
-    retry_topic,
     send_forbidden_error,
     topic_error,
 )
@@ -109,16 +100,15 @@ from rmq.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import (
-    ConsumerSendMsgBackRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
 )
+from rmq.server.broker.context import BrokerContext
+from rmq.server.broker.stats import BrokerStats
+from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
 from rmq.store.cleanup import disk_used_ratio
 from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
-
-if TYPE_CHECKING:
-    from rmq.server.broker.controller import BrokerController
 
 log = logging.getLogger("rmq.broker")
 
@@ -126,9 +116,8 @@ DLQ_NUMS_PER_GROUP = 1
 """Queues of a ``%DLQ%<group>`` topic."""
 
 _RANDOM_BOUND = 99_999_999
-_PERM_RW = PERM_READ | PERM_WRITE
-_FIRST_RETRY_DELAY_LEVEL = 3
-"""A send-back without a delay level waits ``3 + reconsumeTimes`` levels (10 s, 30 s, ...)."""
+PERM_RW = PERM_READ | PERM_WRITE
+"""The perm of the topics the broker creates for itself (retry, dead-letter, half)."""
 
 
 class SendRefused(Exception):
@@ -201,6 +190,22 @@ def java_time_text(millis: int) -> str:
     )
 
 
+def subscription_group(groups: SubscriptionGroupManager, group: str) -> SubscriptionGroupConfig:
+    """The settings of ``group`` (auto-created when allowed); SendRefused when unknown."""
+    config = groups.find(group, auto_create=True)
+    if config is None:
+        raise SendRefused(
+            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            f"subscription group not exist, {group} " + suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST),
+        )
+    return config
+
+
+def count_put(stats: BrokerStats, result: PutMessageResult, started: float) -> None:
+    """Count a put, stored or not, that began at ``started`` (``time.monotonic()``)."""
+    stats.on_put(result, int((time.monotonic() - started) * 1000))
+
+
 async def await_flush(store: MessageStore, result: PutMessageResult) -> PutMessageStatus:
     """PUT_OK once ``result``'s records are flushed, FLUSH_DISK_TIMEOUT if that took longer
     than ``syncFlushTimeout``: the store's flush-thread callback as an awaitable."""
@@ -222,18 +227,32 @@ def _settle(future: asyncio.Future[PutMessageStatus], status: PutMessageStatus) 
         future.set_result(status)
 
 
-class SendMessageProcessor:
-    """Serves the send requests and CONSUMER_SEND_MSG_BACK of one broker."""
+@dataclass(slots=True)
+class _Send:
+    """A checked send request as the put paths take it."""
 
-    def __init__(self, controller: BrokerController) -> None:
-        self.controller = controller
+    connection: Connection
+    version: int
+    header: SendMessageRequestHeader
+    body: bytes | memoryview
+    topic_config: TopicConfig
+    queue_id: int
+    """Resolved: a negative queue id of the request has become a random one."""
+    properties: dict[str, str]
+    delay_level: int
+
+
+class SendMessageProcessor:
+    """Serves the send requests of one broker."""
+
+    def __init__(self, context: BrokerContext) -> None:
+        self.context = context
 
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.SEND_MESSAGE: self.send_message,
             RequestCode.SEND_MESSAGE_V2: self.send_message,
             RequestCode.SEND_BATCH_MESSAGE: self.send_message,
-            RequestCode.CONSUMER_SEND_MSG_BACK: self.consumer_send_msg_back,
         }
 
     # -- send ----------------------------------------------------------------------------
@@ -250,37 +269,32 @@ class SendMessageProcessor:
             if queue_id < 0:
                 queue_id = random_queue_id(topic_config.write_queue_nums)
             properties = decode_properties(header.properties or "")
-            properties[PROPERTY_CLUSTER] = self.controller.broker_config.broker_cluster_name
+            properties[PROPERTY_CLUSTER] = self.context.broker_config.broker_cluster_name
             wait = wait_store_msg_ok(properties)
-            delay_level = delay_level_of(properties)
-            if header.batch:
-                result = self._put_batch(
-                    connection, header, body, topic_config, queue_id, properties, delay_level
-                )
-            else:
-                result = self._put_single(
-                    connection,
-                    request.version,
-                    header,
-                    body,
-                    topic_config,
-                    queue_id,
-                    properties,
-                    delay_level,
-                )
+            send = _Send(
+                connection,
+                request.version,
+                header,
+                body,
+                topic_config,
+                queue_id,
+                properties,
+                delay_level_of(properties),
+            )
+            result = self._put_batch(send) if header.batch else self._put_single(send)
         except SendRefused as refused:
             return self._send_response(refused.code, refused.remark)
         status = result.status
-        store = self.controller.store
+        store = self.context.store
         if status is PutMessageStatus.PUT_OK and wait and store.sync_flush:
             status = await await_flush(store, result)
-        self._count_put(result, started)
+        count_put(self.context.stats, result, started)
         return self._answer_put(status, result, queue_id)
 
     def _check(self, connection: Connection, header: SendMessageRequestHeader) -> TopicConfig:
         """Apache's pre-send checks; the topic's config (created if allowed) or SendRefused."""
-        broker_config = self.controller.broker_config
-        manager = self.controller.topic_config_manager
+        broker_config = self.context.broker_config
+        manager = self.context.topic_config_manager
         topic = header.topic
         start = broker_config.start_accept_send_request_time_stamp
         if start > 0 and now_millis() < start:
@@ -312,7 +326,7 @@ class SendMessageProcessor:
         self, connection: Connection, header: SendMessageRequestHeader
     ) -> TopicConfig:
         """Auto-create an unknown topic from its template, or a ``%RETRY%`` topic as is."""
-        manager = self.controller.topic_config_manager
+        manager = self.context.topic_config_manager
         topic = header.topic
         retry = is_retry_topic(topic)
         topic_sys_flag = build_topic_sys_flag(
@@ -327,7 +341,7 @@ class SendMessageProcessor:
             topic_sys_flag,
         )
         if config is None and retry:
-            config = manager.create_retry_topic_if_absent(topic, 1, _PERM_RW, topic_sys_flag)
+            config = manager.create_retry_topic_if_absent(topic, 1, PERM_RW, topic_sys_flag)
         if config is None:
             raise SendRefused(
                 ResponseCode.TOPIC_NOT_EXIST,
@@ -335,21 +349,12 @@ class SendMessageProcessor:
             )
         return config
 
-    def _put_single(
-        self,
-        connection: Connection,
-        version: int,
-        header: SendMessageRequestHeader,
-        body: bytes | memoryview,
-        topic_config: TopicConfig,
-        queue_id: int,
-        properties: dict[str, str],
-        delay_level: int,
-    ) -> PutMessageResult:
-        topic = header.topic
+    def _put_single(self, send: _Send) -> PutMessageResult:
+        header, properties, delay_level = send.header, send.properties, send.delay_level
+        topic, queue_id, topic_config = header.topic, send.queue_id, send.topic_config
         reconsume_times = header.reconsume_times or 0
         if is_retry_topic(topic):
-            dlq_config = self._dead_letter_topic(topic, version, header, reconsume_times)
+            dlq_config = self._dead_letter_topic(topic, send.version, header, reconsume_times)
             if dlq_config is not None:
                 topic, queue_id, topic_config = dlq_config.topic_name, 0, dlq_config
         sys_flag = self._sys_flag(header.sys_flag, topic_config)
@@ -368,7 +373,7 @@ class SendMessageProcessor:
         message = InnerMessage(
             topic,
             queue_id,
-            body,
+            send.body,
             properties_bytes,
             tags_code(properties.get(PROPERTY_TAGS)),
             properties.get(PROPERTY_KEYS),
@@ -376,36 +381,28 @@ class SendMessageProcessor:
             header.flag,
             sys_flag,
             header.born_timestamp,
-            _born_host(connection.remote_address),
+            _born_host(send.connection.remote_address),
             reconsume_times,
             0,
             delay_level,
         )
-        return self.controller.store.put_message(message)
+        return self.context.store.put_message(message)
 
-    def _put_batch(
-        self,
-        connection: Connection,
-        header: SendMessageRequestHeader,
-        body: bytes | memoryview,
-        topic_config: TopicConfig,
-        queue_id: int,
-        properties: dict[str, str],
-        delay_level: int,
-    ) -> PutMessageResult:
+    def _put_batch(self, send: _Send) -> PutMessageResult:
+        header = send.header
         batch = InnerMessage(
             header.topic,
-            queue_id,
-            body,
-            encode_properties_bytes(properties),
+            send.queue_id,
+            send.body,
+            encode_properties_bytes(send.properties),
             flag=header.flag,
-            sys_flag=self._sys_flag(header.sys_flag, topic_config),
+            sys_flag=self._sys_flag(header.sys_flag, send.topic_config),
             born_timestamp=header.born_timestamp,
-            born_host=_born_host(connection.remote_address),
+            born_host=_born_host(send.connection.remote_address),
             reconsume_times=header.reconsume_times or 0,
-            delay_level=delay_level,
+            delay_level=send.delay_level,
         )
-        return self.controller.store.put_messages(batch)
+        return self.context.store.put_messages(batch)
 
     @staticmethod
     def _sys_flag(sys_flag: int, topic_config: TopicConfig) -> int:
@@ -422,29 +419,19 @@ class SendMessageProcessor:
     ) -> TopicConfig | None:
         """The DLQ config when a ``%RETRY%<group>`` message has used up its retries."""
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        group_config = self._subscription_group(group)
+        group_config = subscription_group(self.context.subscription_group_manager, group)
         if reconsume_times < max_reconsume_times(version, header.max_reconsume_times, group_config):
             return None
-        return self.controller.topic_config_manager.create_retry_topic_if_absent(
-            dlq_topic(group), DLQ_NUMS_PER_GROUP, _PERM_RW
+        return self.context.topic_config_manager.create_retry_topic_if_absent(
+            dlq_topic(group), DLQ_NUMS_PER_GROUP, PERM_RW
         )
-
-    def _subscription_group(self, group: str) -> SubscriptionGroupConfig:
-        config = self.controller.subscription_group_manager.find(group, auto_create=True)
-        if config is None:
-            raise SendRefused(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group not exist, {group} "
-                + suggest_todo(SUBSCRIPTION_GROUP_NOT_EXIST),
-            )
-        return config
 
     def _half_message(
         self, topic: str, queue_id: int, sys_flag: int, properties: dict[str, str]
     ) -> tuple[str, int, int]:
         """Topic, queue and sysFlag of a transactional half message (``properties`` gains
         ``REAL_TOPIC`` and ``REAL_QID``)."""
-        broker_config = self.controller.broker_config
+        broker_config = self.context.broker_config
         if broker_config.reject_transaction_message:
             raise SendRefused(
                 ResponseCode.NO_PERMISSION,
@@ -452,8 +439,8 @@ class SendMessageProcessor:
             )
         properties[PROPERTY_REAL_TOPIC] = topic
         properties[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
-        self.controller.topic_config_manager.create_retry_topic_if_absent(
-            RMQ_SYS_TRANS_HALF_TOPIC, 1, _PERM_RW
+        self.context.topic_config_manager.create_retry_topic_if_absent(
+            RMQ_SYS_TRANS_HALF_TOPIC, 1, PERM_RW
         )
         return (
             RMQ_SYS_TRANS_HALF_TOPIC,
@@ -470,7 +457,7 @@ class SendMessageProcessor:
         header: SendMessageResponseHeader | None = None,
     ) -> RemotingCommand:
         """A send answer: the response header (if any), then MSG_REGION and TRACE_ON."""
-        broker_config = self.controller.broker_config
+        broker_config = self.context.broker_config
         response = create_response(code, remark, header)
         response.add_ext_field(PROPERTY_MSG_REGION, broker_config.region_id)
         response.add_ext_field(PROPERTY_TRACE_SWITCH, "true" if broker_config.trace_on else "false")
@@ -488,9 +475,6 @@ class SendMessageProcessor:
         code, remark = self._failure(status)
         return self._send_response(code, remark)
 
-    def _count_put(self, result: PutMessageResult, started: float) -> None:
-        self.controller.stats.on_put(result, int((time.monotonic() - started) * 1000))
-
     def _failure(self, status: PutMessageStatus) -> tuple[int, str]:
         """Code and remark of a put that stored nothing (spec §1.8)."""
         if status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
@@ -499,7 +483,7 @@ class SendMessageProcessor:
             return (
                 ResponseCode.MESSAGE_ILLEGAL,
                 "the message is illegal, maybe msg body or properties length not matched. "
-                f"msg body length limit {self.controller.store_config.max_message_size}B, "
+                f"msg body length limit {self.context.store_config.max_message_size}B, "
                 "msg properties length limit 32KB.",
             )
         if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
@@ -520,87 +504,12 @@ class SendMessageProcessor:
 
     def _disk_usage(self) -> str:
         """``CL: x CQ: y INDEX: z``: used fraction of the disks holding the store's parts."""
-        layout = self.controller.store.layout
+        layout = self.context.store.layout
         ratios = (
             disk_used_ratio(str(path))
             for path in (layout.commitlog, layout.consume_queue_root, layout.index)
         )
         return "CL: {:5.2f} CQ: {:5.2f} INDEX: {:5.2f}".format(*ratios)
-
-    # -- send back -----------------------------------------------------------------------
-
-    async def consumer_send_msg_back(
-        self, connection: Connection, request: RemotingCommand
-    ) -> RemotingCommand:
-        header = request.read_header(ConsumerSendMsgBackRequestHeader)
-        controller = self.controller
-        broker_config = controller.broker_config
-        manager = controller.topic_config_manager
-        try:
-            group_config = self._subscription_group(header.group)
-        except SendRefused as refused:
-            return create_response(refused.code, refused.remark)
-        if not is_writeable(broker_config.broker_permission):
-            return create_response(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{broker_config.broker_ip1}] sending message is forbidden",
-            )
-        if group_config.retry_queue_nums <= 0:
-            return create_response(ResponseCode.SUCCESS)
-        topic = retry_topic(header.group)
-        queue_id = random_queue_id(group_config.retry_queue_nums)
-        config = manager.create_retry_topic_if_absent(
-            topic,
-            group_config.retry_queue_nums,
-            _PERM_RW,
-            build_topic_sys_flag(unit=False, unit_sub=header.unit_mode),
-        )
-        if not is_writeable(config.perm):
-            return create_response(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
-            )
-        record = controller.store.look_message_by_offset(header.offset)
-        if record is None:
-            return create_response(
-                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
-            )
-        properties = record.properties
-        properties.setdefault(PROPERTY_RETRY_TOPIC, record.topic)
-        properties[PROPERTY_WAIT_STORE_MSG_OK] = "false"
-        delay_level = header.delay_level
-        limit = max_reconsume_times(request.version, header.max_reconsume_times, group_config)
-        if record.reconsume_times >= limit or delay_level < 0:
-            topic = dlq_topic(header.group)
-            queue_id = 0
-            manager.create_retry_topic_if_absent(topic, DLQ_NUMS_PER_GROUP, _PERM_RW)
-            delay_level = 0
-        elif delay_level == 0:
-            delay_level = _FIRST_RETRY_DELAY_LEVEL + record.reconsume_times
-        properties[PROPERTY_DELAY_TIME_LEVEL] = str(delay_level)
-        if not properties.get(PROPERTY_ORIGIN_MESSAGE_ID, "").strip():
-            properties[PROPERTY_ORIGIN_MESSAGE_ID] = record.offset_msg_id
-        message = InnerMessage(
-            topic,
-            queue_id,
-            record.body or b"",
-            encode_properties_bytes(properties),
-            tags_code(record.tags),
-            properties.get(PROPERTY_KEYS),
-            record.uniq_key,
-            record.flag,
-            record.sys_flag,
-            record.born_timestamp,
-            parse_host(record.born_host),
-            record.reconsume_times + 1,
-            0,
-            delay_level,
-        )
-        started = time.monotonic()
-        result = controller.store.put_message(message)
-        self._count_put(result, started)
-        if not result.ok:
-            return create_response(ResponseCode.SYSTEM_ERROR, result.status.name)
-        return create_response(ResponseCode.SUCCESS)
 
 
 _STORED_ANSWERS: dict[PutMessageStatus, int] = {

@@ -118,10 +118,4 @@ class SubscriptionGroupManager(VersionedConfigManager[SubscriptionGroupWrapper])
 
     def delete(self, group: str) -> bool:
         """Remove a group's settings (DELETE_SUBSCRIPTIONGROUP); False when it did not exist."""
-        old = self._table.pop(group, None)
-        if old is None:
-            log.warning("delete subscription group failed, group %s does not exist", group)
-            return False
-        log.info("delete subscription group OK: %s", old)
-        self.next_data_version()
-        return True
+        return self._delete(self._table, group, "subscription group")

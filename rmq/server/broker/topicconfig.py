@@ -230,13 +230,7 @@ class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
         Raises :class:`TopicConfigError` for an invalid name or a system topic.
         """
         self._check_admin_topic(topic)
-        old = self._table.pop(topic, None)
-        if old is None:
-            log.warning("delete topic config failed, topic %s does not exist", topic)
-            return False
-        log.info("delete topic config OK: %s", old)
-        self.next_data_version()
-        return True
+        return self._delete(self._table, topic, "topic config")
 
     def create_in_send_message(
         self,

@@ -1,19 +1,19 @@
 """Fixtures of the broker unit tests (the harness itself is in ``helpers.py``).
 
-``broker`` is the controller stand-in of :func:`helpers.make_broker`, its store shut down
-after the test.  A module marked ``serving_broker`` (``pytestmark =
-pytest.mark.serving_broker``) gets :func:`helpers.serving_broker` under the same name: the
-stand-in its tests serve over a real connection.
+``broker`` is the broker's context of :func:`helpers.make_broker`, its store shut down after
+the test.  A module marked ``serving_broker`` (``pytestmark = pytest.mark.serving_broker``)
+gets :func:`helpers.serving_broker` under the same name: the broker its tests serve over a
+real connection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from rmq.server.broker.context import BrokerContext
 from tests.unit.broker.helpers import Clock, running_broker, serving_broker
 
 
@@ -24,7 +24,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimpleNamespace]:
+def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerContext]:
     served = request.node.get_closest_marker("serving_broker") is not None
     with (serving_broker if served else running_broker)(tmp_path) as running:
         yield running

@@ -1,11 +1,12 @@
 """The harness the broker unit tests share.
 
-* A stand-in for the broker controller (:func:`make_broker`): a ``SimpleNamespace`` holding the
-  controller's attributes around a real, started :class:`MessageStore` with small files in
-  ``tmp_path`` and the real topic, group, offset and client managers, long-polling service and
-  stats.  The send, query and offset tests use it as built (broker IP ``BROKER_IP``, every
-  record stamped ``STORE_TIME``); the tests served over a real connection (pull, long polling,
-  client management) use :func:`serving_broker`, which adds ``TOPIC`` and uses the real clock.
+* The broker's context (:func:`make_broker`): what ``build_broker_context`` builds for the
+  controller, the same factory, around a real, started :class:`MessageStore` with small files
+  in ``tmp_path``; no servers, timers or name servers (the registrations it asks for are
+  recorded: :func:`registrations`).  The send, query and offset tests use it as built (broker
+  IP ``BROKER_IP``, every record stamped ``STORE_TIME``); the tests served over a real
+  connection (pull, long polling, client management) use :func:`serving_broker`, which adds
+  ``TOPIC`` and uses the real clock.
 * Driving a handler directly with a request decoded from wire bytes (:func:`call`,
   :func:`decoded`) and the SEND_MESSAGE request of the C++ client (:func:`send_v1`).
 * :class:`Serving`: the pull and client processors on a RemotingServer at 127.0.0.1 with a
@@ -22,10 +23,16 @@ import contextlib
 import struct
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
-from types import SimpleNamespace, TracebackType
+from types import TracebackType
 from typing import Any
 
-from rmq.common.config import BrokerConfig, MessageStoreConfig
+from rmq.common.config import (
+    BrokerConfig,
+    BrokerConfigs,
+    MessageStoreConfig,
+    NettyClientConfig,
+    NettyServerConfig,
+)
 from rmq.common.javahash import java_hash
 from rmq.common.message import MessageRecord, iter_records
 from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
@@ -46,23 +53,19 @@ from rmq.remoting.connection import Connection, RemotingEndpoint
 from rmq.remoting.frame import decode_frame
 from rmq.remoting.headers import PullMessageRequestHeader
 from rmq.remoting.server import RemotingServer
-from rmq.server.broker.clientmanager import ClientManager
 from rmq.server.broker.clientprocessor import ClientProcessor
-from rmq.server.broker.consumeroffset import ConsumerOffsetManager
-from rmq.server.broker.longpolling import PullRequestHoldService
+from rmq.server.broker.context import BrokerContext, build_broker_context
 from rmq.server.broker.pullprocessor import PullMessageProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
 from rmq.server.broker.topicconfig import TopicConfigManager
 from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
-from rmq.store.store import MessageStore
 from tests.unit.remoting.wire import cpp_request
 
 STORE_TIME = 1_700_000_000_000
 BORN_TIME = 1_699_999_999_000
 PEER = ("10.1.2.3", 40000)
 BROKER_IP = "192.168.0.10"
+BROKER_PORT = 10911
 STORE_HOST = struct.pack(">4Bi", 192, 168, 0, 10, 10911)
 
 TOPIC = "TopicTest"
@@ -76,7 +79,27 @@ SERVING_STORE = {
 """Store settings of :func:`serving_broker`: 64 KiB commitlog files, 50-entry queue files."""
 
 
-# -- the broker stand-in ----------------------------------------------------------------------
+# -- the broker's context -------------------------------------------------------------------
+
+
+class Registrations:
+    """The context's ``register_broker`` in the unit tests: records, for each registration
+    the broker asks for, the names of the topics that registration would carry."""
+
+    def __init__(self) -> None:
+        self.topics: TopicConfigManager | None = None
+        self.tables: list[set[str]] = []
+
+    def __call__(self) -> None:
+        assert self.topics is not None, "make_broker points the recorder at the topic table"
+        self.tables.append(set(self.topics.topic_config_table))
+
+
+def registrations(broker: BrokerContext) -> list[set[str]]:
+    """The topic names of each registration ``broker`` asked for (see :class:`Registrations`)."""
+    recorder = broker.register_broker
+    assert isinstance(recorder, Registrations)
+    return recorder.tables
 
 
 def make_broker(
@@ -85,16 +108,16 @@ def make_broker(
     broker: dict[str, Any] | None = None,
     store: dict[str, Any] | None = None,
     clock: Callable[[], int] = lambda: STORE_TIME,
-) -> SimpleNamespace:
-    """A started store plus the real managers, under the controller's attribute names.
+) -> BrokerContext:
+    """The broker's context as :func:`build_broker_context` makes it for the controller, with
+    its store started: no server, no timers, no name servers.
 
     ``broker`` and ``store`` override BrokerConfig / MessageStoreConfig settings; ``clock``
-    stamps the stored records.  Topics created through the topic manager's registration hook
-    are collected in ``registered``.
+    stamps the stored records.  The registrations the broker asks for are recorded
+    (:func:`registrations`).
     """
     broker_settings = {"broker_name": "broker-a", "broker_ip1": BROKER_IP, **(broker or {})}
-    broker_config = BrokerConfig(**broker_settings)
-    settings: dict[str, Any] = {
+    store_settings: dict[str, Any] = {
         "store_path_root_dir": str(root / "store"),
         "mapped_file_size_commit_log": 256 * 1024,
         "mapped_file_size_consume_queue": 100 * 20,
@@ -104,29 +127,17 @@ def make_broker(
         "flush_interval_consume_queue": 20,
         **(store or {}),
     }
-    store_config = MessageStoreConfig(**settings)
-    message_store = MessageStore(
-        store_config, store_host=f"{broker_config.broker_ip1}:10911", clock=clock
+    configs = BrokerConfigs(
+        BrokerConfig(**broker_settings),
+        MessageStoreConfig(**store_settings),
+        NettyServerConfig(listen_port=BROKER_PORT),
+        NettyClientConfig(),
     )
-    message_store.start()
-    registered: list[TopicConfig] = []
-    config_dir = root / "store" / "config"
-    return SimpleNamespace(
-        broker_config=broker_config,
-        store_config=store_config,
-        store=message_store,
-        topic_config_manager=TopicConfigManager(
-            broker_config, config_dir / "topics.json", on_register=registered.append
-        ),
-        subscription_group_manager=SubscriptionGroupManager(
-            broker_config, config_dir / "subscriptionGroup.json"
-        ),
-        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
-        client_manager=ClientManager(broker_config),
-        pull_hold=PullRequestHoldService(message_store, broker_config),
-        stats=BrokerStats(),
-        registered=registered,
-    )
+    recorder = Registrations()
+    context = build_broker_context(configs, register_broker=recorder, clock=clock)
+    recorder.topics = context.topic_config_manager
+    context.store.start()
+    return context
 
 
 @contextlib.contextmanager
@@ -135,7 +146,7 @@ def running_broker(
     *,
     broker: dict[str, Any] | None = None,
     store: dict[str, Any] | None = None,
-) -> Iterator[SimpleNamespace]:
+) -> Iterator[BrokerContext]:
     """:func:`make_broker`, with the store shut down at the end."""
     running = make_broker(root, broker=broker, store=store)
     try:
@@ -145,9 +156,9 @@ def running_broker(
 
 
 @contextlib.contextmanager
-def serving_broker(root: Path, **broker_settings: Any) -> Iterator[SimpleNamespace]:
-    """The stand-in of the served tests: broker IP 127.0.0.1, the real clock, the small
-    files of :data:`SERVING_STORE` and ``TOPIC`` with ``QUEUE_NUMS`` queues."""
+def serving_broker(root: Path, **broker_settings: Any) -> Iterator[BrokerContext]:
+    """The broker of the served tests: broker IP 127.0.0.1, the real clock, the small files
+    of :data:`SERVING_STORE` and ``TOPIC`` with ``QUEUE_NUMS`` queues."""
     running = make_broker(
         root,
         broker={"broker_ip1": "127.0.0.1", **broker_settings},
@@ -242,20 +253,20 @@ def offset_of(msg_id: str) -> int:
     return int.from_bytes(raw[8:], "big")
 
 
-def stored_offset(broker: SimpleNamespace, request: RemotingCommand) -> int:
+def stored_offset(broker: BrokerContext, request: RemotingCommand) -> int:
     """Send ``request`` through the send processor; the commitlog offset of what it stored."""
     response = call(SendMessageProcessor(broker).send_message, request)
     assert response.code == ResponseCode.SUCCESS and response.ext_fields is not None
     return offset_of(response.ext_fields["msgId"])
 
 
-def commitlog_bytes(broker: SimpleNamespace) -> bytes:
+def commitlog_bytes(broker: BrokerContext) -> bytes:
     """The content of the first commitlog file."""
     files = sorted((Path(broker.store_config.store_path_root_dir) / "commitlog").iterdir())
     return files[0].read_bytes()
 
 
-def record_bytes(broker: SimpleNamespace, physical_offset: int) -> bytes:
+def record_bytes(broker: BrokerContext, physical_offset: int) -> bytes:
     """The record at ``physical_offset`` of the first commitlog file, by its TOTALSIZE."""
     data = commitlog_bytes(broker)
     (size,) = struct.unpack_from(">i", data, physical_offset)
@@ -278,7 +289,7 @@ async def until(condition: Callable[[], bool], timeout: float = 3.0) -> None:
 
 
 def put(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
     tag: str | None = "TagA",
     *,
     queue_id: int = 0,
@@ -351,7 +362,7 @@ class Serving:
     """The pull and client processors of ``broker`` on a RemotingServer at 127.0.0.1, with
     the connection-closed callbacks the broker registers, and a client talking to it."""
 
-    def __init__(self, broker: SimpleNamespace) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.server = RemotingServer("127.0.0.1", 0)
         self.client_processor = ClientProcessor(broker)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -38,6 +37,7 @@ from rmq.remoting.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 )
+from rmq.server.broker.context import BrokerContext
 from tests.unit.broker.helpers import TOPIC, Serving, heartbeat_request, run, until
 from tests.unit.remoting.wire import cpp_request
 
@@ -132,7 +132,7 @@ def java_heartbeat(client_id: str, group: str, unit_mode: bool = False) -> Heart
 
 
 def test_a_java_heartbeat_registers_its_groups_and_creates_the_retry_topic(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     body = java_heartbeat("10.0.0.5@1234#99", GROUP).encode()
     assert b'"consumeType":"CONSUME_PASSIVELY"' in body
@@ -172,7 +172,7 @@ def test_a_java_heartbeat_registers_its_groups_and_creates_the_retry_topic(
 
 
 def test_a_unit_mode_consumer_gets_a_unit_sub_retry_topic_with_the_groups_queue_count(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     broker.subscription_group_manager.update(
         SubscriptionGroupConfig(group_name=GROUP, retry_queue_nums=3)
@@ -185,10 +185,11 @@ def test_a_unit_mode_consumer_gets_a_unit_sub_retry_topic_with_the_groups_queue_
 
     run(scenario())
     retry = broker.topic_config_manager.select(f"%RETRY%{GROUP}")
+    assert retry is not None
     assert (retry.read_queue_nums, retry.write_queue_nums, retry.topic_sys_flag) == (3, 3, 2)
 
 
-def test_a_cpp_heartbeat_with_ordinals_and_a_trailing_newline(broker: SimpleNamespace) -> None:
+def test_a_cpp_heartbeat_with_ordinals_and_a_trailing_newline(broker: BrokerContext) -> None:
     heartbeat = {
         "clientID": "127.0.0.1@cpp-instance",
         "consumerDataSet": [
@@ -235,7 +236,7 @@ def test_a_cpp_heartbeat_with_ordinals_and_a_trailing_newline(broker: SimpleName
     run(scenario())
 
 
-def test_a_heartbeat_without_a_body_is_a_system_error(broker: SimpleNamespace) -> None:
+def test_a_heartbeat_without_a_body_is_a_system_error(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             response = await serving.invoke(create_request(RequestCode.HEART_BEAT))
@@ -248,7 +249,7 @@ def test_a_heartbeat_without_a_body_is_a_system_error(broker: SimpleNamespace) -
 # -- membership and notifications ------------------------------------------------------------------
 
 
-def test_membership_changes_notify_exactly_the_groups_connections(broker: SimpleNamespace) -> None:
+def test_membership_changes_notify_exactly_the_groups_connections(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             one, two, other = (Member(serving, name) for name in ("c1", "c2", "c3"))
@@ -287,7 +288,7 @@ def test_membership_changes_notify_exactly_the_groups_connections(broker: Simple
     run(scenario())
 
 
-def test_a_closed_connection_notifies_the_members_left(broker: SimpleNamespace) -> None:
+def test_a_closed_connection_notifies_the_members_left(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             staying, leaving = Member(serving, "stay"), Member(serving, "leave")
@@ -302,7 +303,7 @@ def test_a_closed_connection_notifies_the_members_left(broker: SimpleNamespace) 
     run(scenario())
 
 
-def test_groups_with_notification_off_are_not_told(broker: SimpleNamespace) -> None:
+def test_groups_with_notification_off_are_not_told(broker: BrokerContext) -> None:
     broker.subscription_group_manager.update(
         SubscriptionGroupConfig(group_name=GROUP, notify_consumer_ids_changed_enable=False)
     )
@@ -323,7 +324,7 @@ def test_groups_with_notification_off_are_not_told(broker: SimpleNamespace) -> N
 
 
 def test_a_silent_client_is_disconnected_by_the_scan_without_notifications(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
@@ -347,7 +348,7 @@ def test_a_silent_client_is_disconnected_by_the_scan_without_notifications(
     run(scenario())
 
 
-def test_unregistering_a_producer_group(broker: SimpleNamespace) -> None:
+def test_unregistering_a_producer_group(broker: BrokerContext) -> None:
     body = java_heartbeat("p1", GROUP).encode()
 
     async def scenario() -> None:
@@ -366,7 +367,7 @@ def test_unregistering_a_producer_group(broker: SimpleNamespace) -> None:
 # -- CHECK_CLIENT_CONFIG ---------------------------------------------------------------------------
 
 
-def test_client_config_checks_accept_tags_and_refuse_sql92(broker: SimpleNamespace) -> None:
+def test_client_config_checks_accept_tags_and_refuse_sql92(broker: BrokerContext) -> None:
     def check(subscription: SubscriptionData | None) -> RemotingCommand:
         body = CheckClientRequestBody(client_id="c1", group=GROUP, subscription_data=subscription)
         return create_request(RequestCode.CHECK_CLIENT_CONFIG, body=body.encode())
@@ -391,7 +392,7 @@ def test_client_config_checks_accept_tags_and_refuse_sql92(broker: SimpleNamespa
 # -- LOCK_BATCH_MQ / UNLOCK_BATCH_MQ ---------------------------------------------------------------
 
 
-def test_cpp_lock_bodies_lock_and_unlock_queues_per_client(broker: SimpleNamespace) -> None:
+def test_cpp_lock_bodies_lock_and_unlock_queues_per_client(broker: BrokerContext) -> None:
     queues = [{"topic": TOPIC, "brokerName": "broker-a", "queueId": n} for n in range(3)]
 
     def body(client_id: str, mqs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -418,7 +419,7 @@ def test_cpp_lock_bodies_lock_and_unlock_queues_per_client(broker: SimpleNamespa
     run(scenario())
 
 
-def test_lock_answers_are_lock_batch_response_bodies(broker: SimpleNamespace) -> None:
+def test_lock_answers_are_lock_batch_response_bodies(broker: BrokerContext) -> None:
     mq = MessageQueue(TOPIC, "broker-a", 0)
     request = LockBatchRequestBody(consumer_group=GROUP, client_id="java-a", mq_set=[mq])
 

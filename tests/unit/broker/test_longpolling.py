@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
+from rmq.server.broker.context import BrokerContext
 from rmq.store.commitlog import InnerMessage
 from tests.unit.broker.helpers import (
     GROUP,
@@ -32,12 +33,12 @@ pytestmark = pytest.mark.serving_broker
 HOLD_MS = 10_000  # far longer than any test waits: only an arrival can answer in time
 
 
-def parked_pull(serving: Serving, **fields: object) -> asyncio.Task[RemotingCommand]:
+def parked_pull(serving: Serving, **fields: Any) -> asyncio.Task[RemotingCommand]:
     request = pull_request(sys_flag=SUSPEND_AND_SUBSCRIPTION, suspend_ms=HOLD_MS, **fields)
     return asyncio.create_task(serving.invoke(request, timeout=30.0))
 
 
-def test_an_arriving_message_answers_a_parked_pull_at_once(broker: SimpleNamespace) -> None:
+def test_an_arriving_message_answers_a_parked_pull_at_once(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             waiting = parked_pull(serving)
@@ -55,7 +56,7 @@ def test_an_arriving_message_answers_a_parked_pull_at_once(broker: SimpleNamespa
 
 
 def test_every_pull_parked_on_the_queue_wakes_and_other_queues_stay_parked(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
@@ -74,7 +75,7 @@ def test_every_pull_parked_on_the_queue_wakes_and_other_queues_stay_parked(
     run(scenario())
 
 
-def test_a_message_of_another_tag_leaves_the_pull_parked(broker: SimpleNamespace) -> None:
+def test_a_message_of_another_tag_leaves_the_pull_parked(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             waiting = parked_pull(serving, subscription="TagA")
@@ -91,7 +92,7 @@ def test_a_message_of_another_tag_leaves_the_pull_parked(broker: SimpleNamespace
     run(scenario())
 
 
-def test_an_expired_pull_is_answered_not_found(broker: SimpleNamespace) -> None:
+def test_an_expired_pull_is_answered_not_found(broker: BrokerContext) -> None:
     put(broker)
 
     async def scenario() -> None:
@@ -113,7 +114,7 @@ def test_an_expired_pull_is_answered_not_found(broker: SimpleNamespace) -> None:
     run(scenario())
 
 
-def test_without_the_suspend_flag_not_found_is_answered_at_once(broker: SimpleNamespace) -> None:
+def test_without_the_suspend_flag_not_found_is_answered_at_once(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             response = await serving.pull(sys_flag=PULL_SUBSCRIPTION, suspend_ms=HOLD_MS)
@@ -123,7 +124,7 @@ def test_without_the_suspend_flag_not_found_is_answered_at_once(broker: SimpleNa
     run(scenario())
 
 
-def test_a_closed_connection_takes_its_parked_pulls_along(broker: SimpleNamespace) -> None:
+def test_a_closed_connection_takes_its_parked_pulls_along(broker: BrokerContext) -> None:
     ext_fields: dict[str, object] = {
         "consumerGroup": GROUP,
         "topic": TOPIC,
@@ -150,7 +151,7 @@ def test_a_closed_connection_takes_its_parked_pulls_along(broker: SimpleNamespac
     run(scenario())
 
 
-def test_server_shutdown_releases_parked_pulls(broker: SimpleNamespace) -> None:
+def test_server_shutdown_releases_parked_pulls(broker: BrokerContext) -> None:
     async def scenario() -> None:
         serving = Serving(broker)
         async with serving:
@@ -162,7 +163,7 @@ def test_server_shutdown_releases_parked_pulls(broker: SimpleNamespace) -> None:
     run(scenario())
 
 
-def test_an_unreported_arrival_is_found_by_the_periodic_check(broker: SimpleNamespace) -> None:
+def test_an_unreported_arrival_is_found_by_the_periodic_check(broker: BrokerContext) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
             waiting = parked_pull(serving)
@@ -178,7 +179,7 @@ def test_an_unreported_arrival_is_found_by_the_periodic_check(broker: SimpleName
 
 
 def test_short_polling_holds_for_the_short_polling_time_whatever_arrives(tmp_path: Path) -> None:
-    async def scenario(broker: SimpleNamespace) -> None:
+    async def scenario(broker: BrokerContext) -> None:
         async with Serving(broker) as serving:
             started = time.monotonic()
             waiting = parked_pull(serving)

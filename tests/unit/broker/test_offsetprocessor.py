@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
+from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor, offset_in_disk
 from tests.unit.broker.helpers import call, decoded, send_v1, stored_offset
 from tests.unit.remoting.wire import cpp_request
@@ -16,11 +15,11 @@ NOT_FOUND = "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"
 
 
 @pytest.fixture
-def processor(broker: SimpleNamespace) -> ConsumerOffsetProcessor:
+def processor(broker: BrokerContext) -> ConsumerOffsetProcessor:
     return ConsumerOffsetProcessor(broker)
 
 
-def send(broker: SimpleNamespace, queue_id: int = 0, body: bytes = b"m") -> int:
+def send(broker: BrokerContext, queue_id: int = 0, body: bytes = b"m") -> int:
     return stored_offset(broker, send_v1(queue_id=queue_id, body=body))
 
 
@@ -40,7 +39,7 @@ def update(offset: int, group: str = "CG", queue_id: int = 0) -> RemotingCommand
 
 
 def test_committed_offset_is_answered(
-    broker: SimpleNamespace, processor: ConsumerOffsetProcessor
+    broker: BrokerContext, processor: ConsumerOffsetProcessor
 ) -> None:
     committed = call(processor.update_consumer_offset, update(42, queue_id=3))
     answered = call(processor.query_consumer_offset, query(queue_id=3))
@@ -52,7 +51,7 @@ def test_committed_offset_is_answered(
 
 
 def test_new_group_on_a_young_queue_starts_at_zero(
-    broker: SimpleNamespace, processor: ConsumerOffsetProcessor
+    broker: BrokerContext, processor: ConsumerOffsetProcessor
 ) -> None:
     send(broker)
     send(broker)
@@ -69,7 +68,7 @@ def test_new_group_on_an_empty_queue_starts_at_zero(processor: ConsumerOffsetPro
 
 
 def test_new_group_when_the_first_message_is_no_longer_hot(
-    broker: SimpleNamespace, processor: ConsumerOffsetProcessor
+    broker: BrokerContext, processor: ConsumerOffsetProcessor
 ) -> None:
     send(broker)
     send(broker, queue_id=1, body=b"x" * 4000)
@@ -81,7 +80,7 @@ def test_new_group_when_the_first_message_is_no_longer_hot(
     assert response.ext_fields == {}
 
 
-def test_offset_in_disk_measures_from_the_commitlog_end(broker: SimpleNamespace) -> None:
+def test_offset_in_disk_measures_from_the_commitlog_end(broker: BrokerContext) -> None:
     store = broker.store
     first = send(broker, body=b"a" * 100)
     send(broker, queue_id=1, body=b"b" * 1000)

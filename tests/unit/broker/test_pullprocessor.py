@@ -12,7 +12,6 @@ import asyncio
 import dataclasses
 import json
 import struct
-from types import SimpleNamespace
 
 import pytest
 
@@ -28,6 +27,7 @@ from rmq.remoting.bodies import (
 )
 from rmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmq.remoting.command import RemotingCommand
+from rmq.server.broker.context import BrokerContext
 from rmq.store.store import GetMessageResult, GetMessageStatus
 from tests.unit.broker.helpers import (
     GROUP,
@@ -56,7 +56,7 @@ def offsets(response: RemotingCommand) -> tuple[str, str, str, str]:
 # -- found messages --------------------------------------------------------------------------
 
 
-def test_found_messages_come_whole_with_string_offsets(broker: SimpleNamespace) -> None:
+def test_found_messages_come_whole_with_string_offsets(broker: BrokerContext) -> None:
     stored = [put(broker, body=b"body-%d" % n) for n in range(5)]
     put(broker, queue_id=1)
 
@@ -77,7 +77,7 @@ def test_found_messages_come_whole_with_string_offsets(broker: SimpleNamespace) 
 
 
 def test_tag_expression_selects_by_tags_code_and_counts_every_entry_scanned(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     for n, tag in enumerate(["TagA", "TagB", "TagC", "TagA", None, "TagB"]):
         put(broker, tag, body=b"m%d" % n)
@@ -96,7 +96,7 @@ def test_tag_expression_selects_by_tags_code_and_counts_every_entry_scanned(
 
 
 def test_no_matching_tag_asks_to_retry_from_past_the_scanned_entries(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     for _ in range(3):
         put(broker, "TagA")
@@ -115,7 +115,7 @@ def test_no_matching_tag_asks_to_retry_from_past_the_scanned_entries(
 
 
 def test_heartbeat_subscription_is_used_without_the_subscription_flag(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     put(broker, "TagA", body=b"a")
     put(broker, "TagB", body=b"b")
@@ -142,7 +142,7 @@ def test_heartbeat_subscription_is_used_without_the_subscription_flag(
     ],
 )
 def test_pull_past_the_end(
-    broker: SimpleNamespace, offset: int, code: ResponseCode, remark: str, next_offset: str
+    broker: BrokerContext, offset: int, code: ResponseCode, remark: str, next_offset: str
 ) -> None:
     for _ in range(3):
         put(broker)
@@ -161,7 +161,7 @@ def test_pull_past_the_end(
     [(0, ResponseCode.PULL_NOT_FOUND, "0"), (7, ResponseCode.PULL_OFFSET_MOVED, "0")],
 )
 def test_a_queue_never_written_moves_a_consumer_back_to_zero(
-    broker: SimpleNamespace, offset: int, code: ResponseCode, next_offset: str
+    broker: BrokerContext, offset: int, code: ResponseCode, next_offset: str
 ) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
@@ -175,7 +175,7 @@ def test_a_queue_never_written_moves_a_consumer_back_to_zero(
     run(scenario())
 
 
-def test_offsets_below_the_queue_minimum_and_removed_data(broker: SimpleNamespace) -> None:
+def test_offsets_below_the_queue_minimum_and_removed_data(broker: BrokerContext) -> None:
     store = broker.store
     for n in range(400):
         put(broker, body=bytes(200) + b"%d" % n)
@@ -210,7 +210,7 @@ def test_offsets_below_the_queue_minimum_and_removed_data(broker: SimpleNamespac
 
 
 def test_a_missing_consume_queue_file_is_not_found_with_the_next_file_offset(
-    broker: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+    broker: BrokerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The store answers this only when a consume queue file vanished under a live queue.
     missing = GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, 50, 0, 80)
@@ -232,7 +232,7 @@ def test_a_missing_consume_queue_file_is_not_found_with_the_next_file_offset(
 
 
 def test_slave_reading_suggests_the_groups_broker_or_the_slow_consumer_broker(
-    broker: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+    broker: BrokerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broker.broker_config.slave_read_enable = True
     broker.subscription_group_manager.update(
@@ -261,7 +261,7 @@ def test_slave_reading_suggests_the_groups_broker_or_the_slow_consumer_broker(
 # -- commit offset piggyback ---------------------------------------------------------------------
 
 
-def test_commit_offset_flag_stores_the_groups_offset_on_a_master(broker: SimpleNamespace) -> None:
+def test_commit_offset_flag_stores_the_groups_offset_on_a_master(broker: BrokerContext) -> None:
     put(broker)
 
     async def scenario() -> None:
@@ -282,7 +282,7 @@ def test_commit_offset_flag_stores_the_groups_offset_on_a_master(broker: SimpleN
 
 
 def test_a_slave_without_offset_check_asks_to_retry_instead_of_moving_the_offset(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     broker.store_config.broker_role = BrokerRole.SLAVE
 
@@ -300,7 +300,7 @@ def test_a_slave_without_offset_check_asks_to_retry_instead_of_moving_the_offset
 # -- refused pulls --------------------------------------------------------------------------------
 
 
-def test_refusals_of_broker_group_and_topic(broker: SimpleNamespace) -> None:
+def test_refusals_of_broker_group_and_topic(broker: BrokerContext) -> None:
     broker.topic_config_manager.update(
         TopicConfig(topic_name="WriteOnly", read_queue_nums=1, write_queue_nums=1, perm=PERM_WRITE)
     )
@@ -335,7 +335,7 @@ def test_refusals_of_broker_group_and_topic(broker: SimpleNamespace) -> None:
     run(scenario())
 
 
-def test_unknown_groups_are_created_unless_auto_creation_is_off(broker: SimpleNamespace) -> None:
+def test_unknown_groups_are_created_unless_auto_creation_is_off(broker: BrokerContext) -> None:
     broker.broker_config.auto_create_subscription_group = False
 
     async def scenario() -> None:
@@ -355,7 +355,7 @@ def test_unknown_groups_are_created_unless_auto_creation_is_off(broker: SimpleNa
 
 @pytest.mark.parametrize("queue_id", [-1, QUEUE_NUMS])
 def test_queue_ids_outside_the_read_queues_are_illegal(
-    broker: SimpleNamespace, queue_id: int
+    broker: BrokerContext, queue_id: int
 ) -> None:
     async def scenario() -> None:
         async with Serving(broker) as serving:
@@ -370,7 +370,7 @@ def test_queue_ids_outside_the_read_queues_are_illegal(
     run(scenario())
 
 
-def test_subscription_errors(broker: SimpleNamespace) -> None:
+def test_subscription_errors(broker: BrokerContext) -> None:
     newer = SubscriptionData.from_expression(TOPIC, "*")
     newer.sub_version = 100
 
@@ -408,7 +408,7 @@ def test_subscription_errors(broker: SimpleNamespace) -> None:
     run(scenario())
 
 
-def test_broadcasting_groups_need_broadcast_permission(broker: SimpleNamespace) -> None:
+def test_broadcasting_groups_need_broadcast_permission(broker: BrokerContext) -> None:
     broker.subscription_group_manager.update(
         SubscriptionGroupConfig(group_name=GROUP, consume_broadcast_enable=False)
     )
@@ -428,7 +428,7 @@ def test_broadcasting_groups_need_broadcast_permission(broker: SimpleNamespace) 
     run(scenario())
 
 
-def test_a_header_without_required_fields_is_a_system_error(broker: SimpleNamespace) -> None:
+def test_a_header_without_required_fields_is_a_system_error(broker: BrokerContext) -> None:
     request = pull_request()
     assert request.ext_fields is not None
     del request.ext_fields["queueOffset"]
@@ -442,7 +442,7 @@ def test_a_header_without_required_fields_is_a_system_error(broker: SimpleNamesp
     run(scenario())
 
 
-def test_a_read_only_topic_can_be_pulled(broker: SimpleNamespace) -> None:
+def test_a_read_only_topic_can_be_pulled(broker: BrokerContext) -> None:
     broker.topic_config_manager.update(
         TopicConfig(topic_name="ReadOnly", read_queue_nums=1, write_queue_nums=1, perm=PERM_READ)
     )
@@ -457,7 +457,7 @@ def test_a_read_only_topic_can_be_pulled(broker: SimpleNamespace) -> None:
 
 
 def test_a_binary_header_pull_is_answered_with_the_fast_codec_field_order(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     put(broker)
     request = pull_request()
@@ -479,7 +479,7 @@ def test_a_binary_header_pull_is_answered_with_the_fast_codec_field_order(
 
 
 def test_a_cpp_client_pull_with_numbers_in_its_header_gets_string_offsets(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     put(broker, body=b"from-cpp")
     ext_fields: dict[str, object] = {

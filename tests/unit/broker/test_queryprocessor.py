@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import struct
-from types import SimpleNamespace
 
 import pytest
 
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
+from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.queryprocessor import QueryMessageProcessor
 from tests.unit.broker.helpers import (
     STORE_TIME,
@@ -22,11 +22,11 @@ from tests.unit.remoting.wire import cpp_request
 
 
 @pytest.fixture
-def processor(broker: SimpleNamespace) -> QueryMessageProcessor:
+def processor(broker: BrokerContext) -> QueryMessageProcessor:
     return QueryMessageProcessor(broker)
 
 
-def send(broker: SimpleNamespace, topic: str, keys: str, uniq: str, body: bytes) -> int:
+def send(broker: BrokerContext, topic: str, keys: str, uniq: str, body: bytes) -> int:
     """Store one message through the send path; returns its commitlog offset."""
     props = {"UNIQ_KEY": uniq, "KEYS": keys, "TAGS": "TagA"}
     return stored_offset(broker, send_v1(topic, body, props=props))
@@ -60,7 +60,7 @@ def body_records(response: RemotingCommand) -> list[bytes]:
 
 
 def test_query_by_key_returns_the_stored_records(
-    broker: SimpleNamespace, processor: QueryMessageProcessor
+    broker: BrokerContext, processor: QueryMessageProcessor
 ) -> None:
     first = send(broker, "TopicTest", "order-1 shared", "U1", b"one")
     send(broker, "TopicTest", "order-2", "U2", b"two")
@@ -79,7 +79,7 @@ def test_query_by_key_returns_the_stored_records(
 
 
 def test_query_by_unique_key_caps_max_num(
-    broker: SimpleNamespace, processor: QueryMessageProcessor
+    broker: BrokerContext, processor: QueryMessageProcessor
 ) -> None:
     offsets = [send(broker, "TopicTest", "k", "SAME", b"%d" % n) for n in range(40)]
 
@@ -92,7 +92,7 @@ def test_query_by_unique_key_caps_max_num(
 
 
 def test_query_with_a_colliding_hash_is_filtered(
-    broker: SimpleNamespace, processor: QueryMessageProcessor
+    broker: BrokerContext, processor: QueryMessageProcessor
 ) -> None:
     # "Aa" and "BB" have the same Java hashCode, so "TopicTest#Aa" and "TopicTest#BB" share
     # an index slot and hash: only the record that really carries the key is answered.
@@ -104,7 +104,7 @@ def test_query_with_a_colliding_hash_is_filtered(
     assert body_records(response) == [record_bytes(broker, aa)]
 
 
-def test_query_without_a_match(broker: SimpleNamespace, processor: QueryMessageProcessor) -> None:
+def test_query_without_a_match(broker: BrokerContext, processor: QueryMessageProcessor) -> None:
     send(broker, "TopicTest", "present", "U1", b"x")
 
     response = call(processor.query_message, query("absent"))
@@ -119,7 +119,7 @@ def test_query_without_a_match(broker: SimpleNamespace, processor: QueryMessageP
 
 
 def test_query_outside_the_time_range(
-    broker: SimpleNamespace, processor: QueryMessageProcessor
+    broker: BrokerContext, processor: QueryMessageProcessor
 ) -> None:
     send(broker, "TopicTest", "present", "U1", b"x")
 
@@ -128,7 +128,7 @@ def test_query_outside_the_time_range(
     assert response.code == ResponseCode.QUERY_NOT_FOUND
 
 
-def test_view_message_by_offset(broker: SimpleNamespace, processor: QueryMessageProcessor) -> None:
+def test_view_message_by_offset(broker: BrokerContext, processor: QueryMessageProcessor) -> None:
     send(broker, "TopicTest", "k1", "U1", b"first")
     second = send(broker, "TopicTest", "k2", "U2", b"second")
     request = decoded(cpp_request(RequestCode.VIEW_MESSAGE_BY_ID, 8, {"offset": second}))
@@ -142,7 +142,7 @@ def test_view_message_by_offset(broker: SimpleNamespace, processor: QueryMessage
 
 @pytest.mark.parametrize("offset", [1, 10**9, -5])
 def test_view_message_at_no_record(
-    broker: SimpleNamespace, processor: QueryMessageProcessor, offset: int
+    broker: BrokerContext, processor: QueryMessageProcessor, offset: int
 ) -> None:
     send(broker, "TopicTest", "k1", "U1", b"first")
     request = decoded(cpp_request(RequestCode.VIEW_MESSAGE_BY_ID, 8, {"offset": str(offset)}))

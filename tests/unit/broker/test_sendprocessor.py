@@ -14,7 +14,6 @@ import struct
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +22,8 @@ from rmq.common.config import FlushDiskType
 from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig, TopicFilterType
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
+from rmq.server.broker.context import BrokerContext
+from rmq.server.broker.sendback import SendBackProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
 from rmq.store.commitlog import PutMessageStatus
 from tests.unit.broker.helpers import (
@@ -39,6 +40,7 @@ from tests.unit.broker.helpers import (
     offset_of,
     properties_text,
     record_bytes,
+    registrations,
     running_broker,
     send_v1,
 )
@@ -49,7 +51,7 @@ MESSAGE_MAGIC = 0xDAA320A7
 
 
 @pytest.fixture
-def processor(broker: SimpleNamespace) -> SendMessageProcessor:
+def processor(broker: BrokerContext) -> SendMessageProcessor:
     return SendMessageProcessor(broker)
 
 
@@ -99,7 +101,7 @@ def send_v2(
 # -- reading what the store holds, with the spec's layout ------------------------------------
 
 
-def stored_record(broker: SimpleNamespace, physical_offset: int) -> dict[str, Any]:
+def stored_record(broker: BrokerContext, physical_offset: int) -> dict[str, Any]:
     """The record at ``physical_offset``, read from the commitlog file per spec §3.1."""
     data = commitlog_bytes(broker)
     pos = physical_offset
@@ -147,7 +149,7 @@ def stored_record(broker: SimpleNamespace, physical_offset: int) -> dict[str, An
     }
 
 
-def cq_entries(broker: SimpleNamespace, topic: str, queue_id: int) -> list[tuple[int, int, int]]:
+def cq_entries(broker: BrokerContext, topic: str, queue_id: int) -> list[tuple[int, int, int]]:
     """(physical offset, size, tags code) of every entry, read from the file per spec §4.4."""
     directory = Path(broker.store_config.store_path_root_dir) / "consumequeue" / topic
     data = (directory / str(queue_id) / ("0" * 20)).read_bytes()
@@ -179,7 +181,7 @@ def assert_refused(response: RemotingCommand, code: int, remark: str) -> None:
 
 
 def test_send_v1_stores_the_record_apache_stores(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     response = call(processor.send_message, send_v1(queue_id=2))
 
@@ -214,12 +216,12 @@ def test_send_v1_stores_the_record_apache_stores(
     assert broker.stats.put_total == 1
 
 
-def len_of(broker: SimpleNamespace, physical_offset: int) -> int:
+def len_of(broker: BrokerContext, physical_offset: int) -> int:
     return len(record_bytes(broker, physical_offset))
 
 
 def test_send_v2_short_keys_and_consecutive_offsets(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     first = call(processor.send_message, send_v2(body=b"one"))
     second = call(processor.send_message, send_v2(body=b"two"))
@@ -233,7 +235,7 @@ def test_send_v2_short_keys_and_consecutive_offsets(
 
 
 def test_send_v2_with_a_rocketmq_binary_header(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     props = properties_text({"TAGS": "TagA", "WAIT": "true"}).encode()
     fields = [
@@ -264,7 +266,7 @@ def test_send_v2_with_a_rocketmq_binary_header(
 
 
 def test_ipv6_producer_sets_the_born_host_v6_flag(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     response = call(processor.send_message, send_v1(), peer=("::1", 5000))
 
@@ -275,7 +277,7 @@ def test_ipv6_producer_sets_the_born_host_v6_flag(
 
 
 def test_negative_queue_id_picks_one_of_the_write_queues(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     broker.topic_config_manager.update(
         TopicConfig(topic_name="Picky", read_queue_nums=8, write_queue_nums=3)
@@ -292,7 +294,7 @@ def test_negative_queue_id_picks_one_of_the_write_queues(
 
 
 def test_multi_tag_topic_sets_the_multi_tags_flag(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     broker.topic_config_manager.update(
         TopicConfig(topic_name="Multi", topic_filter_type=TopicFilterType.MULTI_TAG)
@@ -309,14 +311,16 @@ def test_multi_tag_topic_sets_the_multi_tags_flag(
 
 
 def test_unknown_topic_is_created_from_tbw102(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
+    before = set(broker.topic_config_manager.topic_config_table)
     response = call(processor.send_message, send_v1("BrandNew", defaultTopicQueueNums=4))
 
     assert response.code == ResponseCode.SUCCESS
     config = broker.topic_config_manager.select("BrandNew")
+    assert config is not None
     assert (config.read_queue_nums, config.write_queue_nums, config.perm) == (4, 4, 6)
-    assert [created.topic_name for created in broker.registered] == ["BrandNew"]
+    assert registrations(broker) == [before | {"BrandNew"}]
     assert (
         "BrandNew"
         in (Path(broker.store_config.store_path_root_dir) / "config" / "topics.json").read_text()
@@ -324,16 +328,16 @@ def test_unknown_topic_is_created_from_tbw102(
 
 
 def test_unit_mode_marks_the_topics_it_creates(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     sent = call(processor.send_message, send_v1("UnitTopic", unitMode="true"))
     call(processor.send_message, send_v1("%RETRY%UnitGroup", unitMode="true"))
     assert sent.ext_fields is not None
     back = send_back(offset_of(sent.ext_fields["msgId"]), group="G2", unitMode="true")
-    assert call(processor.consumer_send_msg_back, back).code == ResponseCode.SUCCESS
+    assert call(SendBackProcessor(broker).consumer_send_msg_back, back).code == ResponseCode.SUCCESS
 
     flags = {
-        topic: broker.topic_config_manager.select(topic).topic_sys_flag
+        topic: broker.topic_config_manager.topic_config_table[topic].topic_sys_flag
         for topic in ("UnitTopic", "%RETRY%UnitGroup", "%RETRY%G2")
     }
     # TopicSysFlag: bit 0 a unit topic, bit 1 a topic with unit subscriptions.
@@ -356,11 +360,13 @@ def test_unknown_topic_without_auto_create(tmp_path: Path) -> None:
 def test_unknown_retry_topic_is_created_with_one_queue(tmp_path: Path) -> None:
     with running_broker(tmp_path, broker={"auto_create_topic_enable": False}) as broker:
         processor = SendMessageProcessor(broker)
+        before = set(broker.topic_config_manager.topic_config_table)
         response = call(processor.send_message, send_v1("%RETRY%G1"))
         assert response.code == ResponseCode.SUCCESS
         config = broker.topic_config_manager.select("%RETRY%G1")
+        assert config is not None
         assert (config.read_queue_nums, config.write_queue_nums, config.perm) == (1, 1, 6)
-        assert [created.topic_name for created in broker.registered] == ["%RETRY%G1"]
+        assert registrations(broker) == [before | {"%RETRY%G1"}]
 
 
 ILLEGAL_CHARACTERS = (
@@ -391,7 +397,7 @@ ILLEGAL_CHARACTERS = (
     ],
 )
 def test_invalid_topics_are_refused(
-    broker: SimpleNamespace, processor: SendMessageProcessor, topic: str, code: int, remark: str
+    broker: BrokerContext, processor: SendMessageProcessor, topic: str, code: int, remark: str
 ) -> None:
     response = call(processor.send_message, send_v2(topic))
 
@@ -400,7 +406,7 @@ def test_invalid_topics_are_refused(
 
 
 def test_queue_id_beyond_the_queues_is_refused(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     broker.topic_config_manager.update(
         TopicConfig(topic_name="Small", read_queue_nums=2, write_queue_nums=4)
@@ -469,7 +475,7 @@ def test_body_and_properties_limits(tmp_path: Path) -> None:
 
 
 def test_stopped_store_answers_service_not_available(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     broker.store.shutdown()
 
@@ -489,12 +495,12 @@ def test_stopped_store_answers_service_not_available(
 
 
 @pytest.fixture
-def sync_broker(tmp_path: Path) -> Iterator[SimpleNamespace]:
+def sync_broker(tmp_path: Path) -> Iterator[BrokerContext]:
     with running_broker(tmp_path, store={"flush_disk_type": FlushDiskType.SYNC_FLUSH}) as running:
         yield running
 
 
-def test_sync_flush_answers_after_the_flush(sync_broker: SimpleNamespace) -> None:
+def test_sync_flush_answers_after_the_flush(sync_broker: BrokerContext) -> None:
     processor = SendMessageProcessor(sync_broker)
     response = call(processor.send_message, send_v1())
 
@@ -506,7 +512,7 @@ def test_sync_flush_answers_after_the_flush(sync_broker: SimpleNamespace) -> Non
 
 
 def test_sync_flush_timeout_is_a_send_that_happened(
-    sync_broker: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+    sync_broker: BrokerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waited = []
 
@@ -531,7 +537,7 @@ def test_sync_flush_timeout_is_a_send_that_happened(
 
 
 def test_retry_message_out_of_retries_goes_to_the_dlq(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     response = call(processor.send_message, send_v1("%RETRY%G1", queue_id=0, reconsumeTimes=16))
 
@@ -540,13 +546,14 @@ def test_retry_message_out_of_retries_goes_to_the_dlq(
     record = stored_record(broker, offset_of(response.ext_fields["msgId"]))
     assert (record["topic"], record["queue_id"], record["reconsume_times"]) == ("%DLQ%G1", 0, 16)
     dlq = broker.topic_config_manager.select("%DLQ%G1")
+    assert dlq is not None
     assert (dlq.read_queue_nums, dlq.write_queue_nums, dlq.perm) == (1, 1, 6)
     assert cq_entries(broker, "%DLQ%G1", 0)[0][0] == offset_of(response.ext_fields["msgId"])
 
 
 @pytest.mark.parametrize(("version", "topic"), [(121, "%DLQ%G1"), (120, "%RETRY%G1")])
 def test_client_max_reconsume_times_from_version_3_4_9(
-    broker: SimpleNamespace, processor: SendMessageProcessor, version: int, topic: str
+    broker: BrokerContext, processor: SendMessageProcessor, version: int, topic: str
 ) -> None:
     request = send_v2("%RETRY%G1", version=version, j="3", l="3")
 
@@ -568,7 +575,7 @@ def test_retry_topic_of_an_unknown_group(tmp_path: Path) -> None:
 
 
 def test_delayed_message_is_parked_with_wait_kept(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     props = {"TAGS": "TagA", "WAIT": "true", "DELAY": "2"}
     response = call(processor.send_message, send_v1(queue_id=3, props=props))
@@ -590,7 +597,7 @@ def test_delayed_message_is_parked_with_wait_kept(
 
 
 def test_transactional_message_becomes_a_half_message(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     props = {"TRAN_MSG": "true", "PGROUP": "PG", "WAIT": "true", "UNIQ_KEY": "U1"}
     response = call(processor.send_message, send_v1(queue_id=1, props=props, sysFlag=0x4))
@@ -610,6 +617,7 @@ def test_transactional_message_becomes_a_half_message(
         "REAL_QID": "1",
     }
     half = broker.topic_config_manager.select("RMQ_SYS_TRANS_HALF_TOPIC")
+    assert half is not None
     assert (half.read_queue_nums, half.perm) == (1, 6)
     assert len(cq_entries(broker, "RMQ_SYS_TRANS_HALF_TOPIC", 0)) == 1
 
@@ -651,7 +659,7 @@ BATCH = [
 
 
 def test_batch_is_stored_as_consecutive_records(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     request = send_v2(
         "BatchTopic",
@@ -689,7 +697,7 @@ def test_batch_is_stored_as_consecutive_records(
 
 
 def test_batch_with_a_delay_level_is_illegal(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     request = send_v2(
         "BatchTopic",
@@ -706,7 +714,7 @@ def test_batch_with_a_delay_level_is_illegal(
 
 
 def test_malformed_batch_body_is_illegal(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     body = batch_body(BATCH)[:-3]
     request = send_v2("BatchTopic", body, code=RequestCode.SEND_BATCH_MESSAGE, m="true")
@@ -732,16 +740,17 @@ def send_back(offset: int, group: str = "G1", **fields: object) -> RemotingComma
 
 
 def test_send_back_parks_the_message_for_its_retry_topic(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     sent = call(processor.send_message, send_v1())
     assert sent.ext_fields is not None
     original = offset_of(sent.ext_fields["msgId"])
 
-    response = call(processor.consumer_send_msg_back, send_back(original))
+    response = call(SendBackProcessor(broker).consumer_send_msg_back, send_back(original))
 
     assert (response.code, response.ext_fields) == (ResponseCode.SUCCESS, None)
     retry = broker.topic_config_manager.select("%RETRY%G1")
+    assert retry is not None
     assert (retry.read_queue_nums, retry.perm) == (1, 6)
     parked = cq_entries(broker, "SCHEDULE_TOPIC_XXXX", 2)  # level 3 = 10 s
     assert len(parked) == 1
@@ -759,7 +768,7 @@ def test_send_back_parks_the_message_for_its_retry_topic(
 
 
 def test_send_back_after_the_last_retry_goes_to_the_dlq(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     broker.subscription_group_manager.update(
         SubscriptionGroupConfig(group_name="G1", retry_max_times=2)
@@ -768,7 +777,8 @@ def test_send_back_after_the_last_retry_goes_to_the_dlq(
     assert sent.ext_fields is not None
 
     response = call(
-        processor.consumer_send_msg_back, send_back(offset_of(sent.ext_fields["msgId"]))
+        SendBackProcessor(broker).consumer_send_msg_back,
+        send_back(offset_of(sent.ext_fields["msgId"])),
     )
 
     assert response.code == ResponseCode.SUCCESS
@@ -779,9 +789,9 @@ def test_send_back_after_the_last_retry_goes_to_the_dlq(
 
 
 def test_send_back_of_an_unknown_offset(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
-    response = call(processor.consumer_send_msg_back, send_back(123456))
+    response = call(SendBackProcessor(broker).consumer_send_msg_back, send_back(123456))
 
     assert (response.code, response.remark) == (
         ResponseCode.SYSTEM_ERROR,
@@ -790,13 +800,13 @@ def test_send_back_of_an_unknown_offset(
 
 
 def test_send_back_with_a_negative_delay_level_goes_to_the_dlq(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     sent = call(processor.send_message, send_v1())
     assert sent.ext_fields is not None
 
     response = call(
-        processor.consumer_send_msg_back,
+        SendBackProcessor(broker).consumer_send_msg_back,
         send_back(offset_of(sent.ext_fields["msgId"]), delayLevel=-1),
     )
 
@@ -806,7 +816,7 @@ def test_send_back_with_a_negative_delay_level_goes_to_the_dlq(
 
 
 def test_send_back_to_a_group_without_retry_queues_drops_the_message(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     broker.subscription_group_manager.update(
         SubscriptionGroupConfig(group_name="G1", retry_queue_nums=0)
@@ -816,7 +826,8 @@ def test_send_back_to_a_group_without_retry_queues_drops_the_message(
     end = broker.store.max_physical_offset()
 
     response = call(
-        processor.consumer_send_msg_back, send_back(offset_of(sent.ext_fields["msgId"]))
+        SendBackProcessor(broker).consumer_send_msg_back,
+        send_back(offset_of(sent.ext_fields["msgId"])),
     )
 
     assert response.code == ResponseCode.SUCCESS
@@ -827,9 +838,9 @@ def test_send_back_refusals(tmp_path: Path) -> None:
     with running_broker(
         tmp_path, broker={"auto_create_subscription_group": False, "broker_permission": 4}
     ) as broker:
-        processor = SendMessageProcessor(broker)
-        unknown = call(processor.consumer_send_msg_back, send_back(0, group="G9"))
-        read_only = call(processor.consumer_send_msg_back, send_back(0, group="TOOLS_CONSUMER"))
+        send_back_handler = SendBackProcessor(broker).consumer_send_msg_back
+        unknown = call(send_back_handler, send_back(0, group="G9"))
+        read_only = call(send_back_handler, send_back(0, group="TOOLS_CONSUMER"))
         assert (unknown.code, unknown.remark) == (
             ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
             "subscription group not exist, G9 "
@@ -842,7 +853,7 @@ def test_send_back_refusals(tmp_path: Path) -> None:
 
 
 def test_a_delay_level_that_is_not_a_number_is_illegal(
-    broker: SimpleNamespace, processor: SendMessageProcessor
+    broker: BrokerContext, processor: SendMessageProcessor
 ) -> None:
     response = call(processor.send_message, send_v1(props={"DELAY": "soon"}))
 

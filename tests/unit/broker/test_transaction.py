@@ -12,30 +12,24 @@ import asyncio
 import struct
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from rmq.common.config import BrokerConfig, BrokerRole
+from rmq.common.config import BrokerRole
 from rmq.remoting.bodies import TopicConfig
 from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.connection import Connection, RemotingEndpoint
 from rmq.remoting.headers import EndTransactionRequestHeader, SendMessageRequestHeader
-from rmq.server.broker.clientmanager import ClientChannelInfo, ClientManager
-from rmq.server.broker.consumeroffset import ConsumerOffsetManager
+from rmq.server.broker.clientmanager import ClientChannelInfo
+from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
-from rmq.server.broker.topicconfig import TopicConfigManager
-from rmq.server.broker.transaction import (
-    EndTransactionProcessor,
-    TransactionalMessageCheckService,
-)
-from rmq.store.store import GetMessageStatus, MessageStore
-from tests.unit.broker.test_schedule import Clock, cq_entries, parse_record, read_record
-from tests.unit.broker.test_schedule import store_config as schedule_store_config
+from rmq.server.broker.transaction import EndTransactionProcessor
+from rmq.server.broker.transactioncheck import TransactionalMessageCheckService
+from rmq.store.store import GetMessageStatus
+from tests.unit.broker import helpers
+from tests.unit.broker.test_schedule import LEVELS, Clock, cq_entries, parse_record, read_record
 
 T0 = 1_700_000_000_000
 BROKER_IP = "192.168.0.10"
@@ -77,31 +71,22 @@ class ProducerChannel:
         self.sent.append(request)
 
 
-def make_broker(root: Path, clock: Clock, **broker: Any) -> SimpleNamespace:
-    broker_config = BrokerConfig(broker_name="broker-a", broker_ip1=BROKER_IP, **broker)
-    store_config = schedule_store_config(root)
-    store = MessageStore(store_config, store_host=f"{BROKER_IP}:10911", clock=clock)
-    store.start()
-    config_dir = root / "config"
-    topics = TopicConfigManager(
-        broker_config, config_dir / "topics.json", on_register=lambda _: None
+def make_broker(root: Path, clock: Clock, **broker: Any) -> BrokerContext:
+    """The broker's context over ``root`` (the schedule tests' delay levels), with TopicA."""
+    context = helpers.make_broker(
+        root,
+        broker=broker,
+        store={"store_path_root_dir": str(root), "message_delay_level": LEVELS},
+        clock=clock,
     )
-    topics.update(TopicConfig(topic_name=TOPIC, read_queue_nums=4, write_queue_nums=4))
-    return SimpleNamespace(
-        root=root,
-        broker_config=broker_config,
-        store_config=store_config,
-        store=store,
-        store_host=store.store_host,
-        broker_addr=f"{BROKER_IP}:10911",
-        topic_config_manager=topics,
-        subscription_group_manager=SubscriptionGroupManager(
-            broker_config, config_dir / "subscriptionGroup.json"
-        ),
-        consumer_offset_manager=ConsumerOffsetManager(config_dir / "consumerOffset.json"),
-        client_manager=ClientManager(broker_config),
-        stats=BrokerStats(),
+    context.topic_config_manager.update(
+        TopicConfig(topic_name=TOPIC, read_queue_nums=4, write_queue_nums=4)
     )
+    return context
+
+
+def root_of(broker: BrokerContext) -> Path:
+    return Path(broker.store_config.store_path_root_dir)
 
 
 @pytest.fixture
@@ -110,7 +95,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def broker(tmp_path: Path, clock: Clock) -> Iterator[SimpleNamespace]:
+def broker(tmp_path: Path, clock: Clock) -> Iterator[BrokerContext]:
     controller = make_broker(tmp_path, clock)
     yield controller
     controller.store.shutdown()
@@ -126,7 +111,7 @@ def call(handler: Any, request: RemotingCommand) -> RemotingCommand | None:
     return asyncio.run(run())
 
 
-def send_half(broker: SimpleNamespace, body: bytes = b"order paid", **extra: str) -> int:
+def send_half(broker: BrokerContext, body: bytes = b"order paid", **extra: str) -> int:
     """Send a transactional message to TopicA queue 2; returns the half message's offset."""
     properties = {**SENT_PROPERTIES, **extra}
     header = SendMessageRequestHeader(
@@ -141,17 +126,17 @@ def send_half(broker: SimpleNamespace, body: bytes = b"order paid", **extra: str
         properties="\x02".join(f"{k}\x01{v}" for k, v in properties.items()),
     )
     request = create_request(RequestCode.SEND_MESSAGE, header, body=body)
-    response = call(SendMessageProcessor(cast(Any, broker)).send_message, request)
+    response = call(SendMessageProcessor(broker).send_message, request)
     assert response is not None and response.code == ResponseCode.SUCCESS
     return half_entries(broker)[-1]
 
 
-def half_entries(broker: SimpleNamespace) -> list[int]:
-    return [entry[0] for entry in cq_entries(broker.root, HALF, 0)]
+def half_entries(broker: BrokerContext) -> list[int]:
+    return [entry[0] for entry in cq_entries(root_of(broker), HALF, 0)]
 
 
 def end_transaction(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
     action: int,
     commit_log_offset: int,
     queue_offset: int = 0,
@@ -171,28 +156,26 @@ def end_transaction(
     request = create_request(RequestCode.END_TRANSACTION, header)
     request.mark_oneway()
     request.remark = "local transaction done"
-    return call(
-        EndTransactionProcessor(cast(Any, broker), clock=lambda: T0 + 1).end_transaction, request
-    )
+    return call(EndTransactionProcessor(broker, clock=lambda: T0 + 1).end_transaction, request)
 
 
-def op_records(broker: SimpleNamespace) -> list[dict[str, Any]]:
-    return [read_record(broker.root, entry[0]) for entry in cq_entries(broker.root, OP, 0)]
+def op_records(broker: BrokerContext) -> list[dict[str, Any]]:
+    return [read_record(root_of(broker), entry[0]) for entry in cq_entries(root_of(broker), OP, 0)]
 
 
 # -- END_TRANSACTION --------------------------------------------------------------------------
 
 
 def test_commit_writes_a_consumable_commit_record_and_an_op_record(
-    broker: SimpleNamespace,
+    broker: BrokerContext,
 ) -> None:
     half_offset = send_half(broker)
     response = end_transaction(broker, COMMIT, half_offset)
     assert response is not None and response.code == ResponseCode.SUCCESS
 
-    [(physical_offset, _, tags_code)] = cq_entries(broker.root, TOPIC, 2)
+    [(physical_offset, _, tags_code)] = cq_entries(root_of(broker), TOPIC, 2)
     assert tags_code == TAG_A
-    record = read_record(broker.root, physical_offset)
+    record = read_record(root_of(broker), physical_offset)
     assert record["topic"] == TOPIC
     assert record["queue_id"] == 2
     assert record["queue_offset"] == 0
@@ -218,11 +201,11 @@ def test_commit_writes_a_consumable_commit_record_and_an_op_record(
     assert op["properties_text"] == "WAIT\x01true\x02TAGS\x01d"
     assert op["born_host"] == STORE_HOST
     assert op["born_timestamp"] == T0 + 1
-    assert cq_entries(broker.root, OP, 0)[0][2] == TAG_D
+    assert cq_entries(root_of(broker), OP, 0)[0][2] == TAG_D
     assert OP not in broker.topic_config_manager.topic_config_table
 
 
-def test_rollback_delivers_nothing_and_writes_the_op_record(broker: SimpleNamespace) -> None:
+def test_rollback_delivers_nothing_and_writes_the_op_record(broker: BrokerContext) -> None:
     send_half(broker)
     second = send_half(broker, b"second")
     response = end_transaction(broker, ROLLBACK, second, 1)
@@ -231,11 +214,11 @@ def test_rollback_delivers_nothing_and_writes_the_op_record(broker: SimpleNamesp
     assert [op["body"] for op in op_records(broker)] == [b"1"]
 
 
-def test_unknown_outcome_is_ignored(broker: SimpleNamespace) -> None:
+def test_unknown_outcome_is_ignored(broker: BrokerContext) -> None:
     half_offset = send_half(broker)
     assert end_transaction(broker, NOT_TYPE, half_offset) is None
     assert end_transaction(broker, NOT_TYPE, half_offset, from_check=True) is None
-    assert cq_entries(broker.root, TOPIC, 2) == []
+    assert cq_entries(root_of(broker), TOPIC, 2) == []
     assert op_records(broker) == []
 
 
@@ -249,13 +232,13 @@ def test_unknown_outcome_is_ignored(broker: SimpleNamespace) -> None:
 )
 @pytest.mark.parametrize("action", [COMMIT, ROLLBACK])
 def test_end_transaction_that_does_not_match_its_half_message_is_refused(
-    broker: SimpleNamespace, group: str, queue_offset: int, shift: int, remark: str, action: int
+    broker: BrokerContext, group: str, queue_offset: int, shift: int, remark: str, action: int
 ) -> None:
     half_offset = send_half(broker)
     response = end_transaction(broker, action, half_offset + shift, queue_offset, group=group)
     assert response is not None
     assert (response.code, response.remark) == (ResponseCode.SYSTEM_ERROR, remark)
-    assert cq_entries(broker.root, TOPIC, 2) == []
+    assert cq_entries(root_of(broker), TOPIC, 2) == []
     assert op_records(broker) == []
 
 
@@ -266,7 +249,7 @@ def test_slave_refuses_end_transaction(tmp_path: Path, clock: Clock) -> None:
         broker.store_config.broker_role = BrokerRole.SLAVE
         response = end_transaction(broker, COMMIT, half_offset)
         assert response is not None and response.code == ResponseCode.SLAVE_NOT_AVAILABLE
-        assert cq_entries(broker.root, TOPIC, 2) == []
+        assert cq_entries(root_of(broker), TOPIC, 2) == []
     finally:
         broker.store.shutdown()
 
@@ -274,7 +257,7 @@ def test_slave_refuses_end_transaction(tmp_path: Path, clock: Clock) -> None:
 # -- the transaction check --------------------------------------------------------------------
 
 
-def connect_producer(broker: SimpleNamespace) -> ProducerChannel:
+def connect_producer(broker: BrokerContext) -> ProducerChannel:
     channel = ProducerChannel()
     broker.client_manager.register_producer(
         GROUP, ClientChannelInfo(channel, "10.1.2.3@1234", LanguageCode.CPP, 399)
@@ -282,9 +265,9 @@ def connect_producer(broker: SimpleNamespace) -> ProducerChannel:
     return channel
 
 
-def run_check(broker: SimpleNamespace, clock: Clock, now: int) -> None:
+def run_check(broker: BrokerContext, clock: Clock, now: int) -> None:
     clock.now = now
-    service = TransactionalMessageCheckService(cast(Any, broker), clock=clock)
+    service = TransactionalMessageCheckService(broker, clock=clock)
 
     async def run() -> None:
         await service.check()
@@ -294,7 +277,7 @@ def run_check(broker: SimpleNamespace, clock: Clock, now: int) -> None:
     asyncio.run(run())
 
 
-def check_offsets(broker: SimpleNamespace) -> tuple[int, int]:
+def check_offsets(broker: BrokerContext) -> tuple[int, int]:
     offsets = broker.consumer_offset_manager
     return offsets.query(TRANS_GROUP, HALF, 0), offsets.query(TRANS_GROUP, OP, 0)
 
@@ -304,14 +287,14 @@ def offset_msg_id(physical_offset: int) -> str:
 
 
 def test_unresolved_half_message_is_checked_and_the_answer_commits_it(
-    broker: SimpleNamespace, clock: Clock
+    broker: BrokerContext, clock: Clock
 ) -> None:
     producer = connect_producer(broker)
     first = send_half(broker)
     run_check(broker, clock, T0 + 7000)
 
     [_, copy] = half_entries(broker)
-    copy_record = read_record(broker.root, copy)
+    copy_record = read_record(root_of(broker), copy)
     assert copy_record["topic"] == HALF
     assert copy_record["properties"]["TRANSACTION_CHECK_TIMES"] == "1"
     assert copy_record["flag"] == 5
@@ -330,24 +313,22 @@ def test_unresolved_half_message_is_checked_and_the_answer_commits_it(
     assert sent["total_size"] == len(request.body)
     assert (sent["topic"], sent["queue_id"]) == (TOPIC, 2)
     assert (sent["queue_offset"], sent["physical_offset"]) == (1, copy)
-    assert sent["store_timestamp"] == read_record(broker.root, first)["store_timestamp"]
+    assert sent["store_timestamp"] == read_record(root_of(broker), first)["store_timestamp"]
     assert sent["body"] == b"order paid"
     assert sent["properties"]["TRANSACTION_CHECK_TIMES"] == "1"
     assert check_offsets(broker) == (1, -1)
 
     response = end_transaction(broker, COMMIT, copy, 1, from_check=True)
     assert response is not None and response.code == ResponseCode.SUCCESS
-    [(committed, _, _)] = cq_entries(broker.root, TOPIC, 2)
-    assert read_record(broker.root, committed)["prepared_transaction_offset"] == copy
+    [(committed, _, _)] = cq_entries(root_of(broker), TOPIC, 2)
+    assert read_record(root_of(broker), committed)["prepared_transaction_offset"] == copy
 
     run_check(broker, clock, T0 + 20_000)
     assert len(producer.sent) == 1
     assert check_offsets(broker) == (2, 1)
 
 
-def test_young_half_message_is_left_for_a_later_round(
-    broker: SimpleNamespace, clock: Clock
-) -> None:
+def test_young_half_message_is_left_for_a_later_round(broker: BrokerContext, clock: Clock) -> None:
     producer = connect_producer(broker)
     send_half(broker)
     run_check(broker, clock, T0 + 5000)
@@ -356,7 +337,7 @@ def test_young_half_message_is_left_for_a_later_round(
     assert check_offsets(broker) == (-1, -1)
 
 
-def test_resolved_half_message_is_not_checked(broker: SimpleNamespace, clock: Clock) -> None:
+def test_resolved_half_message_is_not_checked(broker: BrokerContext, clock: Clock) -> None:
     producer = connect_producer(broker)
     rolled_back = send_half(broker)
     end_transaction(broker, ROLLBACK, rolled_back)
@@ -380,6 +361,7 @@ def test_half_message_checked_too_often_moves_to_the_check_max_topic(
         assert moved["body"] == b"order paid"
         assert moved["properties"]["TRANSACTION_CHECK_TIMES"] == "2"
         config = broker.topic_config_manager.select(CHECK_MAX)
+        assert config is not None
         assert (config.read_queue_nums, config.write_queue_nums, config.perm) == (1, 1, 6)
         assert check_offsets(broker) == (3, -1)
     finally:
@@ -387,24 +369,24 @@ def test_half_message_checked_too_often_moves_to_the_check_max_topic(
 
 
 def test_half_message_without_a_connected_producer_is_still_counted(
-    broker: SimpleNamespace, clock: Clock
+    broker: BrokerContext, clock: Clock
 ) -> None:
     send_half(broker)
     run_check(broker, clock, T0 + 7000)
     [_, copy] = half_entries(broker)
-    assert read_record(broker.root, copy)["properties"]["TRANSACTION_CHECK_TIMES"] == "1"
+    assert read_record(root_of(broker), copy)["properties"]["TRANSACTION_CHECK_TIMES"] == "1"
     assert check_offsets(broker) == (1, -1)
 
 
 def test_half_message_inside_its_immunity_time_is_deferred_unchecked(
-    broker: SimpleNamespace, clock: Clock
+    broker: BrokerContext, clock: Clock
 ) -> None:
     producer = connect_producer(broker)
     send_half(broker, CHECK_IMMUNITY_TIME_IN_SECONDS="20")
     run_check(broker, clock, T0 + 7000)
     assert producer.sent == []
     [_, copy] = half_entries(broker)
-    assert read_record(broker.root, copy)["properties"]["TRAN_PREPARED_QUEUE_OFFSET"] == "0"
+    assert read_record(root_of(broker), copy)["properties"]["TRAN_PREPARED_QUEUE_OFFSET"] == "0"
     assert check_offsets(broker) == (1, -1)
 
     run_check(broker, clock, T0 + 21_000)

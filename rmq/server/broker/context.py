@@ -1,0 +1,150 @@
+"""What a broker's processors work with: :class:`BrokerContext` and its one factory.
+
+Apache hands every processor the whole ``BrokerController``; here a processor gets a
+:class:`BrokerContext` instead: the broker's configs, its store, the metadata managers
+(topics, subscription groups, consumer offsets), the connected clients, the traffic counters,
+the parked pulls, the delay-level offsets and the clock, plus one callback for the one thing
+only the controller can do for a processor, :attr:`BrokerContext.register_broker` (a forced,
+coalesced registration with every name server).  Nothing here starts, listens or serves: the
+controller (``controller.py``) builds the context with :func:`build_broker_context`, builds
+the processors from it and owns the servers, timers and lifecycle; the unit tests build their
+broker with the same factory, so what the processors see in a test is what they see in a
+broker.
+
+:func:`build_broker_context` opens the :class:`~rmq.store.store.MessageStore` of
+``storePathRootDir`` (not started: the controller starts it in a worker thread) with
+``brokerIP1:listenPort`` as its store host, sizes the consume-queue extension's bloom filter as
+Apache does (:func:`bloom_filter_bits`) and points the managers at the store's ``config/``
+directory.  A topic the name servers must learn (created by an admin request, on send or on
+heartbeat) calls ``register_broker`` through the topic manager's ``on_register`` hook.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from rmq.common.config import BrokerConfig, BrokerConfigs, MessageStoreConfig, NettyServerConfig
+from rmq.common.timeutil import now_millis
+from rmq.server.broker.clientmanager import ClientManager
+from rmq.server.broker.consumeroffset import ConsumerOffsetManager
+from rmq.server.broker.longpolling import PullRequestHoldService
+from rmq.server.broker.schedule import ScheduleMessageService
+from rmq.server.broker.stats import BrokerStats
+from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
+from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.store.layout import (
+    CONSUMER_OFFSET_JSON,
+    DELAY_OFFSET_JSON,
+    SUBSCRIPTION_GROUP_JSON,
+    TOPICS_JSON,
+)
+from rmq.store.store import MessageStore
+
+BROKER_CONFIG_FILE = "broker.properties"
+"""The settings file UPDATE_BROKER_CONFIG writes when the broker was started without ``-c``."""
+
+
+def bloom_filter_bits(error_rate_percent: int, expected: int) -> int:
+    """Bits of the bloom filter Apache's ConsumerFilterManager builds for ``expected``
+    consumers at ``error_rate_percent`` % false positives (``n * log2(1/f) * log2(e)``, rounded
+    up to whole bytes); Apache's broker writes it into ``bitMapLengthConsumeQueueExt`` at start,
+    whatever the configuration said (defaults 20 %, 32 consumers: 112)."""
+    rate = error_rate_percent / 100
+    bits = math.ceil(expected * math.log2(1 / rate) * math.log2(math.e))
+    return 8 * math.ceil(bits / 8)
+
+
+@dataclass(eq=False)
+class BrokerContext:
+    """One broker's state as its processors see it (see the module docstring)."""
+
+    configs: BrokerConfigs
+    """All four configs; UPDATE_BROKER_CONFIG changes them in place."""
+    config_path: Path
+    """Where UPDATE_BROKER_CONFIG writes the settings: the ``-c`` file, else
+    ``<storePathRootDir>/config/broker.properties``."""
+    file_properties: Mapping[str, str]
+    """The ``-c`` file as read (its keys no config knows are answered by GET_BROKER_CONFIG)."""
+    broker_addr: str
+    """``brokerIP1:listenPort``, the address the broker registers and commits offsets as."""
+    store: MessageStore
+    topic_config_manager: TopicConfigManager
+    subscription_group_manager: SubscriptionGroupManager
+    consumer_offset_manager: ConsumerOffsetManager
+    client_manager: ClientManager
+    stats: BrokerStats
+    pull_hold: PullRequestHoldService
+    schedule_service: ScheduleMessageService
+    clock: Callable[[], int]
+    """Milliseconds since the epoch, as the store stamps records."""
+    register_broker: Callable[[], None]
+    """Schedule a forced registration with every name server (bursts are coalesced)."""
+
+    @property
+    def broker_config(self) -> BrokerConfig:
+        return self.configs.broker
+
+    @property
+    def store_config(self) -> MessageStoreConfig:
+        return self.configs.store
+
+    @property
+    def netty_config(self) -> NettyServerConfig:
+        return self.configs.server
+
+    @property
+    def store_host(self) -> bytes:
+        """The broker's address packed as records carry it (the store's)."""
+        return self.store.store_host
+
+
+def build_broker_context(
+    configs: BrokerConfigs,
+    *,
+    register_broker: Callable[[], None],
+    config_file: str | None = None,
+    file_properties: Mapping[str, str] | None = None,
+    clock: Callable[[], int] = now_millis,
+) -> BrokerContext:
+    """The context of a broker configured by ``configs`` (see the module docstring); its
+    store is not started yet."""
+    broker_config, store_config = configs.broker, configs.store
+    store_config.bit_map_length_consume_queue_ext = bloom_filter_bits(
+        broker_config.max_error_rate_of_bloom_filter,
+        broker_config.expect_consumer_num_use_filter,
+    )
+    broker_addr = f"{broker_config.broker_ip1}:{configs.server.listen_port}"
+    store = MessageStore(store_config, store_host=broker_addr, clock=clock)
+    layout = store.layout
+    config_path = Path(
+        config_file
+        if config_file is not None
+        else Path(store_config.store_path_root_dir) / "config" / BROKER_CONFIG_FILE
+    )
+    return BrokerContext(
+        configs=configs,
+        config_path=config_path,
+        file_properties=dict(file_properties or {}),
+        broker_addr=broker_addr,
+        store=store,
+        topic_config_manager=TopicConfigManager(
+            broker_config,
+            layout.config_file(TOPICS_JSON),
+            on_register=lambda _created: register_broker(),
+        ),
+        subscription_group_manager=SubscriptionGroupManager(
+            broker_config, layout.config_file(SUBSCRIPTION_GROUP_JSON)
+        ),
+        consumer_offset_manager=ConsumerOffsetManager(layout.config_file(CONSUMER_OFFSET_JSON)),
+        client_manager=ClientManager(broker_config),
+        stats=BrokerStats(),
+        pull_hold=PullRequestHoldService(store, broker_config),
+        schedule_service=ScheduleMessageService(
+            store, store_config, layout.config_file(DELAY_OFFSET_JSON), clock=clock
+        ),
+        clock=clock,
+        register_broker=register_broker,
+    )
