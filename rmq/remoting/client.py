@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from types import TracebackType
 
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection, RemotingEndpoint
@@ -92,12 +91,7 @@ class RemotingClient(RemotingEndpoint):
     async def __aenter__(self) -> RemotingClient:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def _connect(self, addr: str) -> Connection:

@@ -24,7 +24,6 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable
-from types import TracebackType
 
 from rmq.remoting.connection import Connection, RemotingEndpoint, address_text, log
 from rmq.remoting.errors import ListenError
@@ -106,12 +105,7 @@ class RemotingServer(RemotingEndpoint):
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     def _accept(self) -> Connection:
