@@ -34,7 +34,7 @@ from rmq.remoting.codes import (
     SerializeType,
     code_name,
 )
-from rmq.remoting.headers import decode_header, encode_header
+from rmq.remoting.headercodec import decode_header, encode_header
 
 H = TypeVar("H")
 

@@ -21,11 +21,11 @@ from rmq.remoting.bodies import (
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import Buffer, RemotingCommand, create_request
+from rmq.remoting.headercodec import encode_header
 from rmq.remoting.headers import (
     ConsumerSendMsgBackRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
-    encode_header,
 )
 
 _PROPERTY_MSG_REGION = "MSG_REGION"

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rmq.remoting.errors import HeaderError
+from rmq.remoting.headercodec import Long, decode_header, encode_header, header_classes
 from rmq.remoting.headers import (
     GetConsumeStatsInBrokerHeader,
     GetRouteInfoRequestHeader,
-    Long,
     PullMessageRequestHeader,
     QueryMessageResponseHeader,
     RegisterBrokerRequestHeader,
@@ -22,9 +22,6 @@ from rmq.remoting.headers import (
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
-    decode_header,
-    encode_header,
-    header_classes,
 )
 
 SAMPLE = {str: "text ✓", int: -(2**31), Long: 2**62, bool: True}
