@@ -8,7 +8,7 @@ measures on it, best of three rounds each:
 * verify: ``StoreReader.validate()``, what ``rmq inspect STORE verify`` runs: every record
   framed and its body CRC computed, matched with its consume queue entry, its index entries
   checked against the hashes of its keys;
-* stats: ``rmq.store.inspect.queue_stats``, what ``rmq inspect STORE stats`` runs: every
+* stats: ``rmq.store.offline.search.queue_stats``, what ``rmq inspect STORE stats`` runs: every
   record framed with its body CRC, tags read from its properties, counted per queue;
 * scan: the framing loop alone (no CRC), the floor of both.
 
@@ -36,8 +36,8 @@ from rmq.common.config import MessageStoreConfig
 from rmq.common.message import encode_batch
 from rmq.common.msgid import UniqueIdGenerator
 from rmq.store.commitlog import InnerMessage
-from rmq.store.inspect import queue_stats
-from rmq.store.reader import StoreReader
+from rmq.store.offline.reader import StoreReader
+from rmq.store.offline.search import queue_stats
 from rmq.store.store import MessageStore
 
 BODY_SIZE = 1024

@@ -30,6 +30,7 @@ import click
 import typer
 
 from rmq.cli.errors import EXIT_USAGE, RmqError, option_value
+from rmq.cli.inspect.group import BrokerNameOption
 from rmq.cli.main import CliState, command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
@@ -167,15 +168,7 @@ def spark_export(
             show_default=False,
         ),
     ] = None,
-    broker_name: Annotated[
-        str | None,
-        typer.Option(
-            "--broker-name",
-            metavar="NAME",
-            help="Offline: the brokerName column (a store does not record it).",
-            show_default=False,
-        ),
-    ] = None,
+    broker_name: BrokerNameOption = None,
     output: OutputOption = None,
 ) -> None:
     """Export messages to Parquet, JSON, CSV or ORC files with Spark.

@@ -39,7 +39,7 @@ Tasks (:func:`read_range`) walk their range with the same 8-byte peeks, skip rec
 the time bounds without decoding them, and decode the others with the one record codec
 (``decode_record``), checking every bound exactly, so pruning can only save work, never
 change the rows.  A record that does not decode hands the rest of the range to
-:meth:`rmq.store.reader.StoreReader.iter_records`, which skips damaged regions as
+:meth:`rmq.store.offline.reader.StoreReader.iter_records`, which skips damaged regions as
 ``rmq inspect`` does; its problems are logged as warnings.
 """
 
@@ -72,7 +72,8 @@ from rmq.store.layout import (
     list_offset_files,
     offset_file_name,
 )
-from rmq.store.reader import Problem, StoreReader
+from rmq.store.offline.problems import Problem
+from rmq.store.offline.reader import StoreReader
 
 log = logging.getLogger("rmq.spark")
 

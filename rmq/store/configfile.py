@@ -15,8 +15,8 @@ back to ``<file>.bak``, and so do we.
 
 :func:`load_config_file` reads ``<file>``, and when it is missing, empty or does not decode,
 ``<file>.bak``; the result says which one was used.  Loading never writes anything, so the
-offline :class:`~rmq.store.reader.StoreReader` uses it too.  When a file exists but neither it
-nor its backup can be decoded, :class:`ConfigFileError` is raised rather than silently
+offline :class:`~rmq.store.offline.reader.StoreReader` uses it too.  When a file exists but
+neither it nor its backup can be decoded, :class:`ConfigFileError` is raised rather than silently
 starting from empty metadata (Apache would start empty and lose every consumer offset).
 """
 

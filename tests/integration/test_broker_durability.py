@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from rmq.store.reader import StoreReader
+from rmq.store.offline.reader import StoreReader
 from tests.integration.test_broker_admin import create_topic, wait_for_route
 from tests.interop.cpp_client import CppProcess, run_cpp, start_cpp, unique_name
 from tests.procs import RemotingSession, RmqProcesses, queue_offset_ranges

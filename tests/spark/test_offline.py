@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
 from rmq.spark.datasource import OfflineReader
 from rmq.spark.offline import CommitlogRange, plan_store, read_range
 from rmq.spark.options import ScanBounds
-from rmq.store.reader import StoreReader
+from rmq.store.offline.reader import StoreReader
 from tests.spark.records import Record, build_spec_store, exported_records, stored_records
 from tests.specstore import CQ_ENTRY
 

@@ -39,7 +39,7 @@ from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, PROG_NAME, debug_from_env, rep
 from rmq.store.layout import StoreLayout, list_consume_queues, list_offset_files
 
 if TYPE_CHECKING:
-    from rmq.cli.inspect.commands import StoreTarget
+    from rmq.cli.inspect.group import StoreTarget
 
 COMMAND_NAME: Final = "inspect"
 HISTORY_FILE: Final = "inspect_history"

@@ -165,10 +165,22 @@ def record_preview(row: Mapping[str, Any]) -> str:
     return shorten(escape_text(body))
 
 
+def record_dict(record: MessageRecord, broker_name: str | None = None) -> dict[str, Any]:
+    """The message record of `rmq consume` (`to_record_dict`); a body that cannot be
+    decompressed is null, with `bodyError` saying why."""
+    from rmq.common.compression import CompressionError
+    from rmq.common.jsonrecord import to_record_dict
+
+    try:
+        return to_record_dict(record, broker_name)
+    except CompressionError as exc:
+        data = to_record_dict(record._replace(body=None), broker_name)
+        data["bodyError"] = str(exc)
+        return data
+
+
 def record_rows(records: Iterable[MessageRecord], fmt: OutputFormat) -> Iterator[dict[str, Any]]:
     """Message records in the schema of `rmq consume`; for tables with times and a preview."""
-    from rmq.store.inspect import record_dict
-
     for record in records:
         row = record_dict(record)
         if for_people(fmt):
@@ -178,7 +190,7 @@ def record_rows(records: Iterable[MessageRecord], fmt: OutputFormat) -> Iterator
 
 
 class ProgressBar:
-    """A `rmq.store.reader.Progress` callback drawing a transient rich bar on `stream`,
+    """A `rmq.store.offline.scan.Progress` callback drawing a transient rich bar on `stream`,
     created at the first report of a scan of at least `min_bytes` (nothing otherwise)."""
 
     def __init__(

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,10 @@ import pytest
 from rmq.cli.inspect.repl import StoreNames, candidates, inspect_group
 from rmq.cli.inspect.views import ProgressBar
 from rmq.cli.main import run
+from rmq.common.message import MessageRecord, decode_record
+from rmq.common.recordwalk import Frame, iter_frames
+from rmq.store.offline import reader as offline_reader
+from rmq.store.offline import scan as offline_scan
 from tests.specstore import (
     CQ_ENTRY,
     STORE_HOST,
@@ -242,6 +246,42 @@ def test_dump_from_an_offset_and_of_a_file(inspect: Inspect, store: SpecStore) -
     assert "00000000  62 6f 64 79 2d 35 62 6f" in table.out
     assert f"commitlog/00000000000000000000@{fifth.physical_offset}" in table.out
     assert "UNIQ_KEY=UNIQ0005" in table.out and "matches the body" in table.out
+
+
+def test_dump_parses_each_record_once(
+    inspect: Inspect, store: SpecStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every dumped record is decoded exactly once, the first one included, and no framing
+    pass runs ahead of the decoding."""
+    decoded: Counter[int] = Counter()
+    framed: list[int] = []
+
+    def counting_decode(buf: Any, pos: int = 0, *, with_body: bool = True) -> MessageRecord:
+        record = decode_record(buf, pos, with_body=with_body)
+        decoded[record.physical_offset] += 1
+        return record
+
+    def counting_frames(buf: Any, pos: int, limit: int) -> Iterator[Frame]:
+        for frame in iter_frames(buf, pos, limit):
+            framed.append(frame[0])
+            yield frame
+
+    monkeypatch.setattr(offline_reader, "decode_record", counting_decode)
+    monkeypatch.setattr(offline_scan, "decode_record", counting_decode)
+    monkeypatch.setattr(offline_scan, "iter_frames", counting_frames)
+
+    fifth = store.records[5]
+    three = inspect(store.root, "dump", str(fifth.physical_offset), "-c", "3", "-o", "ndjson")
+    assert three.code == 0
+    dumped = [json.loads(line)["commitLogOffset"] for line in three.out.splitlines()]
+    assert dumped == [r.physical_offset for r in store.records[5:8]]
+    assert decoded == Counter(dumped) and framed == []
+
+    decoded.clear()
+    whole = inspect(store.root, "dump", "--file", "00000000000000001024", "-o", "json")
+    dumped = [r["commitLogOffset"] for r in whole.json()]
+    assert dumped == [r.physical_offset for r in store.records if 1024 <= r.physical_offset < 2048]
+    assert decoded == Counter(dumped) and framed == []
 
 
 def test_dump_decodes_bodies_with_a_charset(inspect: Inspect, tmp_path: Path) -> None:
@@ -677,7 +717,7 @@ def test_config_diff_against_backup_and_another_store(inspect: Inspect, tmp_path
 
 
 def test_completion_candidates(store: SpecStore) -> None:
-    from rmq.cli.inspect.commands import StoreTarget
+    from rmq.cli.inspect.group import StoreTarget
 
     group = inspect_group()
     names = StoreNames(StoreTarget(store.root, None))

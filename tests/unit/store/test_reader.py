@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from rmq.store.errors import StoreError
-from rmq.store.reader import ProblemKind, StoreReader, ValidationReport
+from rmq.store.offline.problems import ProblemKind
+from rmq.store.offline.reader import StoreReader
+from rmq.store.offline.validate import ValidationReport
 from tests.specstore import CQ_ENTRY, STORE_HOST, T0, SpecStore, build, flip, index_hash
 
 

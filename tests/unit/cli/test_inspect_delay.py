@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rmq.store.inspect import ConfigView, config_rows
-from rmq.store.reader import StoreReader
+from rmq.cli.inspect.configrows import ConfigView, config_rows
+from rmq.store.offline.reader import StoreReader
 from tests.specstore import SpecStore
 
 DELAY_JSON = '{\n\t"offsetTable":{2:1\n\t}\n}'

@@ -1,0 +1,226 @@
+"""`rmq inspect STORE by-id`, `by-key`, `by-unique-key`, `search` and `export`: messages
+found by id, by key through the index (or one scan), by a filter over a time window, and
+exported as NDJSON in the schema of `rmq consume`."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rmq.cli.errors import EXIT_USAGE, RmqError, option_value
+from rmq.cli.inspect.group import (
+    DEFAULT_LIST_COUNT,
+    DEFAULT_MAX_KEYS,
+    BeginOption,
+    BrokerNameOption,
+    Damage,
+    EndOption,
+    KeyOption,
+    ListCountOption,
+    QueueOption,
+    TagOption,
+    TopicOption,
+    app,
+    opened,
+    record_filter,
+    render_records,
+    target_of,
+)
+from rmq.cli.inspect.views import ProgressBar, record_dict
+from rmq.cli.output import OutputOption
+from rmq.common.timeutil import parse_time
+
+if TYPE_CHECKING:
+    from rmq.common.message import MessageRecord
+    from rmq.store.offline.reader import StoreReader
+
+
+@app.command("by-id")
+def by_id(
+    ctx: typer.Context,
+    msg_id: Annotated[str, typer.Argument(metavar="MSG_ID", show_default=False)],
+    output: OutputOption = None,
+) -> None:
+    """Look a message up by id: an offset message id (store host + commitlog offset), else
+    a unique key (UNIQ_KEY) through the index of every topic."""
+    from rmq.store.errors import StoreError
+
+    with opened(ctx) as reader:
+        try:
+            records = [reader.message_by_offset_id(msg_id)]
+        except StoreError as exc:
+            records = _by_key(
+                reader, msg_id, None, DEFAULT_MAX_KEYS, None, None, unique=True, scan=False
+            )
+            if not records:
+                raise RmqError(
+                    f"no message with id {msg_id}: not an offset id of a stored message ({exc}) "
+                    "and no message has this unique key",
+                    "check the id, or search with 'by-key' or 'search'",
+                ) from None
+    render_records(records, output)
+
+
+def _topics(reader: StoreReader) -> list[str]:
+    return sorted({topic for topic, _ in reader.consume_queues()})
+
+
+def _by_key(
+    reader: StoreReader,
+    key: str,
+    topic: str | None,
+    count: int,
+    begin: int | None,
+    end: int | None,
+    *,
+    unique: bool,
+    scan: bool,
+) -> list[MessageRecord]:
+    """Messages with ``key`` (a KEYS token or the UNIQ_KEY; only the UNIQ_KEY with
+    ``unique``) through the index, or by one scan of the commitlog."""
+    from rmq.store.offline.search import RecordFilter, find_records
+
+    if scan:
+        with ProgressBar("scanning") as bar:
+            found = list(
+                find_records(
+                    reader,
+                    RecordFilter(topic=topic, begin=begin, end=end, key=key),
+                    limit=None,
+                    progress=bar,
+                )
+            )
+    else:
+        found = []
+        with ProgressBar("scanning the tail the index does not cover") as bar:
+            for name in [topic] if topic is not None else _topics(reader):
+                found += reader.query_by_key(
+                    name,
+                    key,
+                    count,
+                    begin or 0,
+                    end if end is not None else (1 << 63) - 1,
+                    progress=bar,
+                )
+        found.sort(key=lambda record: record.physical_offset)
+    if unique:
+        found = [record for record in found if record.uniq_key == key]
+    return found[-count:]
+
+
+@app.command("by-key")
+def by_key(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="KEY", show_default=False)],
+    topic: TopicOption = None,
+    begin: BeginOption = None,
+    end: EndOption = None,
+    count: Annotated[
+        int,
+        typer.Option("--count", "-c", min=1, metavar="N", help="At most N messages, the newest."),
+    ] = DEFAULT_MAX_KEYS,
+    scan: Annotated[
+        bool, typer.Option("--scan", help="Scan the whole commitlog instead of using the index.")
+    ] = False,
+    output: OutputOption = None,
+) -> None:
+    """Messages whose KEYS hold KEY (or whose UNIQ_KEY is KEY), through the index files of
+    TOPIC (of every topic without -t) plus a scan of what the index does not cover yet."""
+    with opened(ctx) as reader:
+        records = _by_key(
+            reader,
+            key,
+            topic,
+            count,
+            option_value(parse_time, begin, "--begin"),
+            option_value(parse_time, end, "--end"),
+            unique=False,
+            scan=scan,
+        )
+    render_records(records, output)
+
+
+@app.command("by-unique-key")
+def by_unique_key(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="UNIQ_KEY", show_default=False)],
+    topic: TopicOption = None,
+    scan: Annotated[
+        bool, typer.Option("--scan", help="Scan the whole commitlog instead of using the index.")
+    ] = False,
+    output: OutputOption = None,
+) -> None:
+    """The message(s) with this unique key (UNIQ_KEY, the msgId clients print)."""
+    with opened(ctx) as reader:
+        records = _by_key(reader, key, topic, DEFAULT_MAX_KEYS, None, None, unique=True, scan=scan)
+    render_records(records, output)
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    begin: BeginOption = None,
+    end: EndOption = None,
+    topic: TopicOption = None,
+    queue: QueueOption = None,
+    tag: TagOption = None,
+    key: KeyOption = None,
+    count: ListCountOption = DEFAULT_LIST_COUNT,
+    output: OutputOption = None,
+) -> int:
+    """Records stored between --begin and --end (and matching the other filters), in
+    commitlog order; only the commitlog files that can hold the window are read."""
+    from rmq.store.offline.search import find_records
+
+    wanted = record_filter(topic, queue, begin, end, tag, key)
+    with opened(ctx) as reader, ProgressBar("searching") as bar:
+        damage = Damage(reader.layout.root)
+        records = list(find_records(reader, wanted, limit=count, report=damage, progress=bar))
+    render_records(records, output)
+    return damage.exit_code
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    topic: TopicOption = None,
+    queue: QueueOption = None,
+    begin: BeginOption = None,
+    end: EndOption = None,
+    tag: TagOption = None,
+    key: KeyOption = None,
+    count: Annotated[
+        int | None, typer.Option("--count", "-c", min=1, metavar="N", help="At most N records.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", metavar="FILE", help="Write to FILE instead of stdout (not inside the store)."
+        ),
+    ] = None,
+    broker_name: BrokerNameOption = None,
+) -> int:
+    """Export the matching records as NDJSON, one message record per line: the schema of
+    'rmq consume', so 'rmq produce' can send them again."""
+    import orjson
+
+    from rmq.store.offline.search import find_records
+
+    wanted = record_filter(topic, queue, begin, end, tag, key)
+    target = target_of(ctx)
+    if out is not None and out.resolve().is_relative_to(target.root.resolve()):
+        raise RmqError(
+            f"{out} is inside the store directory", "write the export somewhere else", EXIT_USAGE
+        )
+    with opened(ctx) as reader, ProgressBar("exporting") as bar:
+        damage = Damage(reader.layout.root)
+        with contextlib.ExitStack() as stack:
+            sink = stack.enter_context(out.open("wb")) if out is not None else sys.stdout.buffer
+            for record in find_records(reader, wanted, limit=count, report=damage, progress=bar):
+                sink.write(orjson.dumps(record_dict(record, broker_name)) + b"\n")
+            sink.flush()
+    return damage.exit_code
