@@ -17,7 +17,7 @@ and dispatch always on (consume queue entry + index entries for one key and the 
 * breakdown: microseconds per message of the parts of a batched 1 KiB append (best of three,
   each on a fresh store): the commitlog append alone (a ``CommitLog`` whose dispatch does
   nothing), of which ``prepare_batch`` (the walk of the batch body before the lock),
-  ``MessageStore.dispatch_batch`` alone (consume queue entries + two index keys per
+  ``Dispatcher.dispatch_batch`` alone (consume queue entries + two index keys per
   message), and the consume queue put and the index put on their own.
 
     python bench/store_bench.py
@@ -39,7 +39,14 @@ from rmq.common.config import FlushDiskType, MessageStoreConfig
 from rmq.common.message import PreparedBatch, encode_batch, prepare_batch
 from rmq.common.msgid import UniqueIdGenerator, pack_host
 from rmq.common.timeutil import now_millis
-from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.commitlog import (
+    DEFAULT_DELAY_LEVELS,
+    CommitLog,
+    InnerMessage,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from rmq.store.dispatch import Dispatcher
 from rmq.store.store import MessageStore
 
 MESSAGES = 64_000
@@ -194,7 +201,7 @@ def run_case(
             items, put, window = singles(body, ids), store.put_message, WINDOW_SINGLE
         append_seconds, wrote = append_all(store, items, put, window)
         read_seconds, read = read_all(store)
-        sample = bytes(store.commitlog.get_message(0, min(wrote, RAW_CHUNK)) or b"")
+        sample = bytes(store.select_one_message_by_offset(0, min(wrote, RAW_CHUNK)) or b"")
         store.shutdown()
         raw_seconds = raw_write(directory, sample, wrote)
     if read != MESSAGES:
@@ -284,8 +291,9 @@ def breakdown() -> list[dict[str, Any]]:
             prepare(item)
 
     def dispatch_batches(store: MessageStore) -> None:
+        dispatcher = Dispatcher(store.consume_queues, store.index, DEFAULT_DELAY_LEVELS)
         for queue_id, queue_offset, offset, batch in placed:
-            store.dispatch_batch(TOPIC, queue_id, queue_offset, offset, batch, stored)
+            dispatcher.dispatch_batch(TOPIC, queue_id, queue_offset, offset, batch, stored)
 
     def put_entries(store: MessageStore) -> None:
         for queue_id, queue_offset, offset, batch in placed:

@@ -41,7 +41,7 @@ import os
 import threading
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Final, NamedTuple, Protocol
+from typing import Final, NamedTuple
 
 from rmq.common.delay import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
@@ -210,38 +210,35 @@ class PutMessageResult:
         )
 
 
-class Dispatch(Protocol):
-    """The store's dispatch function: builds one record's consume queue entry and index keys."""
+class DispatchRequest(NamedTuple):
+    """What dispatch needs of one stored record (Apache's ``DispatchRequest``): where it went,
+    its consume-queue tags code, and the raw KEYS value and unique key the index takes."""
 
-    def __call__(
-        self,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        physical_offset: int,
-        size: int,
-        tags_code: int,
-        store_timestamp: int,
-        sys_flag: int,
-        keys: str | None,
-        uniq_key: str | None,
-    ) -> None: ...
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    sys_flag: int
+    keys: str | None
+    uniq_key: str | None
 
 
-class DispatchBatch(Protocol):
-    """The store's batch dispatch function: the consume queue entries and index keys of the
-    records of one batch, stored from ``physical_offset`` on with consecutive queue offsets
-    from ``queue_offset`` (sizes and dispatch fields in ``batch``)."""
+Dispatch = Callable[[DispatchRequest], None]
+"""The store's dispatch function: builds one record's consume queue entry and index keys."""
 
-    def __call__(
-        self,
-        topic: str,
-        queue_id: int,
-        queue_offset: int,
-        physical_offset: int,
-        batch: PreparedBatch,
-        store_timestamp: int,
-    ) -> None: ...
+_new_request = tuple.__new__
+"""Builds a :class:`DispatchRequest` from a tuple of its fields in C, for the append path
+(the NamedTuple's own ``__new__`` is a Python function, twice as slow)."""
+
+
+DispatchBatch = Callable[[str, int, int, int, PreparedBatch, int], None]
+"""The store's batch dispatch function, called as ``(topic, queue id, queue offset, physical
+offset, batch, store timestamp)``: the consume queue entries and index keys of the records of
+one batch, stored from ``physical_offset`` on with consecutive queue offsets from
+``queue_offset`` (sizes and dispatch fields in ``batch``)."""
 
 
 def _failure(status: PutMessageStatus) -> PutMessageResult:
@@ -272,10 +269,11 @@ def _commit(mapped: MappedFile, pos: int, encoded: memoryview, size: int) -> Non
 class CommitLog:
     """The commitlog of one store.
 
-    ``dispatch`` is called for every record appended by :meth:`put_message` and
-    ``dispatch_batch`` once for every batch appended by :meth:`put_messages`, inside the
-    append lock, in commitlog order.  ``delay_levels[level - 1]`` is the delay of each level
-    in ms.  ``clock`` returns the store timestamp in ms (replaceable in tests).
+    ``dispatch`` is called with a :class:`DispatchRequest` for every record appended by
+    :meth:`put_message` and ``dispatch_batch`` once for every batch appended by
+    :meth:`put_messages`, inside the append lock, in commitlog order.
+    ``delay_levels[level - 1]`` is the delay of each level in ms.  ``clock`` returns the
+    store timestamp in ms (replaceable in tests).
     """
 
     def __init__(
@@ -330,13 +328,9 @@ class CommitLog:
         key = (topic, queue_id)
         with self.lock:
             store_timestamp = self._clock()
-            try:
-                mapped = self._file_with_room(size)
-            except StoreError as exc:
-                log.error("%s", exc)
-                return _failure(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-            if mapped is None:
-                return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+            mapped = self._file_with_room(size)
+            if not isinstance(mapped, MappedFile):
+                return _failure(mapped)
             pos = mapped.wrote_position
             physical_offset = mapped.file_from_offset + pos
             queue_offset = self.topic_queue_table.get(key, 0) if consumable else 0
@@ -370,16 +364,21 @@ class CommitLog:
             if delay_level:
                 tags_code = deliver_timestamp(delay_level, store_timestamp, self.delay_levels)
             self._dispatch(
-                topic,
-                queue_id,
-                queue_offset,
-                physical_offset,
-                size,
-                tags_code,
-                store_timestamp,
-                msg.sys_flag,
-                msg.keys,
-                msg.uniq_key,
+                _new_request(
+                    DispatchRequest,
+                    (
+                        topic,
+                        queue_id,
+                        queue_offset,
+                        physical_offset,
+                        size,
+                        tags_code,
+                        store_timestamp,
+                        msg.sys_flag,
+                        msg.keys,
+                        msg.uniq_key,
+                    ),
+                )
             )
         return PutMessageResult(
             PutMessageStatus.PUT_OK,
@@ -419,13 +418,9 @@ class CommitLog:
         key = (topic, queue_id)
         with self.lock:
             store_timestamp = self._clock()
-            try:
-                mapped = self._file_with_room(total)
-            except StoreError as exc:
-                log.error("%s", exc)
-                return _failure(PutMessageStatus.CREATE_MAPPED_FILE_FAILED)
-            if mapped is None:
-                return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+            mapped = self._file_with_room(total)
+            if not isinstance(mapped, MappedFile):
+                return _failure(mapped)
             pos = mapped.wrote_position
             physical_offset = mapped.file_from_offset + pos
             queue_offset = self.topic_queue_table.get(key, 0)
@@ -468,11 +463,11 @@ class CommitLog:
             self._scratch = memoryview(bytearray(size))
         return self._scratch
 
-    def _file_with_room(self, size: int) -> MappedFile | None:
+    def _file_with_room(self, size: int) -> MappedFile | PutMessageStatus:
         """The file to write ``size`` bytes to, closing the current one with a BLANK if needed.
 
-        None when ``size`` can never fit in one file.  Raises :class:`StoreError` when a new
-        file cannot be created (the current file is left untouched then).
+        MESSAGE_ILLEGAL when ``size`` can never fit in one file, CREATE_MAPPED_FILE_FAILED
+        when a new file cannot be created (the current file is left untouched then).
         """
         queue = self.queue
         needed = size + END_FILE_MIN_BLANK_LENGTH
@@ -482,16 +477,20 @@ class CommitLog:
                 size,
                 queue.mapped_file_size,
             )
-            return None
-        mapped = queue.get_last_mapped_file()
-        assert mapped is not None
-        if needed <= mapped.remaining():
-            return mapped
-        if mapped.wrote_position == 0:
-            return None
-        # Create the next file first: if that fails, nothing was written.
-        start = mapped.wrote_position
-        nxt = queue.create_next_file()
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        try:
+            mapped = queue.get_last_mapped_file()
+            assert mapped is not None
+            if needed <= mapped.remaining():
+                return mapped
+            if mapped.wrote_position == 0:
+                return PutMessageStatus.MESSAGE_ILLEGAL
+            # Create the next file first: if that fails, nothing was written.
+            start = mapped.wrote_position
+            nxt = queue.create_next_file()
+        except StoreError as exc:
+            log.error("%s", exc)
+            return PutMessageStatus.CREATE_MAPPED_FILE_FAILED
         encode_blank_into(mapped.buffer, start, mapped.file_size - start)
         mapped.appended(mapped.file_size)
         return nxt
@@ -509,14 +508,6 @@ class CommitLog:
             encode_properties_bytes(properties),
             level,
         )
-
-    def dispatch_tags_code(self, info: DispatchInfo) -> int:
-        """The consume-queue tags code of a record read back: delivery time when parked."""
-        if info.topic == RMQ_SYS_SCHEDULE_TOPIC:
-            level = info.properties.get(PROPERTY_DELAY_TIME_LEVEL, "")
-            if level.isdigit() and int(level) > 0:
-                return deliver_timestamp(int(level), info.store_timestamp, self.delay_levels)
-        return info.tags_code
 
     # -- reading -------------------------------------------------------------------------
 

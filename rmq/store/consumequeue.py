@@ -453,7 +453,7 @@ class ConsumeQueueStore:
         store_timestamp: int,
     ) -> bool:
         """Dispatch one message's entry (see :meth:`ConsumeQueue.put`)."""
-        queue = self.find(topic, queue_id)
+        queue = self._queues.get(topic, _NO_QUEUES).get(queue_id)  # self.find, inlined
         if queue is None:
             queue = self.find_or_create(topic, queue_id)
         written = queue.put(queue_offset, physical_offset, size, tags_code, store_timestamp)

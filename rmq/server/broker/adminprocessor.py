@@ -231,7 +231,7 @@ class AdminProcessor:
         kept = {RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
         unused = [
             topic
-            for topic in store.consume_queues.topics()
+            for topic in store.topics()
             if topic not in manager.topic_config_table and topic not in kept and not is_lmq(topic)
         ]
         if unused:
@@ -510,7 +510,7 @@ class AdminProcessor:
         info["earliestMessageTimeStamp"] = str(self.earliest_message_time())
         info["startAcceptSendRequestTimeStamp"] = str(config.start_accept_send_request_time_stamp)
         info["remainTransientStoreBufferNumbs"] = str(NO_TRANSIENT_STORE_POOL)
-        unflushed = store.max_physical_offset() - store.commitlog.queue.flushed_where
+        unflushed = store.max_physical_offset() - store.get_flushed_where()
         info["remainHowManyDataToFlush"] = human_readable_bytes(max(unflushed, 0))
         if layout.root.exists():
             usage = shutil.disk_usage(layout.root)
@@ -533,7 +533,7 @@ class AdminProcessor:
         if min_offset < 0:
             return -1
         size = 2 * self.context.store_config.max_message_size
-        if store.commitlog.get_message(min_offset, size) is None:
+        if store.select_one_message_by_offset(min_offset, size) is None:
             return -1
         record = store.select_one_message_by_offset(min_offset)
         return -1 if record is None else store_timestamp_at(record, 0)

@@ -178,9 +178,7 @@ class ScheduleMessageService:
         loaded = load_config_file(self.path, decode_delay_offsets)
         self._offsets = {} if loaded is None else loaded.value
         for level, offset in list(self._offsets.items()):
-            queue = self._store.consume_queues.find(
-                RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level)
-            )
+            queue = self._store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level))
             if queue is None:
                 continue
             corrected = min(max(offset, queue.min_offset), queue.max_offset)
@@ -219,7 +217,7 @@ class ScheduleMessageService:
     def _deliver_level(self, level: int, now: int) -> int | None:
         """Deliver the due head of one level; returns when to look at it again (ms), None
         when its queue is drained."""
-        queue = self._store.consume_queues.find(RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level))
+        queue = self._store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level))
         if queue is None:
             return None
         start = offset = self._offsets.get(level, 0)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rmq.common.message import PreparedBatch, encode_batch
-from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageStatus
+from rmq.store.commitlog import CommitLog, DispatchRequest, InnerMessage, PutMessageStatus
 
 STORE_TIME = 1_700_000_000_123
 BORN_TIME = 1_700_000_000_000
@@ -30,8 +30,8 @@ class Recorder:
         self.calls: list[tuple[Any, ...]] = []
         self.batch_calls = 0
 
-    def __call__(self, *args: Any) -> None:
-        self.calls.append(args)
+    def __call__(self, request: DispatchRequest) -> None:
+        self.calls.append(request)
 
     def batch(
         self,
@@ -466,8 +466,8 @@ def test_a_record_whose_totalsize_differs_from_the_appended_size_stops_the_appen
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import rmq.store.commitlog as commitlog_module
+    from rmq.common.message import record_size as real_size
 
-    real_size = commitlog_module.record_size
     monkeypatch.setattr(commitlog_module, "record_size", lambda *a: real_size(*a) + 8)
     commitlog, recorder = make_commitlog(tmp_path)
     with pytest.raises(AssertionError, match="TOTALSIZE"):

@@ -151,7 +151,7 @@ def test_abnormal_recovery_rewrites_a_torn_last_consume_queue_entry(tmp_path: Pa
     (tmp_path / "abort").touch()
     store = reopen(tmp_path)
     try:
-        queue = store.consume_queues.find("TopicTest", 1)
+        queue = store.get_consume_queue("TopicTest", 1)
         assert queue is not None
         assert queue.entry_at(4) == (last.physical_offset, last.wrote_bytes, TAG_A)
         got = store.get_messages("TopicTest", 1, 4, 1, tags_filter=lambda code: code == TAG_A)

@@ -129,7 +129,7 @@ def test_pull_of_unknown_and_empty_queues(store: MessageStore) -> None:
         GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
         0,
     )
-    store.consume_queues.find_or_create("Empty", 0)
+    store.find_consume_queue("Empty", 0)
     empty = store.get_messages("Empty", 0, 5, 32)
     assert (empty.status, empty.next_begin_offset, empty.max_offset) == (
         GetMessageStatus.NO_MESSAGE_IN_QUEUE,
@@ -143,7 +143,7 @@ def test_pull_of_an_offset_whose_queue_file_is_gone_moves_to_the_next_file(
 ) -> None:
     for n in range(60):
         put_ok(store, message(n))
-    queue = store.consume_queues.find("TopicTest", 0)
+    queue = store.get_consume_queue("TopicTest", 0)
     assert queue is not None
     # The consume queue file holding offset 7 vanished (e.g. expired while this pull ran).
     queue.get_entries = lambda queue_offset, max_entries: None  # type: ignore[method-assign]
@@ -366,7 +366,7 @@ def test_sync_flush_waiters_complete_from_the_flush_thread(tmp_path: Path) -> No
         store.request_flush(result, on_flushed)
         assert done.wait(10)
         assert seen == [(PutMessageStatus.PUT_OK, "commitlog-flush")]
-        assert store.commitlog.queue.flushed_where >= result.next_offset
+        assert store.get_flushed_where() >= result.next_offset
     finally:
         store.shutdown()
 
@@ -391,7 +391,12 @@ def test_sync_flush_that_takes_too_long_answers_flush_disk_timeout(tmp_path: Pat
         result = put_ok(store, message(0))
         done = threading.Event()
         seen: list[PutMessageStatus] = []
-        store.request_flush(result, lambda status: (seen.append(status), done.set()))
+
+        def heard(status: PutMessageStatus) -> None:
+            seen.append(status)
+            done.set()
+
+        store.request_flush(result, heard)
         assert done.wait(10)
         assert seen == [PutMessageStatus.FLUSH_DISK_TIMEOUT]
     finally:
@@ -415,11 +420,11 @@ def test_async_flush_thread_flushes_and_updates_the_checkpoint(tmp_path: Path) -
         result = put_ok(store, message(0))
         checkpoint = tmp_path / "checkpoint"
         for _ in range(500):
-            flushed = store.commitlog.queue.flushed_where >= result.next_offset
+            flushed = store.get_flushed_where() >= result.next_offset
             if flushed and checkpoint.read_bytes()[:8] == struct.pack(">q", result.store_timestamp):
                 break
             threading.Event().wait(0.01)
-        assert store.commitlog.queue.flushed_where >= result.next_offset
+        assert store.get_flushed_where() >= result.next_offset
         assert checkpoint.read_bytes()[:8] == struct.pack(">q", result.store_timestamp)
     finally:
         store.shutdown()
@@ -522,7 +527,7 @@ def test_a_slave_dispatches_replicated_bytes_even_when_records_straddle_transfer
         results = [put_ok(master, message(n, body=bytes(100 + n))) for n in range(40)]
         offset = 0
         while offset < master.max_physical_offset():
-            data = master.commitlog.get_data(offset)
+            data = master.get_commitlog_data(offset)
             assert data is not None
             chunk = data[:700]  # transfers cut records in two
             assert slave.append_to_commitlog(offset, chunk)
