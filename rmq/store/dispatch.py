@@ -42,7 +42,7 @@ from rmq.common.sysflag import (
 from rmq.store.commitlog import CommitLog, DispatchRequest
 from rmq.store.consumequeue import ConsumeQueueStore
 from rmq.store.errors import StoreError
-from rmq.store.indexfile import IndexService
+from rmq.store.indexservice import IndexService
 
 log = logging.getLogger("rmq.store")
 

@@ -54,7 +54,7 @@ from rmq.store.getmessage import (
     RecordFilter,
     TagsFilter,
 )
-from rmq.store.indexfile import IndexService
+from rmq.store.indexservice import IndexService
 from rmq.store.layout import StoreLayout
 from rmq.store.lockfile import (
     StoreLock,

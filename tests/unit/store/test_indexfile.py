@@ -11,14 +11,10 @@ from pathlib import Path
 import pytest
 
 from rmq.common.javahash import index_key_hash
-from rmq.store import indexfile
 from rmq.store.errors import StoreError
-from rmq.store.indexfile import (
-    IndexFile,
-    IndexService,
-    index_file_size,
-    index_geometries,
-)
+from rmq.store.indexfile import IndexFile
+from rmq.store.indexgeometry import index_file_size, index_geometries
+from rmq.store.indexservice import IndexService
 
 # Spec §4.5 layouts, big-endian.
 SPEC_HEADER = struct.Struct(">qqqqii")  # begin ts, end ts, begin phy, end phy, slots used, count
@@ -31,7 +27,11 @@ AA_BB_HASH = 2538191  # "T#Aa".hashCode() == "T#BB".hashCode()
 
 
 def expected_file(
-    slots: int, entries: int, header: tuple[int, ...], slot_values: dict[int, int], rows: list
+    slots: int,
+    entries: int,
+    header: tuple[int, ...],
+    slot_values: dict[int, int],
+    rows: list[tuple[int, int, int, int]],
 ) -> bytes:
     data = bytearray(40 + slots * 4 + entries * 20)
     SPEC_HEADER.pack_into(data, 0, *header)
@@ -275,7 +275,7 @@ def test_file_names_keep_sorting_by_age_when_the_clock_goes_back(
     index_service = service(tmp_path, slots=10, entries=2)
     index_service.put_keys("T", ["a"], None, 0, T0)
     hour_ago = time.time_ns() - 3600 * 10**9
-    monkeypatch.setattr(indexfile.time, "time_ns", lambda: hour_ago)
+    monkeypatch.setattr(time, "time_ns", lambda: hour_ago)
     index_service.put_keys("T", ["b"], None, 1, T0)
     index_service.put_keys("T", ["c"], None, 2, T0)
     names = [f.path.name for f in index_service.files]
@@ -305,7 +305,7 @@ def read_header(path: Path) -> tuple[int, ...]:
 
 
 def read_slot(path: Path, slot: int = 0) -> int:
-    return SPEC_SLOT.unpack_from(path.read_bytes(), 40 + slot * 4)[0]
+    return int(SPEC_SLOT.unpack_from(path.read_bytes(), 40 + slot * 4)[0])
 
 
 def test_put_killed_before_the_header_update_keeps_older_keys_reachable(tmp_path: Path) -> None:
