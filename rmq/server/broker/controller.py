@@ -11,8 +11,9 @@ through the context's ``register_broker`` callback.  The controller owns:
 * ``registration``, the name server registration (:class:`BrokerRegistration`), and
   ``transaction_check_service``, which asks producers about unresolved half messages;
 * ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
-  every processor (admin, send, pull, query, consumer offsets, client management); codes
-  nobody serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED;
+  every processor (admin, send, send-back, pull, query, consumer offsets, client
+  management, end transaction); codes nobody serves get the admin processor's
+  REQUEST_CODE_NOT_SUPPORTED;
 * ``fast_server``, a second :class:`RemotingServer` on ``bindAddress:listenPort - 2``: the
   "fast" (VIP) port, where Java clients with ``vipChannelEnabled`` (on by default up to
   4.4.0, off since 4.5.1) send everything but pulls.  It serves the same handlers except
