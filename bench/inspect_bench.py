@@ -35,9 +35,9 @@ from typing import Any
 from rmq.common.config import MessageStoreConfig
 from rmq.common.message import encode_batch
 from rmq.common.msgid import UniqueIdGenerator
-from rmq.store.commitlog import InnerMessage
 from rmq.store.offline.reader import StoreReader
 from rmq.store.offline.search import queue_stats
+from rmq.store.putmessage import InnerMessage
 from rmq.store.store import MessageStore
 
 BODY_SIZE = 1024

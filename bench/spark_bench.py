@@ -41,7 +41,7 @@ from typing import Any
 from rmq.common.config import MessageStoreConfig
 from rmq.common.message import encode_batch
 from rmq.common.msgid import UniqueIdGenerator
-from rmq.store.commitlog import InnerMessage, PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageStatus
 from rmq.store.store import MessageStore
 
 BODY_SIZE = 1024

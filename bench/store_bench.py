@@ -39,14 +39,9 @@ from rmq.common.config import FlushDiskType, MessageStoreConfig
 from rmq.common.message import PreparedBatch, encode_batch, prepare_batch
 from rmq.common.msgid import UniqueIdGenerator, pack_host
 from rmq.common.timeutil import now_millis
-from rmq.store.commitlog import (
-    DEFAULT_DELAY_LEVELS,
-    CommitLog,
-    InnerMessage,
-    PutMessageResult,
-    PutMessageStatus,
-)
+from rmq.store.commitlog import DEFAULT_DELAY_LEVELS, CommitLog
 from rmq.store.dispatch import Dispatcher
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
 
 MESSAGES = 64_000

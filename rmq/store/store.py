@@ -43,7 +43,7 @@ from rmq.common.recordwalk import MIN_RECORD_SIZE, RecordError, store_timestamp_
 from rmq.common.timeutil import now_millis
 from rmq.store.checkpoint import StoreCheckpoint
 from rmq.store.cleanup import CleanupResult, CleanupService, DiskUsage, disk_used_ratio
-from rmq.store.commitlog import CommitLog, InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.dispatch import ArrivalListener, Dispatcher
 from rmq.store.flush import CommitLogFlushService, LogicsFlushService
@@ -63,6 +63,7 @@ from rmq.store.lockfile import (
     delete_abort_file,
 )
 from rmq.store.mappedfile import Allocate
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.recovery import RecoveryResult, recover
 
 __all__ = [
@@ -231,7 +232,7 @@ class MessageStore:
     # -- writing -------------------------------------------------------------------------
 
     def put_message(self, msg: InnerMessage) -> PutMessageResult:
-        """Append one message (see :class:`~rmq.store.commitlog.InnerMessage`)."""
+        """Append one message (see :class:`~rmq.store.putmessage.InnerMessage`)."""
         if not self.running or self.disk_full:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if self._dispatcher.retry_from >= 0:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rmq.common.config import FlushDiskType, MessageStoreConfig
 from rmq.common.message import encode_batch
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
 
 TOPIC = "CrashTest"

@@ -60,9 +60,9 @@ from rmq.common.msgid import parse_host
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC
 from rmq.common.properties import encode_properties_bytes
 from rmq.common.timeutil import now_millis
-from rmq.store.commitlog import InnerMessage
 from rmq.store.configfile import load_config_file, persist_config
 from rmq.store.consumequeue import PRE_BLANK_SIZE, iter_entries
+from rmq.store.putmessage import InnerMessage
 from rmq.store.store import MessageStore
 
 log = logging.getLogger("rmq.broker")

@@ -41,7 +41,7 @@ from rmq.server.broker.sendprocessor import (
     random_queue_id,
     subscription_group,
 )
-from rmq.store.commitlog import InnerMessage
+from rmq.store.putmessage import InnerMessage
 
 FIRST_RETRY_DELAY_LEVEL = 3
 """A send-back without a delay level waits ``3 + reconsumeTimes`` levels (10 s, 30 s, ...)."""

@@ -1,7 +1,7 @@
 """The broker's send path: SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE
 (320); CONSUMER_SEND_MSG_BACK (36) is ``sendback.py``, which shares the checks below.
 
-A send request is checked, turned into one :class:`~rmq.store.commitlog.InnerMessage` and put
+A send request is checked, turned into one :class:`~rmq.store.putmessage.InnerMessage` and put
 on the store on the event-loop thread (a put is a short memory copy under the commitlog
 lock).  The header arrives in the long form (10) or with the V2 short keys ``a``..``n``
 (310, 320); ``RemotingCommand.read_header`` decodes both into one
@@ -107,7 +107,7 @@ from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.stats import BrokerStats
 from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
 from rmq.store.cleanup import disk_used_ratio
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore
 
 log = logging.getLogger("rmq.broker")

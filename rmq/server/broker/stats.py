@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rmq.common.timeutil import now_millis
-from rmq.store.commitlog import PutMessageResult
+from rmq.store.putmessage import PutMessageResult
 
 SAMPLE_WINDOWS = (10, 60, 600)
 """Seconds of the three TPS windows, in the order they are reported."""

@@ -54,7 +54,7 @@ from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import EndTransactionRequestHeader
 from rmq.server.broker.schedule import real_queue, reput_message
-from rmq.store.commitlog import InnerMessage, PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageStatus
 
 if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext

@@ -62,7 +62,7 @@ from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import CheckTransactionStateRequestHeader
 from rmq.server.broker.schedule import real_queue, reput_message
 from rmq.server.broker.transaction import REMOVE_TAG
-from rmq.store.commitlog import PutMessageResult
+from rmq.store.putmessage import PutMessageResult
 from rmq.store.store import GetMessageStatus
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ from rmq.server.broker.context import BrokerContext, build_broker_context
 from rmq.server.broker.pullprocessor import PullMessageProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
 from rmq.server.broker.topicconfig import TopicConfigManager
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from tests.unit.remoting.wire import cpp_request
 
 STORE_TIME = 1_700_000_000_000

@@ -44,7 +44,7 @@ from rmq.server.broker.stats import BrokerStats
 from rmq.server.namesrv.kvconfig import KVConfigManager
 from rmq.server.namesrv.processor import NamesrvProcessor
 from rmq.server.namesrv.routeinfo import RouteInfoManager
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from tests.unit.broker.helpers import FakeChannel
 from tests.unit.broker.helpers import call as call_handler
 

@@ -13,7 +13,7 @@ from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.context import BrokerContext
-from rmq.store.commitlog import InnerMessage
+from rmq.store.putmessage import InnerMessage
 from tests.unit.broker.helpers import (
     GROUP,
     SUSPEND_AND_SUBSCRIPTION,

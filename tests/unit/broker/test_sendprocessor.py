@@ -25,7 +25,7 @@ from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.sendback import SendBackProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.store.commitlog import PutMessageStatus
+from rmq.store.putmessage import PutMessageStatus
 from tests.unit.broker.helpers import (
     BORN_TIME,
     BROKER_IP,

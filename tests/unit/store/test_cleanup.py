@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rmq.store.cleanup import disk_used_ratio, used_percent
-from rmq.store.commitlog import PutMessageResult, PutMessageStatus
+from rmq.store.putmessage import PutMessageResult, PutMessageStatus
 from rmq.store.store import GetMessageStatus, MessageStore
 from tests.unit.store.test_store import message, put_ok, small_config
 

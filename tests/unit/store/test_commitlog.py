@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from rmq.common.message import PreparedBatch, encode_batch
-from rmq.store.commitlog import CommitLog, DispatchRequest, InnerMessage, PutMessageStatus
+from rmq.store.commitlog import CommitLog, DispatchRequest
+from rmq.store.putmessage import InnerMessage, PutMessageStatus
 
 STORE_TIME = 1_700_000_000_123
 BORN_TIME = 1_700_000_000_000

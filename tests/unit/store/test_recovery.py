@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from rmq.common.message import decode_record
-from rmq.store.commitlog import PutMessageResult
+from rmq.store.putmessage import PutMessageResult
 from rmq.store.store import MessageStore
 from tests.unit.store.test_store import (
     BASE_TIME,

@@ -17,8 +17,8 @@ import pytest
 
 from rmq.common.config import FlushDiskType, MessageStoreConfig
 from rmq.common.message import decode_record, encode_batch
-from rmq.store.commitlog import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.errors import StoreLockedError
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import GetMessageStatus, MessageStore
 
 TAG_A = 2598919  # "TagA".hashCode(), spec §8.1
