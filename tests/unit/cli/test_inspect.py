@@ -517,6 +517,7 @@ def test_random_damage_is_diagnosed_never_a_crash(inspect: Inspect, tmp_path: Pa
     pristine = build(tmp_path / "pristine")
     files = [p for p in pristine.root.rglob("*") if p.is_file()]
     resized = 0
+    diagnosed = 0
     for attempt in range(12):
         root = tmp_path / f"damaged{attempt}"
         shutil.copytree(pristine.root, root)
@@ -529,8 +530,11 @@ def test_random_damage_is_diagnosed_never_a_crash(inspect: Inspect, tmp_path: Pa
             del data[rng.randrange(len(data) + 1) :]
         size_changed = len(data) != victim.stat().st_size
         victim.write_bytes(bytes(data))
+        warned = []
         for command in COMMANDS:
             result = inspect(root, *command)
+            if command[0] not in ("verify", "config-diff") and "rmq: warning: " in result.err:
+                warned.append(command)
             assert result.code in (0, 1), (victim, command, result)
             assert "unexpected error" not in result.err and "Traceback" not in result.err
             assert all(
@@ -542,11 +546,15 @@ def test_random_damage_is_diagnosed_never_a_crash(inspect: Inspect, tmp_path: Pa
         verdict = inspect(root, "verify", "-o", "json")
         report = verdict.json()
         assert verdict.code == (0 if report["ok"] else 1), (victim, verdict)
+        # Damage any command warned about while reading (config-diff's warnings are about
+        # missing backups, not damage) is damage verify diagnoses.
+        assert not warned or verdict.code == 1, (victim, warned, report["problems"])
+        diagnosed += verdict.code
         if size_changed:
             resized += 1
             named = {root / p["file"] for p in report["problems"]}
             assert verdict.code == 1 and victim in named, (victim, report["problems"])
-    assert resized > 0
+    assert resized > 0 and diagnosed > resized
 
 
 def test_nothing_is_written_and_no_lock_is_taken(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rmq.store.errors import StoreError
-from rmq.store.offline.problems import ProblemKind
+from rmq.store.offline.problems import ProblemKind, ProblemLog
 from rmq.store.offline.reader import StoreReader
 from rmq.store.offline.validate import ValidationReport
 from tests.specstore import CQ_ENTRY, STORE_HOST, T0, SpecStore, build, flip, index_hash
@@ -279,11 +279,12 @@ def test_random_damage_is_always_reported_never_raised(tmp_path: Path) -> None:
     rng = random.Random(20240222)
     pristine = build(tmp_path / "pristine")
     files = [p for p in pristine.root.rglob("*") if p.is_file()]
-    record_offsets = {r.physical_offset for r in pristine.records}
+    bodies = {r.physical_offset: r.body for r in pristine.records}
     with StoreReader(pristine.root) as reader:
         shared = reader.query_by_key("TopicTest", "shared")
     assert shared
     truncated = 0
+    reported = 0
     for attempt in range(40):
         root = tmp_path / f"damaged{attempt}"
         for path in files:
@@ -299,18 +300,29 @@ def test_random_damage_is_always_reported_never_raised(tmp_path: Path) -> None:
             del data[rng.randrange(len(data) + 1) :]
         resized = len(data) != victim.stat().st_size
         victim.write_bytes(bytes(data))
+        walk_problems = ProblemLog()
         with StoreReader(root) as reader:
             report = reader.validate()
-            walked = list(reader.iter_records())
+            walked = list(reader.iter_records(report=walk_problems))
             found = reader.query_by_key("TopicTest", "shared")
+        reported += bool(report.problems)
         if resized:
             truncated += 1
             assert any(p.path == victim for p in report.problems), (victim, report.problems)
+        # What a walk meets, validation reports; a record whose body changed fails its CRC.
+        assert not walk_problems.problems or report.problems, (victim, walk_problems.problems)
+        crc_errors = {
+            int(p.path.name) + p.offset
+            for p in report.problems
+            if p.kind is ProblemKind.CRC_MISMATCH
+        }
+        for phy, record in walked:
+            assert record.body == bodies[phy] or phy in crc_errors, (victim, phy)
         assert report.records == len(walked)
-        assert {phy for phy, _ in walked} <= record_offsets
+        assert {phy for phy, _ in walked} <= bodies.keys()
         assert all(m.topic == "TopicTest" and "shared" in m.keys for m in found)
         assert len(found) <= len(shared)
-    assert truncated > 0
+    assert truncated > 0 and reported > truncated
 
 
 def test_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
