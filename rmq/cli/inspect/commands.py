@@ -1,17 +1,23 @@
 """The `rmq inspect` command: the group of `rmq.cli.inspect.group` with every command.
 
-Each module below registers its commands on the group's `app` when imported, in the order
-`rmq inspect --help` lists them: what a store holds (`overview`), its records (`records`),
-lookups and exports (`lookups`), whole-commitlog scans (`scans`) and its config files
-(`config`).  The root command loads `app` from here.
+Each module of `COMMAND_MODULES` registers its commands on the group's `app` when imported,
+and they are imported in that order, the order `rmq inspect --help` lists them: what a store
+holds (`overview`), its records (`records`), lookups and exports (`lookups`),
+whole-commitlog scans (`scans`) and its config files (`config`).  The root command loads
+`app` from here.
 """
 
 from __future__ import annotations
 
-from rmq.cli.inspect import config, lookups, overview, records, scans
+import importlib
+from typing import Final
+
 from rmq.cli.inspect.group import app
 
-COMMAND_MODULES = (overview, records, lookups, scans, config)
-"""The modules whose commands make up the group, in registration order."""
+COMMAND_MODULES: Final = ("overview", "records", "lookups", "scans", "config")
+"""The modules under `rmq.cli.inspect` whose commands make up the group, in help order."""
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"{__package__}.{_module}")
 
 __all__ = ["COMMAND_MODULES", "app"]
