@@ -40,7 +40,7 @@ import os
 import threading
 import zlib
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
 
 from rmq.common.delay import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
@@ -102,29 +102,14 @@ NORMAL_RECOVERY_FILES: Final = 3
 DEFAULT_DELAY_LEVELS: Final = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
 
 
-class DispatchRequest(NamedTuple):
-    """What dispatch needs of one stored record (Apache's ``DispatchRequest``): where it went,
-    its consume-queue tags code, and the raw KEYS value and unique key the index takes."""
-
-    topic: str
-    queue_id: int
-    queue_offset: int
-    physical_offset: int
-    size: int
-    tags_code: int
-    store_timestamp: int
-    sys_flag: int
-    keys: str | None
-    uniq_key: str | None
+DispatchRequest = tuple[str, int, int, int, int, int, int, int, str | None, str | None]
+"""What dispatch needs of one stored record (Apache's ``DispatchRequest``): ``(topic, queue
+id, queue offset, physical offset, size, tags code, store timestamp, sys flag, KEYS, unique
+key)``, the KEYS value raw.  A plain tuple, as one is built on every append."""
 
 
 Dispatch = Callable[[DispatchRequest], None]
 """The store's dispatch function: builds one record's consume queue entry and index keys."""
-
-_new_request = tuple.__new__
-"""Builds a :class:`DispatchRequest` from a tuple of its fields in C, for the append path
-(the NamedTuple's own ``__new__`` is a Python function, twice as slow)."""
-
 
 DispatchBatch = Callable[[str, int, int, int, PreparedBatch, int], None]
 """The store's batch dispatch function, called as ``(topic, queue id, queue offset, physical
@@ -161,7 +146,7 @@ def _commit(mapped: MappedFile, pos: int, encoded: memoryview, size: int) -> Non
 class CommitLog:
     """The commitlog of one store.
 
-    ``dispatch`` is called with a :class:`DispatchRequest` for every record appended by
+    ``dispatch`` is called with a :data:`DispatchRequest` for every record appended by
     :meth:`put_message` and ``dispatch_batch`` once for every batch appended by
     :meth:`put_messages`, inside the append lock, in commitlog order.
     ``delay_levels[level - 1]`` is the delay of each level in ms.  ``clock`` returns the
@@ -256,20 +241,17 @@ class CommitLog:
             if delay_level:
                 tags_code = deliver_timestamp(delay_level, store_timestamp, self.delay_levels)
             self._dispatch(
-                _new_request(
-                    DispatchRequest,
-                    (
-                        topic,
-                        queue_id,
-                        queue_offset,
-                        physical_offset,
-                        size,
-                        tags_code,
-                        store_timestamp,
-                        msg.sys_flag,
-                        msg.keys,
-                        msg.uniq_key,
-                    ),
+                (
+                    topic,
+                    queue_id,
+                    queue_offset,
+                    physical_offset,
+                    size,
+                    tags_code,
+                    store_timestamp,
+                    msg.sys_flag,
+                    msg.keys,
+                    msg.uniq_key,
                 )
             )
         return PutMessageResult(

@@ -2,7 +2,7 @@
 
 :meth:`Dispatcher.dispatch` writes one record's consume queue entry (unless it is a
 transactional PREPARED or ROLLBACK record) and its index keys (the unique key and every KEYS
-token, unless ROLLBACK), from a :class:`~rmq.store.commitlog.DispatchRequest`.  The
+token, unless ROLLBACK), from a :data:`~rmq.store.commitlog.DispatchRequest`.  The
 commitlog calls it inline after each single append; :meth:`Dispatcher.dispatch_batch` does
 the same for the records of one batch (never transactional) in one call, with the fields the
 append already worked out.  Records read back from the commitlog (abnormal recovery, catch-up,
@@ -161,7 +161,7 @@ class Dispatcher:
         """Dispatch a record read back from the commitlog."""
         self.redispatched += 1
         self.dispatch(
-            DispatchRequest(
+            (
                 info.topic,
                 info.queue_id,
                 info.queue_offset,
