@@ -166,7 +166,7 @@ def test_a_queue_never_written_moves_a_consumer_back_to_zero(
     async def scenario() -> None:
         async with Serving(broker) as serving:
             never_written = await serving.pull(queue_id=2, offset=offset)
-            broker.store.consume_queues.find_or_create(TOPIC, 3)
+            broker.store.find_consume_queue(TOPIC, 3)
             empty = await serving.pull(queue_id=3, offset=offset)
         assert (never_written.code, never_written.remark) == (code, "NO_MATCHED_LOGIC_QUEUE")
         assert offsets(never_written) == ("0", next_offset, "0", "0")
@@ -180,7 +180,8 @@ def test_offsets_below_the_queue_minimum_and_removed_data(broker: BrokerContext)
     for n in range(400):
         put(broker, body=bytes(200) + b"%d" % n)
     # The first 64 KiB commitlog file holds about 200 records: every entry of the first
-    # consume queue file (50 entries) points into it.
+    # consume queue file (50 entries) points into it.  The two halves of a clean-up are run
+    # apart on the store's parts to hold the moment between them.
     assert len(store.commitlog.delete_expired_files(0, clean_immediately=True, max_files=1)) == 1
 
     async def removing() -> None:

@@ -507,7 +507,7 @@ def test_sync_flush_answers_after_the_flush(sync_broker: BrokerContext) -> None:
     assert response.code == ResponseCode.SUCCESS
     assert response.ext_fields is not None
     physical = offset_of(response.ext_fields["msgId"])
-    flushed = sync_broker.store.commitlog.queue.flushed_where
+    flushed = sync_broker.store.get_flushed_where()
     assert flushed >= physical + len_of(sync_broker, physical)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import time
+from typing import Any
 
 from rmq.client.bench import (
     ConsumerReport,
@@ -36,7 +37,7 @@ def test_intervals_start_afresh_and_the_total_keeps_everything() -> None:
 
 
 def test_producer_lines_follow_the_java_tool() -> None:
-    figures = dict(
+    figures: dict[str, Any] = dict(
         seconds=10.0,
         send_total=98_765,
         send_tps=9876.4,

@@ -22,14 +22,16 @@ from rmq.common.msgid import (
     parse_host,
     pick_client_ip,
 )
+from rmq.common.timeutil import now_millis
 
 
 def ip(text: str) -> bytes:
     return ipaddress.ip_address(text).packed
 
 
-def utc_ms(*args: int) -> int:
-    return int(datetime.datetime(*args, tzinfo=datetime.UTC).timestamp() * 1000)
+def utc_ms(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> int:
+    moment = datetime.datetime(year, month, day, hour, minute, second, tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
 
 
 @pytest.fixture
@@ -131,9 +133,9 @@ def test_ipv6_unique_id_round_trip() -> None:
     generator = UniqueIdGenerator(ip("2001:db8::9"), pid=7, salt=3)
     value = generator.next_id()
     assert len(value) == 56
-    info = decode_unique_id(value, now_ms=msgid.now_millis() + 1000)
+    info = decode_unique_id(value, now_ms=now_millis() + 1000)
     assert (info.ip, info.pid, info.salt) == ("2001:db8::9", 7, 3)
-    assert abs(info.time_ms - msgid.now_millis()) < 5000
+    assert abs(info.time_ms - now_millis()) < 5000
 
 
 def test_month_rollover_and_clock_set_back(utc: None, monkeypatch: pytest.MonkeyPatch) -> None:
