@@ -2,6 +2,8 @@
 
 * :mod:`.push`: :class:`PushConsumer`, rebalanced queues pulled with long polling and fed to
   an async listener, concurrently or in queue order;
+* :mod:`.consume`: the push consumer's consume services (the listener calls, concurrent or
+  orderly, and the send-back of failed messages);
 * :mod:`.pull`: :class:`PullConsumer`, explicit reads of chosen queues and offsets;
 * :mod:`.rebalance`: which queues a push consumer owns and where each starts;
 * :mod:`.allocate`: the allocation strategies (averagely, by circle, consistent hash);
@@ -17,6 +19,7 @@ from rmq.client.consumer.allocate import (
     AllocateStrategy,
     strategy_by_name,
 )
+from rmq.client.consumer.consume import ConsumeStatus, MessageListener
 from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.offsetstore import (
     LocalFileOffsetStore,
@@ -25,7 +28,7 @@ from rmq.client.consumer.offsetstore import (
     RemoteBrokerOffsetStore,
 )
 from rmq.client.consumer.pull import PullConsumer, PullResult, PullStatus
-from rmq.client.consumer.push import ConsumeStatus, MessageListener, PushConsumer
+from rmq.client.consumer.push import PushConsumer
 from rmq.remoting.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 __all__ = [

@@ -23,6 +23,9 @@ Moving parts, all tasks on the caller's event loop:
   retries after 3 s (20 ms when the broker answered FLOW_CONTROL).  An illegal offset drops
   the queue, commits the broker's suggested offset and lets the next rebalance re-add it.
   Messages whose tag string is not subscribed are dropped (the broker filters by tag hash).
+
+Consumption is the consume services' (:mod:`rmq.client.consumer.consume`):
+
 * **Concurrent consumption** (default): pulled messages are cut into batches of
   ``consume_message_batch_max_size`` (1) and consumed by ``consume_concurrency`` (20)
   workers.  A batch the listener fails (RECONSUME_LATER, an exception, or None) is, in
@@ -54,17 +57,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
-import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rmq.client import api
 from rmq.client.consumer.allocate import AllocateMessageQueueAveragely, AllocateStrategy
-from rmq.client.consumer.message import MessageExt, decode_pull_body
+from rmq.client.consumer.consume import (
+    ConcurrentConsumeService,
+    ConsumeService,
+    MessageListener,
+    OrderlyConsumeService,
+)
+from rmq.client.consumer.message import decode_pull_body
 from rmq.client.consumer.offsetstore import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -95,9 +101,9 @@ from rmq.remoting.bodies import (
 )
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.errors import RemotingError
-from rmq.remoting.headers import ConsumerSendMsgBackRequestHeader, PullMessageRequestHeader
+from rmq.remoting.headers import PullMessageRequestHeader
 
-__all__ = ["ConsumeStatus", "MessageListener", "PushConsumer"]
+__all__ = ["PushConsumer"]
 
 log = logging.getLogger(__name__)
 
@@ -106,31 +112,8 @@ PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
 PULL_DELAY_WHEN_BROKER_FLOW_CONTROL = 0.02
 PULL_DELAY_WHEN_EXCEPTION = 3.0
 OFFSET_FIX_DELAY = 10.0  # an illegal offset is corrected this long after the pull said so
-RECONSUME_DELAY = 5.0  # a message that could not be sent back is consumed again after this
-SEND_BACK_TIMEOUT = 5.0
-MAX_TIME_CONSUME_CONTINUOUSLY = 60.0  # an orderly task yields its queue after this long
-DEFAULT_MAX_RECONSUME_TIMES = 16
 CONSUME_TIMESTAMP_LOOKBACK_MS = 30 * 60 * 1000  # Java's consumeTimestamp default: 30 min ago
 _MIB = 1024 * 1024
-
-
-class ConsumeStatus(enum.Enum):
-    """What a listener says about a batch.  In orderly mode RECONSUME_LATER suspends the
-    queue for a moment and retries the same batch (Java's SUSPEND_CURRENT_QUEUE_A_MOMENT)."""
-
-    CONSUME_SUCCESS = 0
-    RECONSUME_LATER = 1
-
-
-MessageListener = Callable[[list[MessageExt]], Awaitable[ConsumeStatus | None]]
-"""An async callable consuming a batch; None (or an exception) means RECONSUME_LATER."""
-
-
-@dataclass(slots=True)
-class _ConsumeRequest:
-    messages: list[MessageExt]
-    pq: ProcessQueue
-    mq: MessageQueue
 
 
 class PushConsumer(ClientMember):
@@ -199,8 +182,7 @@ class PushConsumer(ClientMember):
         self._offset_store: OffsetStore | None = None
         self._rebalance: Rebalance | None = None
         self._rebalance_wanted = asyncio.Event()
-        self._consume_requests: asyncio.Queue[_ConsumeRequest] = asyncio.Queue()
-        self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
+        self._consume: ConsumeService | None = None
         self._services: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -224,6 +206,11 @@ class PushConsumer(ClientMember):
             raise MQClientError(-1, "the listener must be registered before the consumer starts")
         self._listener = listener
         self.orderly = orderly
+
+    @property
+    def running(self) -> bool:
+        """Whether the consumer is started and not shut down."""
+        return self._running
 
     @property
     def _clustering(self) -> bool:
@@ -265,6 +252,9 @@ class PushConsumer(ClientMember):
             self._subscriptions[retry] = SubscriptionData.from_expression(retry, SUB_ALL)
         self._offset_store = self._create_offset_store()
         self._offset_store.load()
+        assert self._listener is not None
+        service = OrderlyConsumeService if self.orderly else ConcurrentConsumeService
+        self._consume = service(self, self._listener)
         self._rebalance = Rebalance(
             self.instance,
             self.group,
@@ -291,12 +281,8 @@ class PushConsumer(ClientMember):
                 "offset commit",
             ),
         ]
-        if not self.orderly:
-            self._services += [
-                self._service(self._consume_worker(), f"consumer {i}")
-                for i in range(self.consume_concurrency)
-            ]
-        elif self._clustering:
+        self._services += [self._service(job, name) for job, name in self._consume_of().services()]
+        if self.orderly and self._clustering:
             self._services.append(
                 self._periodic(
                     1.0, REBALANCE_LOCK_INTERVAL / 1000, self._rebalance.lock_all, "lock renewal"
@@ -364,7 +350,7 @@ class PushConsumer(ClientMember):
             run_periodically(first_delay, interval, job, f"group {self.group}: {name}"), name
         )
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         """Run a task owned by this consumer (cancelled at shutdown)."""
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
@@ -375,14 +361,14 @@ class PushConsumer(ClientMember):
         if not task.cancelled() and task.exception() is not None:
             log.error("group %s: task failed", self.group, exc_info=task.exception())
 
-    def _later(self, delay: float, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+    def later(self, delay: float, job: Callable[..., Awaitable[None]], *args: Any) -> None:
         """Run ``job(*args)`` after ``delay`` seconds."""
 
         async def run() -> None:
             await asyncio.sleep(delay)
             await job(*args)
 
-        self._spawn(run())
+        self.spawn(run())
 
     async def _rebalance_service(self) -> None:
         rebalance = self._rebalance
@@ -405,7 +391,7 @@ class PushConsumer(ClientMember):
     # --- pulling --------------------------------------------------------------------------
 
     def _dispatch_pull(self, request: PullRequest) -> None:
-        self._spawn(self._pull_loop(request))
+        self.spawn(self._pull_loop(request))
 
     async def _pull_loop(self, request: PullRequest) -> None:
         while self._running and not request.pq.dropped:
@@ -431,7 +417,7 @@ class PushConsumer(ClientMember):
         elif not request.previously_locked:
             # Now that the queue is locked, start where its previous owner committed.
             try:
-                offset = await self._rebalance_of().compute_pull_from_where(mq)
+                offset = await self.rebalance_of().compute_pull_from_where(mq)
             except (ClientError, RemotingError) as exc:
                 log.warning("group %s: cannot fix the offset of %s: %s", self.group, mq, exc)
                 return PULL_DELAY_WHEN_EXCEPTION
@@ -502,11 +488,7 @@ class PushConsumer(ClientMember):
             if not messages:
                 return 0.0
             dispatch = pq.put_messages(messages)
-            if self.orderly:
-                if dispatch:
-                    self._spawn(self._consume_orderly(mq, pq))
-            else:
-                self._submit(messages, pq, mq)
+            self._consume_of().submit(messages, pq, mq, dispatch)
             return self.pull_interval
         if status in (api.PullStatus.NO_NEW_MSG, api.PullStatus.NO_MATCHED_MSG):
             request.next_offset = result.next_begin_offset
@@ -522,170 +504,18 @@ class PushConsumer(ClientMember):
         )
         request.next_offset = result.next_begin_offset
         pq.dropped = True
-        self._later(OFFSET_FIX_DELAY, self._fix_offset, mq, result.next_begin_offset)
+        self.later(OFFSET_FIX_DELAY, self._fix_offset, mq, result.next_begin_offset)
         return None
 
     async def _fix_offset(self, mq: MessageQueue, offset: int) -> None:
         self.offset_store.update_offset(mq, offset, increase_only=False)
         await self.offset_store.persist(mq)
-        await self._rebalance_of().remove_process_queue(mq)
+        await self.rebalance_of().remove_process_queue(mq)
 
-    def _rebalance_of(self) -> Rebalance:
+    def rebalance_of(self) -> Rebalance:
         assert self._rebalance is not None
         return self._rebalance
 
-    # --- the listener ---------------------------------------------------------------------
-
-    async def _call_listener(self, messages: list[MessageExt]) -> ConsumeStatus:
-        for message in messages:
-            message.restore_retry_topic(self.group)
-        listener = self._listener
-        assert listener is not None
-        try:
-            status: object = await listener(messages)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception(
-                "group %s: the listener failed on %d message(s)", self.group, len(messages)
-            )
-            return ConsumeStatus.RECONSUME_LATER
-        if not isinstance(status, ConsumeStatus):
-            log.warning(
-                "group %s: the listener returned %r, not a ConsumeStatus", self.group, status
-            )
-            return ConsumeStatus.RECONSUME_LATER
-        return status
-
-    async def _send_message_back(
-        self, message: MessageExt, mq: MessageQueue, delay_level: int
-    ) -> bool:
-        """CONSUMER_SEND_MSG_BACK of a failed message; True when the broker took it."""
-        max_times = self.max_reconsume_times
-        header = ConsumerSendMsgBackRequestHeader(
-            offset=message.commit_log_offset,
-            group=self.group,
-            delay_level=delay_level,
-            origin_msg_id=message.msg_id,
-            origin_topic=message.topic,
-            max_reconsume_times=DEFAULT_MAX_RECONSUME_TIMES if max_times == -1 else max_times,
-            bname=mq.broker_name,
-        )
-        try:
-            addr = await self.instance.broker_address(mq)
-            await api.consumer_send_msg_back(
-                self.instance.remoting, addr, header, SEND_BACK_TIMEOUT
-            )
-        except (ClientError, RemotingError) as exc:
-            log.warning("group %s: sending %s back failed: %s", self.group, message.msg_id, exc)
-            return False
-        return True
-
-    # --- concurrent consumption -----------------------------------------------------------
-
-    def _submit(self, messages: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        size = self.consume_message_batch_max_size
-        for start in range(0, len(messages), size):
-            self._consume_requests.put_nowait(
-                _ConsumeRequest(messages[start : start + size], pq, mq)
-            )
-
-    async def _consume_worker(self) -> None:
-        while True:
-            request = await self._consume_requests.get()
-            if not request.pq.dropped:
-                status = await self._call_listener(request.messages)
-                if not request.pq.dropped:
-                    await self._consume_done(request, status)
-
-    async def _consume_done(self, request: _ConsumeRequest, status: ConsumeStatus) -> None:
-        pq, mq = request.pq, request.mq
-        done = request.messages
-        if status is ConsumeStatus.RECONSUME_LATER:
-            if self._clustering:
-                retry_here = []
-                for message in done:
-                    if not await self._send_message_back(message, mq, 0):
-                        message.reconsume_times += 1
-                        retry_here.append(message)
-                if retry_here:
-                    done = [message for message in done if message not in retry_here]
-                    self._later(RECONSUME_DELAY, self._resubmit, retry_here, pq, mq)
-            else:
-                for message in done:
-                    log.warning(
-                        "group %s: broadcast message %s dropped", self.group, message.msg_id
-                    )
-        offset = pq.remove_messages(done)
-        if offset >= 0 and not pq.dropped:
-            self.offset_store.update_offset(mq, offset, increase_only=True)
-
-    async def _resubmit(
-        self, messages: list[MessageExt], pq: ProcessQueue, mq: MessageQueue
-    ) -> None:
-        self._submit(messages, pq, mq)
-
-    # --- orderly consumption --------------------------------------------------------------
-
-    async def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
-        """Consume ``mq``'s messages in order while this client may (one task at a time)."""
-        if pq.dropped:
-            return
-        lock = self._queue_locks.setdefault(mq, asyncio.Lock())
-        async with lock:
-            if self._clustering and not (pq.locked and not pq.is_lock_expired()):
-                if not pq.dropped:
-                    self._later(0.1, self._lock_and_consume, mq, pq)
-                return
-            begin = time.monotonic()
-            while not pq.dropped:
-                if self._clustering and (not pq.locked or pq.is_lock_expired()):
-                    self._later(0.01, self._lock_and_consume, mq, pq)
-                    return
-                if time.monotonic() - begin > MAX_TIME_CONSUME_CONTINUOUSLY:
-                    self._later(0.01, self._consume_orderly, mq, pq)
-                    return
-                messages = pq.take_messages(self.consume_message_batch_max_size)
-                if not messages or not await self._consume_orderly_batch(messages, mq, pq):
-                    return
-
-    async def _consume_orderly_batch(
-        self, messages: list[MessageExt], mq: MessageQueue, pq: ProcessQueue
-    ) -> bool:
-        """Consume one batch under the queue's consume lock; True to go on with the next."""
-        async with pq.consume_lock:
-            if pq.dropped:  # rebalance gave the queue away while we waited for the lock
-                return False
-            status = await self._call_listener(messages)
-        return await self._orderly_done(messages, status, mq, pq)
-
-    async def _orderly_done(
-        self, messages: list[MessageExt], status: ConsumeStatus, mq: MessageQueue, pq: ProcessQueue
-    ) -> bool:
-        """Commit or schedule a retry; True to go on with the queue's next messages."""
-        if status is ConsumeStatus.RECONSUME_LATER and await self._must_suspend(messages, mq):
-            pq.make_messages_to_consume_again(messages)
-            self._later(self.suspend_current_queue_time, self._consume_orderly, mq, pq)
-            return False
-        offset = pq.commit()
-        if offset >= 0 and not pq.dropped:
-            self.offset_store.update_offset(mq, offset, increase_only=False)
-        return True
-
-    async def _must_suspend(self, messages: list[MessageExt], mq: MessageQueue) -> bool:
-        """Whether a failed orderly batch is retried: yes unless every message has used up
-        ``max_reconsume_times`` and went to the DLQ."""
-        max_times = self.max_reconsume_times
-        suspend = False
-        for message in messages:
-            if 0 <= max_times <= message.reconsume_times and await self._send_message_back(
-                message, mq, -1
-            ):
-                continue
-            suspend = True
-            message.reconsume_times += 1
-        return suspend
-
-    async def _lock_and_consume(self, mq: MessageQueue, pq: ProcessQueue) -> None:
-        locked = self._running and await self._rebalance_of().lock(mq)
-        self._later(0.01 if locked else 3.0, self._consume_orderly, mq, pq)
+    def _consume_of(self) -> ConsumeService:
+        assert self._consume is not None
+        return self._consume
