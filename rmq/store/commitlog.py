@@ -261,6 +261,8 @@ class CommitLog:
             queue_offset,
             store_timestamp,
             self.store_host,
+            topic=topic,
+            queue_id=queue_id,
         )
 
     def put_messages(self, batch: InnerMessage) -> PutMessageResult:
@@ -329,6 +331,8 @@ class CommitLog:
             store_timestamp,
             self.store_host,
             list(itertools.accumulate(sizes[:-1], initial=physical_offset)),
+            topic=topic,
+            queue_id=queue_id,
         )
 
     def _scratch_for(self, size: int) -> memoryview:

@@ -366,6 +366,18 @@ class ConsumeQueue:
             return None
         return entry
 
+    def last_physical_end(self) -> int:
+        """Where the newest entry's message ends in the commitlog (offset + size), read from
+        the last file alone as Apache's ``getLastOffset``; -1 when that file holds no entry."""
+        mapped = self._files.last_file()
+        if mapped is None:
+            return -1
+        position = max(mapped.wrote_position - CQ_STORE_UNIT_SIZE, 0)
+        if position + CQ_STORE_UNIT_SIZE > mapped.file_size:
+            return -1
+        physical_offset, size, _ = ENTRY.unpack_from(mapped.buffer, position)
+        return physical_offset + size if physical_offset >= 0 and size > 0 else -1
+
     # -- flushing and expiry -------------------------------------------------------------
 
     def flush(self, least_pages: int = 0) -> int:
@@ -479,6 +491,17 @@ class ConsumeQueueStore:
         for queue in queues.values():
             queue.destroy()
         shutil.rmtree(self.layout.consume_queue_root / topic, ignore_errors=True)
+
+    def delete_queue(self, topic: str, queue_id: int) -> None:
+        """Delete one queue with its files and directory; the topic goes with its last queue."""
+        with self._lock:
+            queues = dict(self._queues.get(topic, {}))
+            queue = queues.pop(queue_id, None)
+            self._queues = {name: qs for name, qs in self._queues.items() if name != topic}
+            if queues:
+                self._queues[topic] = queues
+        if queue is not None:
+            queue.destroy()
 
     def truncate_dirty(self, max_physical_offset: int) -> None:
         for queue in self:

@@ -67,16 +67,20 @@ class PutMessageResult:
     ``physical_offset`` is the offset of the first record, ``wrote_bytes`` the bytes of all
     records, ``queue_offset`` the first queue offset, ``msg_num`` the number of records.
     ``msg_id`` is the offset message id (comma-joined for a batch), computed on demand.
+    ``topic`` and ``queue_id`` say where a stored message went (``SCHEDULE_TOPIC_XXXX`` and
+    its level's queue for a delayed one).
     """
 
     __slots__ = (
         "msg_num",
         "physical_offset",
         "physical_offsets",
+        "queue_id",
         "queue_offset",
         "status",
         "store_host",
         "store_timestamp",
+        "topic",
         "wrote_bytes",
     )
 
@@ -89,6 +93,8 @@ class PutMessageResult:
         store_timestamp: int = 0,
         store_host: bytes = b"",
         physical_offsets: Sequence[int] = (),
+        topic: str = "",
+        queue_id: int = -1,
     ) -> None:
         self.status = status
         self.physical_offset = physical_offset
@@ -97,6 +103,8 @@ class PutMessageResult:
         self.store_timestamp = store_timestamp
         self.store_host = store_host
         self.physical_offsets = physical_offsets
+        self.topic = topic
+        self.queue_id = queue_id
         self.msg_num = len(physical_offsets) if physical_offsets else int(wrote_bytes > 0)
 
     @property

@@ -32,13 +32,14 @@ thread.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from rmq.common.config import FlushDiskType, MessageStoreConfig
 from rmq.common.delay import parse_delay_levels
 from rmq.common.message import MessageRecord, decode_record
 from rmq.common.msgid import decode_offset_msg_id, pack_host
+from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, is_lmq
 from rmq.common.recordwalk import MIN_RECORD_SIZE, RecordError, store_timestamp_at
 from rmq.common.timeutil import now_millis
 from rmq.store.checkpoint import StoreCheckpoint
@@ -77,6 +78,9 @@ __all__ = [
     "RecoveryResult",
     "TagsFilter",
 ]
+
+_NEVER_UNUSED = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
+"""Topics ``cleanUnusedTopic`` keeps even when no topic config names them."""
 
 FlushCallback = Callable[[PutMessageStatus], None]
 """Gets PUT_OK once the record is on disk, FLUSH_DISK_TIMEOUT when that took too long."""
@@ -451,6 +455,35 @@ class MessageStore:
                 for key, value in self.commitlog.topic_queue_table.items()
                 if key[0] not in doomed
             }
+
+    def clean_unused_topics(self, topics_in_use: Collection[str]) -> list[str]:
+        """Apache's ``cleanUnusedTopic``: delete the consume queues of every topic not in
+        ``topics_in_use``, except ``SCHEDULE_TOPIC_XXXX``, ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` and
+        LMQ topics; returns the topics deleted."""
+        unused = [
+            topic
+            for topic in self.topics()
+            if topic not in topics_in_use and topic not in _NEVER_UNUSED and not is_lmq(topic)
+        ]
+        if unused:
+            self.delete_topics(unused)
+        return unused
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """Apache's ``cleanExpiredConsumerQueue``: delete every consume queue (but the schedule
+        topic's) whose newest entry ends below the commitlog's first offset, forgetting its
+        queue offset; returns the (topic, queue id) pairs deleted."""
+        with self.commitlog.lock:
+            min_offset = self.commitlog.min_offset()
+            doomed = []
+            for queue in self.consume_queues:
+                end = queue.last_physical_end()
+                if queue.topic != RMQ_SYS_SCHEDULE_TOPIC and end != -1 and end < min_offset:
+                    doomed.append((queue.topic, queue.queue_id))
+            for topic, queue_id in doomed:
+                self.consume_queues.delete_queue(topic, queue_id)
+                self.commitlog.topic_queue_table.pop((topic, queue_id), None)
+        return doomed
 
     # -- expiry --------------------------------------------------------------------------
 

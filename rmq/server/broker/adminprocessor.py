@@ -57,7 +57,7 @@ from rmq.common.config import (
     update_config,
 )
 from rmq.common.delay import schedule_queue_id
-from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, is_lmq
+from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
 from rmq.common.recordwalk import store_timestamp_at
 from rmq.remoting.bodies import (
     BodyError,
@@ -94,6 +94,7 @@ from rmq.remoting.headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
 )
+from rmq.server.broker.storeadmin import clean_unused_topics
 from rmq.server.broker.topicconfig import TopicConfigError
 from rmq.store.cleanup import disk_used_ratio
 from rmq.store.configfile import persist_config_text
@@ -227,16 +228,9 @@ class AdminProcessor:
             manager.delete(header.topic)
         except TopicConfigError as exc:
             return _error(str(exc))
-        store = self.context.store
-        kept = {RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC}
-        unused = [
-            topic
-            for topic in store.topics()
-            if topic not in manager.topic_config_table and topic not in kept and not is_lmq(topic)
-        ]
-        if unused:
-            store.delete_topics(unused)
-            log.info("cleanUnusedTopic: consume queues of %s deleted", ", ".join(unused))
+        clean_unused_topics(self.context)
+        if self.context.broker_config.auto_delete_unused_stats:
+            self.context.stats.items.topic_deleted(header.topic)
         return _success()
 
     async def get_all_topic_config(
@@ -297,6 +291,8 @@ class AdminProcessor:
         self.context.subscription_group_manager.delete(header.group_name)
         if header.remove_offset:
             self.context.consumer_offset_manager.remove_group(header.group_name)
+        if self.context.broker_config.auto_delete_unused_stats:
+            self.context.stats.items.group_deleted(header.group_name)
         return _success()
 
     async def get_all_subscription_group(
@@ -356,7 +352,7 @@ class AdminProcessor:
                     consumer_offset=consumer_offset,
                     last_timestamp=last_timestamp,
                 )
-            stats.consume_tps += context.stats.group_get_tps(group, topic)
+            stats.consume_tps += context.stats.items.group_get_tps(group, topic)
         return _success(body=stats.encode())
 
     def _queue_lookups(self) -> dict[int, Handler]:

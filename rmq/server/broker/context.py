@@ -33,6 +33,7 @@ from rmq.server.broker.consumeroffset import ConsumerOffsetManager
 from rmq.server.broker.longpolling import PullRequestHoldService
 from rmq.server.broker.schedule import ScheduleMessageService
 from rmq.server.broker.stats import BrokerStats
+from rmq.server.broker.statsitems import BrokerStatsItems
 from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
 from rmq.server.broker.topicconfig import TopicConfigManager
 from rmq.store.layout import (
@@ -124,6 +125,14 @@ def build_broker_context(
         if config_file is not None
         else Path(store_config.store_path_root_dir) / "config" / BROKER_CONFIG_FILE
     )
+    stats = BrokerStats(
+        items=BrokerStatsItems(
+            broker_config.broker_cluster_name,
+            queue_stats=broker_config.enable_detail_stat,
+            schedule_stats=store_config.enable_schedule_message_stats,
+            clock=clock,
+        )
+    )
     return BrokerContext(
         configs=configs,
         config_path=config_path,
@@ -140,10 +149,14 @@ def build_broker_context(
         ),
         consumer_offset_manager=ConsumerOffsetManager(layout.config_file(CONSUMER_OFFSET_JSON)),
         client_manager=ClientManager(broker_config),
-        stats=BrokerStats(),
+        stats=stats,
         pull_hold=PullRequestHoldService(store, broker_config),
         schedule_service=ScheduleMessageService(
-            store, store_config, layout.config_file(DELAY_OFFSET_JSON), clock=clock
+            store,
+            store_config,
+            layout.config_file(DELAY_OFFSET_JSON),
+            clock=clock,
+            on_delivered=stats.items.delivered,
         ),
         clock=clock,
         register_broker=register_broker,

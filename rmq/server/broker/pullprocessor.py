@@ -204,9 +204,13 @@ class PullMessageProcessor:
         result = context.store.get_messages(
             topic, header.queue_id, header.queue_offset, header.max_msg_nums, tags_filter
         )
-        context.stats.on_get(
-            group, topic, result.message_count, (time.monotonic_ns() - started) // 1_000_000
-        )
+        elapsed_ms = (time.monotonic_ns() - started) // 1_000_000
+        context.stats.on_get(result.message_count, elapsed_ms)
+        if result.message_count:
+            items = context.stats.items
+            items.get(group, topic, result.message_count, result.buffer_total_size)
+            if context.broker_config.transfer_msg_by_heap:
+                items.pull_latency(group, topic, header.queue_id, elapsed_ms)
         outcome = self._respond(
             connection, header, group_config, result, allow_suspend, tags_filter
         )

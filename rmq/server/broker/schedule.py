@@ -149,9 +149,12 @@ class ScheduleMessageService:
         delay_offset_path: str | os.PathLike[str],
         *,
         clock: Callable[[], int] = now_millis,
+        on_delivered: Callable[[int, str, int, int], None] | None = None,
     ) -> None:
         self.path = Path(delay_offset_path)
         self._store = store
+        self._on_delivered = on_delivered
+        """Told ``(level, topic, messages, bytes)`` of each delivery (the stats items)."""
         self._delays = parse_delay_levels(store_config.message_delay_level)
         self._persist_interval_s = store_config.flush_delay_offset_interval / 1000
         self._clock = clock
@@ -275,6 +278,8 @@ class ScheduleMessageService:
                 target,
                 result.status.name,
             )
+        elif self._on_delivered is not None:
+            self._on_delivered(level, result.topic, result.msg_num, result.wrote_bytes)
         return result.ok
 
     # -- lifecycle -----------------------------------------------------------------------

@@ -126,4 +126,11 @@ class SendBackProcessor:
         count_put(self.context.stats, result, started)
         if not result.ok:
             return create_response(ResponseCode.SYSTEM_ERROR, result.status.name)
+        self.context.stats.items.send_back(
+            header.group,
+            properties[PROPERTY_RETRY_TOPIC],
+            result.topic,
+            result.queue_id,
+            result.wrote_bytes,
+        )
         return create_response(ResponseCode.SUCCESS)

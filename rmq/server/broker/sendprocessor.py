@@ -289,6 +289,10 @@ class SendMessageProcessor:
         if status is PutMessageStatus.PUT_OK and wait and store.sync_flush:
             status = await await_flush(store, result)
         count_put(self.context.stats, result, started)
+        if result.ok:
+            self.context.stats.items.put(
+                result.topic, result.queue_id, result.msg_num, result.wrote_bytes
+            )
         return self._answer_put(status, result, queue_id)
 
     def _check(self, connection: Connection, header: SendMessageRequestHeader) -> TopicConfig:

@@ -6,8 +6,10 @@ Apache keeps in its ``StoreStatsService`` and ``BrokerStats``:
 * Counters, bumped by the processors on every request and therefore only plain integer
   additions: messages put (a batch counts each message) and their bytes, failed puts, pulls
   that found messages and pulls that found none, messages handed to consumers, and the
-  longest put / pull.  Per ``(topic, group)`` the messages consumers got, for the consume TPS
-  of GET_CONSUME_STATS.
+  longest put / pull.
+* The named stats items (TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...) with their minute, hour and day
+  windows, Apache's ``BrokerStatsManager``: :attr:`BrokerStats.items`
+  (:mod:`rmq.server.broker.statsitems`).
 * TPS over the last 10, 60 and 600 seconds: :meth:`BrokerStats.sample` (the broker calls it
   every second) appends a snapshot of the counters to a ring of 601; a window's TPS is the
   counter difference between the newest snapshot and the one ``window`` samples older,
@@ -36,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rmq.common.timeutil import now_millis
+from rmq.server.broker.statsitems import BrokerStatsItems
 from rmq.store.putmessage import PutMessageResult
 
 SAMPLE_WINDOWS = (10, 60, 600)
@@ -117,8 +120,11 @@ def percentile(counts: list[int], bounds: tuple[int, ...], fraction: float) -> f
 class BrokerStats:
     """Traffic counters and TPS windows of one broker (see the module docstring)."""
 
-    def __init__(self, clock: Callable[[], int] = now_millis) -> None:
+    def __init__(
+        self, clock: Callable[[], int] = now_millis, items: BrokerStatsItems | None = None
+    ) -> None:
         self._clock = clock
+        self.items = items if items is not None else BrokerStatsItems("DefaultCluster", clock=clock)
         self.boot_timestamp = clock()
         self.put_total = 0
         self.put_size_total = 0
@@ -132,8 +138,6 @@ class BrokerStats:
         self.put_total_today_morning = 0
         self.get_total_yesterday_morning = 0
         self.get_total_today_morning = 0
-        self._group_get: dict[tuple[str, str], int] = {}
-        self._group_samples: deque[tuple[int, dict[tuple[str, str], int]]] = deque(maxlen=61)
         self._samples: deque[_Sample] = deque(maxlen=MAX_SAMPLES)
         self._distribution = [0] * len(_DISTRIBUTION_NAMES)
         self._last_distribution: list[int] | None = None
@@ -157,13 +161,11 @@ class BrokerStats:
         if elapsed_ms > self.put_time_max:
             self.put_time_max = elapsed_ms
 
-    def on_get(self, group: str, topic: str, msg_num: int, elapsed_ms: int = 0) -> None:
-        """A pull of ``group`` on ``topic`` that returned ``msg_num`` messages (0: none found)."""
+    def on_get(self, msg_num: int, elapsed_ms: int = 0) -> None:
+        """A pull that returned ``msg_num`` messages (0: none found)."""
         if msg_num:
             self.get_found += 1
             self.get_transferred += msg_num
-            key = (topic, group)
-            self._group_get[key] = self._group_get.get(key, 0) + msg_num
         else:
             self.get_miss += 1
         if elapsed_ms > self.get_time_max:
@@ -177,7 +179,6 @@ class BrokerStats:
         self._samples.append(
             _Sample(now, self.put_total, self.get_found, self.get_miss, self.get_transferred)
         )
-        self._group_samples.append((now, dict(self._group_get)))
         if now - self._rotated_at >= LATENCY_ROTATE_MS:
             self._rotated_at = now
             self._last_distribution = self._distribution
@@ -206,12 +207,6 @@ class BrokerStats:
             oldest, newest = samples[len(samples) - 1 - window], samples[-1]
             result.append(_tps(value(oldest), value(newest), newest.timestamp - oldest.timestamp))
         return result
-
-    def group_get_tps(self, group: str, topic: str) -> float:
-        """Messages per second the group got from the topic over the last minute."""
-        key = (topic, group)
-        (old_time, old), (new_time, new) = self._group_samples[0], self._group_samples[-1]
-        return _tps(old.get(key, 0), new.get(key, 0), new_time - old_time)
 
     def runtime_info(self) -> dict[str, str]:
         """The store statistics part of GET_BROKER_RUNTIME_INFO (Apache's key names)."""

@@ -63,7 +63,7 @@ from rmq.remoting.headers import CheckTransactionStateRequestHeader
 from rmq.server.broker.schedule import real_queue, reput_message
 from rmq.server.broker.transaction import REMOVE_TAG
 from rmq.store.putmessage import PutMessageResult
-from rmq.store.store import GetMessageStatus
+from rmq.store.store import GetMessageResult, GetMessageStatus
 
 if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext
@@ -321,6 +321,7 @@ class TransactionalMessageCheckService:
                     offset = result.next_begin_offset
                     continue
                 break
+            self._count_read(RMQ_SYS_TRANS_OP_HALF_TOPIC, result)
             for raw in result.messages:
                 try:
                     op = decode_record(raw)
@@ -338,11 +339,18 @@ class TransactionalMessageCheckService:
             offset = result.next_begin_offset
         return resolved, done, op_offset
 
+    def _count_read(self, topic: str, result: GetMessageResult) -> None:
+        """Half and op messages read count as got by ``CID_RMQ_SYS_TRANS`` (Apache's bridge)."""
+        self.context.stats.items.get(
+            CID_SYS_RMQ_TRANS, topic, result.message_count, result.buffer_total_size
+        )
+
     def _half_message(self, queue_id: int, offset: int) -> tuple[MessageRecord | None, int | None]:
         """The half message at ``offset``; else None and where to look next (None: the
         queue has nothing new)."""
         result = self.context.store.get_messages(RMQ_SYS_TRANS_HALF_TOPIC, queue_id, offset, 1)
         if result.status is GetMessageStatus.FOUND:
+            self._count_read(RMQ_SYS_TRANS_HALF_TOPIC, result)
             try:
                 return decode_record(result.messages[0]), None
             except RecordError as exc:

@@ -688,8 +688,8 @@ def test_runtime_info_tps_windows_and_latency() -> None:
         now[0] += 1000
         for _ in range(second % 3):
             stats.on_put(put_result, 5)
-        stats.on_get("g", "T", 4)
-        stats.on_get("g", "T", 0)
+        stats.on_get(4)
+        stats.on_get(0)
         stats.sample()
     info = stats.runtime_info()
 
@@ -704,7 +704,6 @@ def test_runtime_info_tps_windows_and_latency() -> None:
     assert info["getTotalTps"] == "2.0 2.0 0.0"
     assert info["getTransferedTps"] == "4.0 4.0 "
     assert info["msgGetTotalTodayNow"] == "240"
-    assert stats.group_get_tps("g", "T") == pytest.approx(4.0)
     assert info["putMessageDistributeTime"].startswith("[<=0ms]:0 [0~10ms]:60 [10~50ms]:0 ")
     assert info["putLatency99"] == "4.98"
     assert info["putMessageAverageSize"] == "100.0"
@@ -716,9 +715,9 @@ def test_runtime_info_tps_windows_and_latency() -> None:
 
 def test_day_totals_roll_at_midnight() -> None:
     stats = BrokerStats(clock=lambda: 0)
-    stats.on_get("g", "T", 10)
+    stats.on_get(10)
     stats.record_day()
-    stats.on_get("g", "T", 5)
+    stats.on_get(5)
     stats.record_day()
     info = stats.runtime_info()
     assert info["msgGetTotalYesterdayMorning"] == "10"
