@@ -212,7 +212,7 @@ class CommitLog:
             physical_offset = mapped.file_from_offset + pos
             queue_offset = self.topic_queue_table.get(key, 0) if consumable else 0
             scratch = self._scratch_for(size)
-            encode_record_into(
+            written = encode_record_into(
                 scratch,
                 0,
                 queue_id=queue_id,
@@ -230,8 +230,8 @@ class CommitLog:
                 topic_bytes=topic_bytes,
                 properties_bytes=properties,
             )
-            assert int.from_bytes(scratch[:4], "big") == size, (
-                f"record at {physical_offset}: TOTALSIZE {int.from_bytes(scratch[:4], 'big')} "
+            assert written == size, (
+                f"record at {physical_offset}: TOTALSIZE {written} "
                 f"but {size} bytes appended and dispatched"
             )
             _commit(mapped, pos, scratch, size)
