@@ -37,19 +37,19 @@ TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
 VALID_NAME_PATTERN = "^[%|a-zA-Z0-9_-]+$"
 
-SYSTEM_TOPICS: frozenset[str] = frozenset(
-    {
-        AUTO_CREATE_TOPIC_KEY_TOPIC,
-        RMQ_SYS_SCHEDULE_TOPIC,
-        RMQ_SYS_BENCHMARK_TOPIC,
-        RMQ_SYS_TRANS_HALF_TOPIC,
-        RMQ_SYS_TRACE_TOPIC,
-        RMQ_SYS_TRANS_OP_HALF_TOPIC,
-        RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
-        RMQ_SYS_SELF_TEST_TOPIC,
-        RMQ_SYS_OFFSET_MOVED_EVENT,
-    }
+SYSTEM_TOPIC_ORDER: tuple[str, ...] = (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    RMQ_SYS_SCHEDULE_TOPIC,
+    RMQ_SYS_BENCHMARK_TOPIC,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRACE_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+    RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC,
+    RMQ_SYS_SELF_TEST_TOPIC,
+    RMQ_SYS_OFFSET_MOVED_EVENT,
 )
+"""The fixed system topics in the order Java's ``TopicValidator`` adds them to its set."""
+SYSTEM_TOPICS: frozenset[str] = frozenset(SYSTEM_TOPIC_ORDER)
 
 SEND_FORBIDDEN_TOPICS: frozenset[str] = frozenset(
     {

@@ -15,7 +15,8 @@ for the Java bean and reads it back as leniently as fastjson does.  Every body h
 
 A body that cannot be decoded raises :class:`BodyError`.  The modules: :mod:`.route` (name
 server and broker registration), :mod:`.client` (heartbeats, subscriptions, queues, locks),
-:mod:`.admin` (offsets, groups, statistics, connections).
+:mod:`.admin` (offsets, groups, statistics, connections), :mod:`.brokerquery` (the broker's
+consumer and producer queries).
 """
 
 from rmq.remoting.bodies.admin import (
@@ -33,6 +34,14 @@ from rmq.remoting.bodies.admin import (
     SubscriptionGroupWrapper,
     TopicOffset,
     TopicStatsTable,
+)
+from rmq.remoting.bodies.brokerquery import (
+    ConsumeQueueData,
+    ConsumeStatsList,
+    ProducerInfo,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
+    QueryCorrectionOffsetBody,
 )
 from rmq.remoting.bodies.client import (
     EXPRESSION_TYPE_SQL92,
@@ -81,7 +90,9 @@ __all__ = [
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",
+    "ConsumeQueueData",
     "ConsumeStats",
+    "ConsumeStatsList",
     "ConsumeType",
     "ConsumerConnection",
     "ConsumerData",
@@ -99,7 +110,11 @@ __all__ = [
     "OffsetWrapper",
     "ProducerConnection",
     "ProducerData",
+    "ProducerInfo",
+    "ProducerTableInfo",
+    "QueryConsumeQueueResponseBody",
     "QueryConsumeTimeSpanBody",
+    "QueryCorrectionOffsetBody",
     "QueueData",
     "QueueTimeSpan",
     "RegisterBrokerBody",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rmq.common.javahash import index_key_hash, java_hash, tags_code
+from rmq.common.javahash import index_key_hash, java_hash, java_hash_order, tags_code
 
 
 def reference_hash(text: str) -> int:
@@ -84,3 +84,34 @@ def test_index_key_hash_of_keys_sharing_a_head_and_after_the_head_cache_fills() 
         key = f"T#{n * 7919:012d}key{n}"
         assert index_key_hash(key) == reference_index_key_hash(key)
     assert index_key_hash("TopicTest#OrderID001") == 1231272886
+
+
+GROUPS = [f"Group{i}" for i in range(20)]
+
+
+def test_java_hash_order_is_javas_iteration_order() -> None:
+    # printed by Java 17: new HashSet<>() after add("Group0") .. add("Group19") (resized to 32)
+    assert java_hash_order(GROUPS) == [
+        *("Group11", "Group10", "Group1", "Group17", "Group2", "Group16", "Group19", "Group0"),
+        *("Group18", "Group5", "Group13", "Group6", "Group12", "Group3", "Group15", "Group4"),
+        *("Group14", "Group9", "Group7", "Group8"),
+    ]
+    # ... and by new ConcurrentHashMap<>(1024), whose table has 2048 buckets
+    assert java_hash_order(GROUPS, table_size=2048) == [
+        *("Group1", "Group2", "Group0", "Group5", "Group6", "Group3", "Group4", "Group9"),
+        *("Group7", "Group8", "Group11", "Group10", "Group17", "Group16", "Group19", "Group18"),
+        *("Group13", "Group12", "Group15", "Group14"),
+    ]
+
+
+def test_java_hash_order_keeps_insertion_order_within_a_bucket() -> None:
+    # RawQGroup2 and RawQFiltered share bucket 7 of 16; Java iterates them as added
+    assert java_hash_order(["RawQGroup2", "RawQFiltered", "RawQGroup", "RawQGroup2"]) == [
+        "RawQGroup2",
+        "RawQFiltered",
+        "RawQGroup",
+    ]
+    assert java_hash_order(["RawQFiltered", "RawQGroup2", "RawQGroup"])[:2] == [
+        "RawQFiltered",
+        "RawQGroup2",
+    ]
