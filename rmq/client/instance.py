@@ -4,8 +4,9 @@ A `ClientInstance` is Java's `MQClientInstance` in asyncio form.  It owns
 
 * one `RemotingClient` (one pooled connection per broker and name server) and the handlers
   for requests brokers send to clients: NOTIFY_CONSUMER_IDS_CHANGED makes every registered
-  consumer rebalance now; every other code is answered REQUEST_CODE_NOT_SUPPORTED by the
-  remoting layer;
+  consumer rebalance now; the offset reset, offset status, running info and direct
+  consumption calls are answered by the consumer of the group (`consumerrequests.py`); every
+  other code is answered REQUEST_CODE_NOT_SUPPORTED by the remoting layer;
 * the name server list (`"host:port;host:port"`), used one at a time through a
   `NameServerList` (also the admin client's): a request goes to the current name server and
   moves on to the next when it cannot connect or times out;
@@ -28,7 +29,8 @@ the route of the auto-create template topic TBW102 with each broker's queue coun
 topic on the first send, and the next refresh picks up its real route.
 
 A consumer registers an object that satisfies `RegisteredConsumer`: its group, the
-`ConsumerData` its heartbeats carry, and a `rebalance_now()` hook.  How producers and
+`ConsumerData` its heartbeats carry and a `rebalance_now()` hook; one that is also a
+`ConsumerAnswers` (the push consumer) answers the broker's admin calls.  How producers and
 consumers get, start and leave their instance is `member.py`'s; `run_periodically` is the
 loop of every periodic task.
 """
@@ -44,6 +46,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Protocol, TypeVar
 
 from rmq.client import api
+from rmq.client.consumerrequests import ConsumerAnswers, register_consumer_requests
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
 from rmq.common.config import local_address
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -279,6 +282,7 @@ class ClientInstance:
         if self._running:
             return
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._consumer_ids_changed)
+        register_consumer_requests(self.remoting, self._answering_consumer, self._namesrv_list)
         self._tasks = [
             self._spawn(
                 self.poll_name_server_interval,
@@ -516,6 +520,14 @@ class ClientInstance:
         if group in self._producer_groups:
             self._producer_groups.discard(group)
             await self._unregister_client(group, None)
+
+    def _answering_consumer(self, group: str) -> ConsumerAnswers | None:
+        """The group's consumer when it answers the broker's admin calls (a push consumer)."""
+        consumer = self._consumers.get(group)
+        return consumer if isinstance(consumer, ConsumerAnswers) else None
+
+    def _namesrv_list(self) -> list[str]:
+        return self.namesrv_addrs
 
     def register_consumer(self, consumer: RegisteredConsumer) -> None:
         """Add a consumer to the heartbeats and rebalance notifications (one per group)."""

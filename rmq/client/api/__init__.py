@@ -28,6 +28,8 @@ One module per request family, all re-exported here so callers write `api.send_m
 * `pull`: pulls and a queue's offsets (`pull_message`, consumer offsets, min/max, search);
 * `group`: heartbeats, unregistering, a group's members, queue locks;
 * `lookup`: messages by offset message id and by key;
+* `consumercalls`: what a broker asks a group's consumers for: offset reset, their offsets,
+  running info, direct consumption;
 * `brokeradmin`: creating and deleting topics on a broker, topic stats, runtime info.
 """
 
@@ -38,6 +40,12 @@ from rmq.client.api.brokeradmin import (
     get_broker_runtime_info,
     get_topic_stats_info,
     update_and_create_topic,
+)
+from rmq.client.api.consumercalls import (
+    consume_message_directly,
+    get_consumer_running_info,
+    invoke_broker_to_get_consumer_status,
+    invoke_broker_to_reset_offset,
 )
 from rmq.client.api.group import (
     get_consumer_id_list,
@@ -98,6 +106,7 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "body_of",
+    "consume_message_directly",
     "consumer_send_msg_back",
     "create_topic_request",
     "delete_topic_in_broker",
@@ -108,6 +117,7 @@ __all__ = [
     "get_broker_cluster_info",
     "get_broker_runtime_info",
     "get_consumer_id_list",
+    "get_consumer_running_info",
     "get_earliest_msg_store_time",
     "get_kv_config",
     "get_max_offset",
@@ -115,6 +125,8 @@ __all__ = [
     "get_topic_route",
     "get_topic_stats_info",
     "get_topics_by_cluster",
+    "invoke_broker_to_get_consumer_status",
+    "invoke_broker_to_reset_offset",
     "lock_batch_mq",
     "pull_message",
     "put_kv_config",

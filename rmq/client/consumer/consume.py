@@ -19,6 +19,14 @@ listener sees it and commits the process queue's offset to the offset store afte
 The consumer's settings (batch size, concurrency, reconsume limits) are read from the
 :class:`PushConsumer` the service belongs to, and its tasks run through the consumer's
 ``spawn``/``later`` so that shutdown cancels them with the rest.
+
+Also here, for the running info an admin tool asks for (GET_CONSUMER_RUNNING_INFO):
+:class:`ConsumerStats`, the per-topic rates of Apache's ConsumerStatsManager (pull and
+consume response times, pulled, consumed and failed messages per second over the last
+minute, failed messages over the last hour), and :meth:`ConsumeService.consume_directly`,
+CONSUME_MESSAGE_DIRECTLY: one message handed to the listener outside the process queues, its
+verdict reported as a :class:`ConsumeMessageDirectlyResult` and nothing committed or sent
+back.
 """
 
 from __future__ import annotations
@@ -27,8 +35,9 @@ import asyncio
 import enum
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rmq.client import api
@@ -36,6 +45,11 @@ from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.processqueue import ProcessQueue
 from rmq.client.errors import ClientError
 from rmq.remoting.bodies import MessageModel, MessageQueue
+from rmq.remoting.bodies.consumerinfo import (
+    CMResult,
+    ConsumeMessageDirectlyResult,
+    ConsumeStatusInfo,
+)
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import ConsumerSendMsgBackRequestHeader
 
@@ -46,6 +60,7 @@ __all__ = [
     "ConcurrentConsumeService",
     "ConsumeService",
     "ConsumeStatus",
+    "ConsumerStats",
     "MessageListener",
     "OrderlyConsumeService",
 ]
@@ -71,14 +86,111 @@ MessageListener = Callable[[list[MessageExt]], Awaitable[ConsumeStatus | None]]
 
 
 @dataclass(slots=True)
+class _Series:
+    """One measure of one topic: per-second (sum, count) buckets of the last hour."""
+
+    buckets: deque[list[int]] = field(default_factory=deque)  # [second, sum, count]
+
+    def add(self, second: int, value: int) -> None:
+        buckets = self.buckets
+        if buckets and buckets[-1][0] == second:
+            buckets[-1][1] += value
+            buckets[-1][2] += 1
+        else:
+            buckets.append([second, value, 1])
+        while buckets[0][0] <= second - _HOUR:
+            buckets.popleft()
+
+    def totals(self, since: int) -> tuple[int, int]:
+        """(sum, count) of the buckets from second ``since`` on."""
+        total = count = 0
+        for second, value, times in reversed(self.buckets):
+            if second < since:
+                break
+            total += value
+            count += times
+        return total, count
+
+
+_MINUTE = 60
+_HOUR = 3600
+
+
+class ConsumerStats:
+    """A push consumer's rates per topic, as ConsumerStatsManager reports them in a running
+    info's statusTable: response times are averages per call, TPS the messages of the last
+    minute per second (of the time measured, when that is shorter); consumeRT falls back to
+    the last hour when the last minute saw no consumption."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._started = clock()
+        self._series: dict[tuple[str, str], _Series] = {}
+
+    def _add(self, measure: str, topic: str, value: int) -> None:
+        series = self._series.setdefault((measure, topic), _Series())
+        series.add(int(self._clock()), value)
+
+    def inc_pull_rt(self, topic: str, rt_millis: int) -> None:
+        """A pull of ``topic`` answered after ``rt_millis``."""
+        self._add("pull_rt", topic, rt_millis)
+
+    def inc_pull_tps(self, topic: str, found: int) -> None:
+        """A pull of ``topic`` brought ``found`` messages the subscription wants."""
+        self._add("pull_tps", topic, found)
+
+    def inc_consume(self, topic: str, rt_millis: int, ok: int, failed: int) -> None:
+        """A listener call on messages of ``topic``: how long, how many succeeded or failed."""
+        self._add("consume_rt", topic, rt_millis)
+        if ok:
+            self._add("consume_ok", topic, ok)
+        if failed:
+            self._add("consume_failed", topic, failed)
+
+    def status(self, topic: str) -> ConsumeStatusInfo:
+        now = self._clock()
+        second = int(now)
+        minute_span = min(float(_MINUTE), max(now - self._started, 1.0))
+        empty = _Series()
+
+        def minute(measure: str) -> tuple[int, int]:
+            return self._series.get((measure, topic), empty).totals(second - _MINUTE + 1)
+
+        def hour(measure: str) -> tuple[int, int]:
+            return self._series.get((measure, topic), empty).totals(second - _HOUR + 1)
+
+        def average(totals: tuple[int, int]) -> float:
+            return totals[0] / totals[1] if totals[1] else 0.0
+
+        consume_rt = minute("consume_rt")
+        if consume_rt[0] == 0:
+            consume_rt = hour("consume_rt")
+        return ConsumeStatusInfo(
+            pull_rt=average(minute("pull_rt")),
+            pull_tps=minute("pull_tps")[0] / minute_span,
+            consume_rt=average(consume_rt),
+            consume_ok_tps=minute("consume_ok")[0] / minute_span,
+            consume_failed_tps=minute("consume_failed")[0] / minute_span,
+            consume_failed_msgs=hour("consume_failed")[0],
+        )
+
+
+@dataclass(slots=True)
 class _ConsumeRequest:
     messages: list[MessageExt]
     pq: ProcessQueue
     mq: MessageQueue
 
 
+def millis_since(begin: float) -> int:
+    """Whole milliseconds since ``time.monotonic()`` was ``begin``."""
+    return int((time.monotonic() - begin) * 1000)
+
+
 class ConsumeService:
     """What both ways of consuming share: the listener call and the send-back."""
+
+    orderly = False
 
     def __init__(self, consumer: PushConsumer, listener: MessageListener) -> None:
         self.consumer = consumer
@@ -103,9 +215,17 @@ class ConsumeService:
         was idle before (an orderly queue is then consumed by a new task)."""
         raise NotImplementedError
 
-    async def call_listener(self, messages: list[MessageExt]) -> ConsumeStatus:
+    async def call_listener(self, messages: list[MessageExt], mq: MessageQueue) -> ConsumeStatus:
+        """The listener's verdict on a batch of ``mq``'s messages, counted in the stats."""
         for message in messages:
             message.restore_retry_topic(self.group)
+        begin = time.monotonic()
+        status = await self._verdict(messages)
+        ok = len(messages) if status is ConsumeStatus.CONSUME_SUCCESS else 0
+        self.consumer.stats.inc_consume(mq.topic, millis_since(begin), ok, len(messages) - ok)
+        return status
+
+    async def _verdict(self, messages: list[MessageExt]) -> ConsumeStatus:
         try:
             status: object = await self.listener(messages)
         except asyncio.CancelledError:
@@ -121,6 +241,29 @@ class ConsumeService:
             )
             return ConsumeStatus.RECONSUME_LATER
         return status
+
+    async def consume_directly(self, message: MessageExt) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY: the listener's verdict on ``message`` alone."""
+        message.restore_retry_topic(self.group)
+        result = ConsumeMessageDirectlyResult(order=self.orderly, auto_commit=True)
+        begin = time.monotonic()
+        try:
+            status: object = await self.listener([message])
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result.consume_result = CMResult.CR_THROW_EXCEPTION
+            result.remark = f"{type(exc).__name__}: {exc}"
+            log.warning("group %s: consuming %s directly failed", self.group, message.msg_id)
+        else:
+            if status is None:
+                result.consume_result = CMResult.CR_RETURN_NULL
+            elif status is ConsumeStatus.CONSUME_SUCCESS:
+                result.consume_result = CMResult.CR_SUCCESS
+            elif status is ConsumeStatus.RECONSUME_LATER:
+                result.consume_result = CMResult.CR_LATER
+        result.spent_time_mills = millis_since(begin)
+        return result
 
     async def send_message_back(
         self, message: MessageExt, mq: MessageQueue, delay_level: int
@@ -170,7 +313,7 @@ class ConcurrentConsumeService(ConsumeService):
         while True:
             request = await self._requests.get()
             if not request.pq.dropped:
-                status = await self.call_listener(request.messages)
+                status = await self.call_listener(request.messages, request.mq)
                 if not request.pq.dropped:
                     await self._consume_done(request, status)
 
@@ -205,6 +348,8 @@ class ConcurrentConsumeService(ConsumeService):
 class OrderlyConsumeService(ConsumeService):
     """Each queue consumed in order by one task at a time, under its broker lock when
     clustering."""
+
+    orderly = True
 
     def __init__(self, consumer: PushConsumer, listener: MessageListener) -> None:
         super().__init__(consumer, listener)
@@ -245,7 +390,7 @@ class OrderlyConsumeService(ConsumeService):
         async with pq.consume_lock:
             if pq.dropped:  # rebalance gave the queue away while we waited for the lock
                 return False
-            status = await self.call_listener(messages)
+            status = await self.call_listener(messages, mq)
         return await self._orderly_done(messages, status, mq, pq)
 
     async def _orderly_done(

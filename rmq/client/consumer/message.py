@@ -27,7 +27,7 @@ from collections.abc import Collection
 from typing import Any
 
 from rmq.common.jsonrecord import to_record_dict
-from rmq.common.message import MessageRecord, iter_records
+from rmq.common.message import MessageRecord, decode_record, iter_records
 from rmq.common.msgconst import (
     PROPERTY_MAX_OFFSET,
     PROPERTY_MIN_OFFSET,
@@ -161,3 +161,9 @@ def decode_pull_body(
         properties[PROPERTY_MAX_OFFSET] = max_text
         messages.append(MessageExt(record, broker_name))
     return messages
+
+
+def decode_message(record: Any, broker_name: str) -> MessageExt:
+    """The one stored record ``record`` (CONSUME_MESSAGE_DIRECTLY's body) as a message of
+    ``broker_name``; raises what :func:`decode_record` raises for bytes that are not one."""
+    return MessageExt(decode_record(record), broker_name)

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from rmq.client.consumer.message import MessageExt
 from rmq.common.msgconst import PROPERTY_MAX_OFFSET
 from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies.consumerinfo import ProcessQueueInfo
 
 __all__ = [
     "PULL_MAX_IDLE_TIME",
@@ -189,6 +190,26 @@ class ProcessQueue:
         self.msg_count = 0
         self.msg_size = 0
         self.queue_offset_max = 0
+
+    def info(self, commit_offset: int) -> ProcessQueueInfo:
+        """This queue's part of a consumer's running info (GET_CONSUMER_RUNNING_INFO)."""
+        held, taken = self._messages, self._consuming
+        return ProcessQueueInfo(
+            commit_offset=commit_offset,
+            cached_msg_min_offset=self._first_offset() if held else 0,
+            cached_msg_max_offset=max(held) if held else 0,
+            cached_msg_count=len(held),
+            cached_msg_size_in_mib=self.msg_size // (1024 * 1024),
+            transaction_msg_min_offset=min(taken) if taken else 0,
+            transaction_msg_max_offset=max(taken) if taken else 0,
+            transaction_msg_count=len(taken),
+            locked=self.locked,
+            try_unlock_times=self.try_unlock_times,
+            last_lock_timestamp=self.last_lock_timestamp,
+            droped=self.dropped,
+            last_pull_timestamp=self.last_pull_timestamp,
+            last_consume_timestamp=self.last_consume_timestamp,
+        )
 
     def _first_offset(self) -> int:
         """The smallest held offset; drops heap entries of messages already removed."""

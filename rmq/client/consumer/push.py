@@ -58,17 +58,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from rmq.client import api
+from rmq.client.consumer import runstate
 from rmq.client.consumer.allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from rmq.client.consumer.consume import (
     ConcurrentConsumeService,
+    ConsumerStats,
     ConsumeService,
     MessageListener,
     OrderlyConsumeService,
+    millis_since,
 )
 from rmq.client.consumer.message import decode_pull_body
 from rmq.client.consumer.offsetstore import (
@@ -99,6 +103,7 @@ from rmq.remoting.bodies import (
     MessageQueue,
     SubscriptionData,
 )
+from rmq.remoting.bodies.consumerinfo import ConsumeMessageDirectlyResult, ConsumerRunningInfo
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import PullMessageRequestHeader
@@ -177,6 +182,8 @@ class PushConsumer(ClientMember):
         self.post_subscription_when_pull = post_subscription_when_pull
         self.offset_store_dir = offset_store_dir
         self.orderly = False
+        self.stats = ConsumerStats()
+        self.start_timestamp = now_millis()
         self._listener: MessageListener | None = None
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._offset_store: OffsetStore | None = None
@@ -242,6 +249,26 @@ class PushConsumer(ClientMember):
     def rebalance_now(self) -> None:
         self._rebalance_wanted.set()
 
+    def subscriptions(self) -> list[SubscriptionData]:
+        """The subscriptions, the retry topic's included once started."""
+        return list(self._subscriptions.values())
+
+    # --- what the broker asks for an admin tool (rmq.client.consumer.runstate) ------------
+
+    def consumer_offsets(self, topic: str) -> dict[MessageQueue, int]:
+        return runstate.consumer_offsets(self, topic)
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        await runstate.reset_offset(self, topic, offsets)
+
+    async def running_info(self) -> ConsumerRunningInfo:
+        return await runstate.running_info(self)
+
+    async def consume_directly(
+        self, record: bytes, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        return await runstate.consume_directly(self, record, broker_name)
+
     # --- lifecycle ------------------------------------------------------------------------
 
     async def _join(self) -> None:
@@ -281,7 +308,9 @@ class PushConsumer(ClientMember):
                 "offset commit",
             ),
         ]
-        self._services += [self._service(job, name) for job, name in self._consume_of().services()]
+        self._services += [
+            self._service(job, name) for job, name in self.consume_service().services()
+        ]
         if self.orderly and self._clustering:
             self._services.append(
                 self._periodic(
@@ -428,6 +457,7 @@ class PushConsumer(ClientMember):
         subscription = self._subscriptions.get(mq.topic)
         if subscription is None:
             return PULL_DELAY_WHEN_EXCEPTION
+        begin = time.monotonic()
         try:
             result = await self._pull(request, subscription)
         except MQBrokerError as exc:
@@ -439,6 +469,7 @@ class PushConsumer(ClientMember):
         except (ClientError, RemotingError) as exc:
             log.warning("group %s: pulling %s failed: %s", self.group, mq, exc)
             return PULL_DELAY_WHEN_EXCEPTION
+        self.stats.inc_pull_rt(mq.topic, millis_since(begin))
         return self._pull_done(request, subscription, result)
 
     async def _pull(self, request: PullRequest, subscription: SubscriptionData) -> api.PullResult:
@@ -487,8 +518,9 @@ class PushConsumer(ClientMember):
             request.next_offset = result.next_begin_offset
             if not messages:
                 return 0.0
+            self.stats.inc_pull_tps(mq.topic, len(messages))
             dispatch = pq.put_messages(messages)
-            self._consume_of().submit(messages, pq, mq, dispatch)
+            self.consume_service().submit(messages, pq, mq, dispatch)
             return self.pull_interval
         if status in (api.PullStatus.NO_NEW_MSG, api.PullStatus.NO_MATCHED_MSG):
             request.next_offset = result.next_begin_offset
@@ -516,6 +548,8 @@ class PushConsumer(ClientMember):
         assert self._rebalance is not None
         return self._rebalance
 
-    def _consume_of(self) -> ConsumeService:
-        assert self._consume is not None
+    def consume_service(self) -> ConsumeService:
+        """The consume service (available once started)."""
+        if self._consume is None:
+            raise MQClientError(-1, f"the consumer {self.group} is not started")
         return self._consume

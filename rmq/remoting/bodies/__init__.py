@@ -16,7 +16,8 @@ for the Java bean and reads it back as leniently as fastjson does.  Every body h
 A body that cannot be decoded raises :class:`BodyError`.  The modules: :mod:`.route` (name
 server and broker registration), :mod:`.client` (heartbeats, subscriptions, queues, locks),
 :mod:`.admin` (offsets, groups, statistics, connections), :mod:`.brokerquery` (the broker's
-consumer and producer queries).
+consumer and producer queries), :mod:`.consumerinfo` (what a broker asks a consumer client
+for: its offsets, running info, a direct consumption).
 """
 
 from rmq.remoting.bodies.admin import (
@@ -62,6 +63,16 @@ from rmq.remoting.bodies.client import (
     UnlockBatchRequestBody,
 )
 from rmq.remoting.bodies.codec import Body, BodyError, JavaSet
+from rmq.remoting.bodies.consumerinfo import (
+    CMResult,
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+    ConsumeStatusInfo,
+    GetConsumerStatusBody,
+    MessageQueueForC,
+    ProcessQueueInfo,
+    ResetOffsetBodyForC,
+)
 from rmq.remoting.bodies.route import (
     MASTER_ID,
     BrokerData,
@@ -86,19 +97,24 @@ __all__ = [
     "Body",
     "BodyError",
     "BrokerData",
+    "CMResult",
     "CheckClientRequestBody",
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",
+    "ConsumeMessageDirectlyResult",
     "ConsumeQueueData",
     "ConsumeStats",
     "ConsumeStatsList",
+    "ConsumeStatusInfo",
     "ConsumeType",
     "ConsumerConnection",
     "ConsumerData",
     "ConsumerOffsetSerializeWrapper",
+    "ConsumerRunningInfo",
     "DataVersion",
     "GetConsumerListByGroupResponseBody",
+    "GetConsumerStatusBody",
     "GroupList",
     "HeartbeatData",
     "JavaSet",
@@ -107,7 +123,9 @@ __all__ = [
     "LockBatchResponseBody",
     "MessageModel",
     "MessageQueue",
+    "MessageQueueForC",
     "OffsetWrapper",
+    "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
     "ProducerInfo",
@@ -119,6 +137,7 @@ __all__ = [
     "QueueTimeSpan",
     "RegisterBrokerBody",
     "ResetOffsetBody",
+    "ResetOffsetBodyForC",
     "SubscriptionData",
     "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper",

@@ -64,6 +64,7 @@ from rmq.remoting.codes import RequestCode
 from rmq.remoting.connection import Connection
 from rmq.remoting.server import RemotingServer
 from rmq.server.broker.adminprocessor import AdminProcessor
+from rmq.server.broker.clientcallprocessor import ClientCallProcessor
 from rmq.server.broker.clientprocessor import ClientProcessor
 from rmq.server.broker.context import build_broker_context
 from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
@@ -141,6 +142,7 @@ class BrokerController:
             QueryMessageProcessor(context),
             ConsumerOffsetProcessor(context),
             self.client_processor,
+            ClientCallProcessor(context),
             EndTransactionProcessor(context),
         )
         for processor in processors:

@@ -479,7 +479,7 @@ def test_notify_consumer_ids_changed_makes_every_consumer_rebalance() -> None:
 def test_other_broker_requests_are_answered_not_supported() -> None:
     async def scenario() -> None:
         async with broker_connection([]) as connection:
-            request = create_request(RequestCode.GET_CONSUMER_RUNNING_INFO)
+            request = create_request(RequestCode.CHECK_TRANSACTION_STATE)
             response = await connection.send_request(request, 3.0)
         assert response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 

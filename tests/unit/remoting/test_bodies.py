@@ -739,7 +739,13 @@ def _sample(cls: type[Body]) -> Body:
 def test_every_body_class_is_exported_and_covered() -> None:
     defined = {
         value
-        for module in (bodies.route, bodies.client, bodies.admin)
+        for module in (
+            bodies.route,
+            bodies.client,
+            bodies.admin,
+            bodies.brokerquery,
+            bodies.consumerinfo,
+        )
         for value in vars(module).values()
         if isinstance(value, type)
         and issubclass(value, Body)
