@@ -296,6 +296,20 @@ def json_document(text: str, where: Where) -> str:
     return json.dumps(clean(json.loads(text)), indent=1, sort_keys=True) + "\n"
 
 
+def metric_rates(text: str, where: Where) -> str:
+    """exportMetrics' `*Tps` members are rates over the last seconds or minute (the stats
+    items' minute window for schedule and transaction TPS, whose span depends on when each
+    broker's 10 s sampling last ran), and `messageAverageSize` averages the puts each broker
+    counted, which include the re-puts of its transaction check and delay timers on Apache's
+    (its commitlog counts every put; rmq's runtime counters count client sends only, a known
+    difference of GET_BROKER_RUNTIME_INFO): their values keep their shape only (`shape`)."""
+    return re.sub(
+        r'(?m)^(\s*"(?:\w*Tps|messageAverageSize)": )(.*?)(,?)$',
+        lambda m: m.group(1) + shape(m.group(2)) + m.group(3),
+        text,
+    )
+
+
 RMQ_ONLY_KEYS = ("bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime")
 """Settings rmq documents as its own additions (docs/namesrv.md and docs/broker.md, "rmq-only",
 the RocketMQ 5 keys): Apache 4.9 has no such setting, so it cannot print them."""

@@ -30,7 +30,10 @@ One module per request family, all re-exported here so callers write `api.send_m
 * `lookup`: messages by offset message id and by key;
 * `consumercalls`: what a broker asks a group's consumers for: offset reset, their offsets,
   running info, direct consumption;
-* `brokeradmin`: creating and deleting topics on a broker, topic stats, runtime info.
+* `brokeradmin`: creating and deleting topics on a broker, topic stats, runtime info;
+* `consumerqueries`: who consumes a topic, group progress and time spans, consume queue
+  entries, producers, correction and cloned offsets, system topics;
+* `storeadmin`: a broker's store maintenance, stats items and half-message resume.
 """
 
 from rmq.client.api.brokeradmin import (
@@ -46,6 +49,16 @@ from rmq.client.api.consumercalls import (
     get_consumer_running_info,
     invoke_broker_to_get_consumer_status,
     invoke_broker_to_reset_offset,
+)
+from rmq.client.api.consumerqueries import (
+    clone_group_offset,
+    fetch_consume_stats_in_broker,
+    get_all_producer_info,
+    get_system_topic_list_from_broker,
+    query_consume_queue,
+    query_consume_time_span,
+    query_correction_offset,
+    query_topic_consume_by_who,
 )
 from rmq.client.api.group import (
     get_consumer_id_list,
@@ -97,6 +110,13 @@ from rmq.client.api.send import (
     send_request,
     send_result,
 )
+from rmq.client.api.storeadmin import (
+    clean_expired_consume_queue,
+    clean_unused_topic,
+    delete_expired_commitlog,
+    resume_check_half_message,
+    view_broker_stats_data,
+)
 
 __all__ = [
     "PullResult",
@@ -106,13 +126,19 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "body_of",
+    "clean_expired_consume_queue",
+    "clean_unused_topic",
+    "clone_group_offset",
     "consume_message_directly",
     "consumer_send_msg_back",
     "create_topic_request",
+    "delete_expired_commitlog",
     "delete_topic_in_broker",
     "delete_topic_in_broker_request",
     "delete_topic_in_namesrv",
     "delete_topic_in_namesrv_request",
+    "fetch_consume_stats_in_broker",
+    "get_all_producer_info",
     "get_all_topic_list",
     "get_broker_cluster_info",
     "get_broker_runtime_info",
@@ -122,6 +148,7 @@ __all__ = [
     "get_kv_config",
     "get_max_offset",
     "get_min_offset",
+    "get_system_topic_list_from_broker",
     "get_topic_route",
     "get_topic_stats_info",
     "get_topics_by_cluster",
@@ -131,10 +158,15 @@ __all__ = [
     "pull_message",
     "put_kv_config",
     "put_kv_config_request",
+    "query_consume_queue",
+    "query_consume_time_span",
     "query_consumer_offset",
+    "query_correction_offset",
     "query_message",
+    "query_topic_consume_by_who",
     "request_broker",
     "request_namesrv",
+    "resume_check_half_message",
     "search_offset",
     "send_heartbeat",
     "send_message",
@@ -146,5 +178,6 @@ __all__ = [
     "update_and_create_topic",
     "update_consumer_offset",
     "update_consumer_offset_oneway",
+    "view_broker_stats_data",
     "view_message",
 ]

@@ -11,9 +11,9 @@ through the context's ``register_broker`` callback.  The controller owns:
 * ``registration``, the name server registration (:class:`BrokerRegistration`), and
   ``transaction_check_service``, which asks producers about unresolved half messages;
 * ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
-  every processor (admin, send, send-back, pull, query, consumer offsets, client
-  management, end transaction); codes nobody serves get the admin processor's
-  REQUEST_CODE_NOT_SUPPORTED;
+  every processor (admin, send, send-back, pull, query, consumer offsets, consumer and
+  producer queries, client management, end transaction, store maintenance); codes nobody
+  serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED;
 * ``fast_server``, a second :class:`RemotingServer` on ``bindAddress:listenPort - 2``: the
   "fast" (VIP) port, where Java clients with ``vipChannelEnabled`` (on by default up to
   4.4.0, off since 4.5.1) send everything but pulls.  It serves the same handlers except
@@ -31,6 +31,7 @@ registers with its name servers and the timers start:
 every                                       does
 ==========================================  ==============================================
 1 s                                         sample the TPS counters
+10 s, 10 min, 1 h (from the start)          sample the stats items' minute, hour, day windows
 ``flushConsumerOffsetInterval`` (5 s)       persist ``consumerOffset.json``
 5 s                                         wake parked pulls whose queue grew
 10 s                                        drop clients silent for 120 s
@@ -66,6 +67,7 @@ from rmq.remoting.server import RemotingServer
 from rmq.server.broker.adminprocessor import AdminProcessor
 from rmq.server.broker.clientcallprocessor import ClientCallProcessor
 from rmq.server.broker.clientprocessor import ClientProcessor
+from rmq.server.broker.consumerqueries import ConsumerQueryProcessor
 from rmq.server.broker.context import build_broker_context
 from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
 from rmq.server.broker.pullprocessor import PullMessageProcessor
@@ -73,6 +75,12 @@ from rmq.server.broker.queryprocessor import QueryMessageProcessor
 from rmq.server.broker.registration import BrokerRegistration
 from rmq.server.broker.sendback import SendBackProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
+from rmq.server.broker.statsitems import (
+    DAY_SAMPLE_INTERVAL_S,
+    HOUR_SAMPLE_INTERVAL_S,
+    MINUTE_SAMPLE_INTERVAL_S,
+)
+from rmq.server.broker.storeadmin import StoreAdminProcessor
 from rmq.server.broker.transaction import EndTransactionProcessor
 from rmq.server.broker.transactioncheck import TransactionalMessageCheckService
 from rmq.server.runtime import run_until_signal
@@ -141,9 +149,11 @@ class BrokerController:
             PullMessageProcessor(context),
             QueryMessageProcessor(context),
             ConsumerOffsetProcessor(context),
+            ConsumerQueryProcessor(context),
             self.client_processor,
             ClientCallProcessor(context),
             EndTransactionProcessor(context),
+            StoreAdminProcessor(context),
         )
         for processor in processors:
             for code, handler in processor.handlers().items():
@@ -232,6 +242,14 @@ class BrokerController:
         loop = asyncio.get_running_loop()
         timers = [
             self._every("stats sampling", STATS_SAMPLE_INTERVAL_S, context.stats.sample),
+            *(
+                self._every(f"stats items {name} sampling", interval, sample, first_delay=0)
+                for name, interval, sample in (
+                    ("minute", MINUTE_SAMPLE_INTERVAL_S, context.stats.items.sample_minute),
+                    ("hour", HOUR_SAMPLE_INTERVAL_S, context.stats.items.sample_hour),
+                    ("day", DAY_SAMPLE_INTERVAL_S, context.stats.items.sample_day),
+                )
+            ),
             self._every(
                 "consumer offset persist",
                 broker_config.flush_consumer_offset_interval / 1000,
