@@ -242,6 +242,10 @@ def test_broker_consume_stats(brokers: dict[str, Broker], is_order: bool) -> Non
     rmq_order, rmq_stats = _consume_stats(rmq, ours)
     assert len(apache_stats[GROUP]) == (0 if is_order else 1)
     assert rmq_stats == apache_stats
+    # the queues of each topic in Java's HashMap order too
+    assert [[list(one["offsetTable"]) for one in value] for value in rmq_stats.values()] == [
+        [list(one["offsetTable"]) for one in value] for value in apache_stats.values()
+    ]
     # other tests of the session add groups of their own: the order of the common ones
     common = set(apache_order) & set(rmq_order)
     assert [g for g in rmq_order if g in common] == [g for g in apache_order if g in common]

@@ -59,6 +59,7 @@ from rmq.remoting.bodies import (
     QueueTimeSpan,
     TopicList,
 )
+from rmq.remoting.bodies.consumerinfo import in_hash_map_order
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
@@ -253,6 +254,7 @@ class ConsumerQueryProcessor:
                 consumer_offset=consumer_offset,
                 last_timestamp=last_timestamp,
             )
+        stats.offset_table = in_hash_map_order(stats.offset_table)
         return stats
 
     # -- offsets -----------------------------------------------------------------------------

@@ -274,11 +274,14 @@ def test_broker_consume_stats_list_every_group_with_its_topics(
         next(iter(one["offsetTable"])).__fastjson_key__()["topic"]: one for one in stats[GROUP]
     }
     assert set(by_topic) == {TOPIC, ORDER_TOPIC}
-    wrappers = list(by_topic[TOPIC]["offsetTable"].values())
-    assert wrappers == [
-        {"brokerOffset": 3, "consumerOffset": 1, "lastTimestamp": STORE_TIME},
-        {"brokerOffset": 1, "consumerOffset": 1, "lastTimestamp": STORE_TIME},
-    ]
+    wrappers = {
+        queue.__fastjson_key__()["queueId"]: wrapper
+        for queue, wrapper in by_topic[TOPIC]["offsetTable"].items()
+    }
+    assert wrappers == {
+        0: {"brokerOffset": 3, "consumerOffset": 1, "lastTimestamp": STORE_TIME},
+        1: {"brokerOffset": 1, "consumerOffset": 1, "lastTimestamp": STORE_TIME},
+    }
     assert list(by_topic[ORDER_TOPIC]["offsetTable"].values()) == [
         {"brokerOffset": 1, "consumerOffset": 0, "lastTimestamp": 0}
     ]
