@@ -313,3 +313,12 @@ def test_an_entry_is_never_written_below_the_queue_end(tmp_path: Path) -> None:
     queue._files.max_offset = lambda: 40  # type: ignore[method-assign]
     with pytest.raises(AssertionError, match="would be written at byte 20, not 40"):
         queue.put(2, 1200, 100, 0)
+
+
+@pytest.mark.parametrize(("entries", "end"), [(0, -1), (3, 1300), (5, 1500), (7, 1700)])
+def test_last_physical_end_is_where_the_newest_entry_ends(
+    tmp_path: Path, entries: int, end: int
+) -> None:
+    queue = make_queue(tmp_path)
+    fill(queue, 0, entries)
+    assert queue.last_physical_end() == end
