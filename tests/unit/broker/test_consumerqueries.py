@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rmq.client.api import consumerqueries as api
+from rmq.client import api
 from rmq.client.errors import MQBrokerError
 from rmq.common import fastjson
 from rmq.common.javahash import java_hash
