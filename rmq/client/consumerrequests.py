@@ -11,9 +11,11 @@ client's answers, after Apache's ``ClientRemotingProcessor``:
 * CONSUME_MESSAGE_DIRECTLY (309): the stored message in the body is handed to the listener
   and its ConsumeMessageDirectlyResult is the answer.
 
-307 and 309 for a group this client has no consumer of answer SYSTEM_ERROR "The Consumer
-Group <G> not exist in this consumer".  The consumer does the work (:class:`ConsumerAnswers`;
-the push consumer's is :mod:`rmq.client.consumer.runstate`).
+A SUCCESS carries Java's remark "not set any response code".  307 and 309 for a group this
+client has no push consumer of answer SYSTEM_ERROR "The Consumer Group <G> not exist in this
+consumer" (rmq's pull consumer has no state to report: 221 is empty for it too).  The
+consumer does the work (:class:`ConsumerAnswers`; the push consumer's is
+:mod:`rmq.client.consumer.runstate`).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from rmq.remoting.bodies.consumerinfo import (
 )
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
-from rmq.remoting.command import RemotingCommand, create_response
+from rmq.remoting.command import UNSET_RESPONSE_REMARK, RemotingCommand, create_response
 from rmq.remoting.connection import Connection
 from rmq.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -114,7 +116,7 @@ def register_consumer_requests(
         consumer = find_consumer(header.group)
         offsets = consumer.consumer_offsets(header.topic) if consumer is not None else {}
         body = GetConsumerStatusBody(message_queue_table=offsets)
-        return create_response(ResponseCode.SUCCESS, None, body=body.encode())
+        return create_response(ResponseCode.SUCCESS, UNSET_RESPONSE_REMARK, body=body.encode())
 
     async def running_info(connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = request.read_header(GetConsumerRunningInfoRequestHeader)
@@ -128,7 +130,7 @@ def register_consumer_requests(
         if header.jstack_enable:
             info.jstack = stacks_text()
         body = info.sorted().encode()
-        return create_response(ResponseCode.SUCCESS, None, body=body)
+        return create_response(ResponseCode.SUCCESS, UNSET_RESPONSE_REMARK, body=body)
 
     async def consume_directly(connection: Connection, request: RemotingCommand) -> RemotingCommand:
         header = request.read_header(ConsumeMessageDirectlyResultRequestHeader)
@@ -136,7 +138,7 @@ def register_consumer_requests(
         if consumer is None:
             return _no_consumer(header.consumer_group)
         result = await consumer.consume_directly(bytes(request.body or b""), header.broker_name)
-        return create_response(ResponseCode.SUCCESS, None, body=result.encode())
+        return create_response(ResponseCode.SUCCESS, UNSET_RESPONSE_REMARK, body=result.encode())
 
     remoting.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, reset_offset)
     remoting.register(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT, consumer_status)

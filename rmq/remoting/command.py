@@ -124,6 +124,11 @@ def create_response(
     return RemotingCommand(code, flag=RPC_TYPE, remark=remark, ext_fields=ext_fields, body=body)
 
 
+UNSET_RESPONSE_REMARK = "not set any response code"
+"""The remark of a Java response made with ``createResponseCommand(null)``: it stays on the
+answers whose code is set afterwards and whose remark is not (a SUCCESS among them)."""
+
+
 def not_supported_response(request: RemotingCommand) -> RemotingCommand:
     """The REQUEST_CODE_NOT_SUPPORTED answer to a request no processor serves."""
     return create_response(

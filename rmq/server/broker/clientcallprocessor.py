@@ -39,7 +39,12 @@ from rmq.remoting.bodies.consumerinfo import (
     in_hash_map_order,
 )
 from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
-from rmq.remoting.command import RemotingCommand, create_request, create_response
+from rmq.remoting.command import (
+    UNSET_RESPONSE_REMARK,
+    RemotingCommand,
+    create_request,
+    create_response,
+)
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.errors import RemotingError, RemotingTimeoutError
 from rmq.remoting.headers import (
@@ -157,7 +162,9 @@ class ClientCallProcessor:
             push = create_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, push_header, body=body)
             self._spawn_reset(info, push)
         return create_response(
-            ResponseCode.SUCCESS, None, body=ResetOffsetBody(offset_table=table).encode()
+            ResponseCode.SUCCESS,
+            UNSET_RESPONSE_REMARK,
+            body=ResetOffsetBody(offset_table=table).encode(),
         )
 
     def _reset_offsets(
@@ -233,7 +240,9 @@ class ClientCallProcessor:
             if offsets is not None
         }
         return create_response(
-            ResponseCode.SUCCESS, None, body=GetConsumerStatusBody(consumer_table=table).encode()
+            ResponseCode.SUCCESS,
+            UNSET_RESPONSE_REMARK,
+            body=GetConsumerStatusBody(consumer_table=table).encode(),
         )
 
     async def _client_status(

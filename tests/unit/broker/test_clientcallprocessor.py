@@ -29,7 +29,12 @@ from rmq.remoting.bodies.consumerinfo import (
 )
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
-from rmq.remoting.command import RemotingCommand, create_request, create_response
+from rmq.remoting.command import (
+    UNSET_RESPONSE_REMARK,
+    RemotingCommand,
+    create_request,
+    create_response,
+)
 from rmq.remoting.connection import Connection
 from rmq.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -252,7 +257,7 @@ def test_reset_offset_tells_every_member_and_answers_the_table(broker: BrokerCon
     async def scenario(serving: Served, client: ConsumerClient) -> None:
         # Not forced, to the end: a queue keeps the committed offset when it is smaller.
         response = await serving.ask(reset_request(force=False))
-        assert response.code == ResponseCode.SUCCESS
+        assert (response.code, response.remark) == (ResponseCode.SUCCESS, UNSET_RESPONSE_REMARK)
         table = ResetOffsetBody.decode(body(response)).offset_table
         name = broker.broker_config.broker_name
         assert table == {MessageQueue(TOPIC, name, q): o for q, o in enumerate([1, 3, 4, 0])}
@@ -291,7 +296,7 @@ def test_status_collects_each_members_offsets(broker: BrokerContext) -> None:
             )
         )
         response = await serving.ask(status_request())
-        assert response.code == ResponseCode.SUCCESS
+        assert (response.code, response.remark) == (ResponseCode.SUCCESS, UNSET_RESPONSE_REMARK)
         status = GetConsumerStatusBody.decode(body(response))
         assert status.consumer_table == {CLIENT_ID: mine}
         asked = client.received[0].read_header(GetConsumerStatusRequestHeader)

@@ -31,7 +31,12 @@ from rmq.remoting.bodies.consumerinfo import (
 )
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.command import RemotingCommand, create_request, create_response
+from rmq.remoting.command import (
+    UNSET_RESPONSE_REMARK,
+    RemotingCommand,
+    create_request,
+    create_response,
+)
 from rmq.remoting.connection import Connection
 from rmq.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -193,6 +198,7 @@ def test_the_client_answers_for_its_push_consumer() -> None:
             response = await ask_instance(
                 instance, create_request(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
             )
+            assert response.remark == UNSET_RESPONSE_REMARK  # as Java's answer
             info = ConsumerRunningInfo.decode(body(response))
             assert info.properties[PROP_NAMESERVER_ADDR] == "127.0.0.1:1;127.0.0.1:2;"
             assert info.properties[PROP_CONSUME_TYPE] == "CONSUME_PASSIVELY"
