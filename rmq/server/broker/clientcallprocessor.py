@@ -133,10 +133,12 @@ class ClientCallProcessor:
         if topic_config is None:
             remark = f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
             return _error(ResponseCode.SYSTEM_ERROR, remark)
-        offsets = self._reset_offsets(topic, group, topic_config.write_queue_nums, header)
+        offsets = self._reset_offsets(header, topic_config.write_queue_nums)
         if offsets is None:
             return _error(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{group}> not exist")
         table = in_hash_map_order(offsets)
+        answer = ResetOffsetBody(offset_table=table).encode()
+        body = answer
         if request.language is LanguageCode.CPP:
             body = ResetOffsetBodyForC(
                 offset_table=[
@@ -146,8 +148,6 @@ class ClientCallProcessor:
                     for mq, o in table.items()
                 ]
             ).encode()
-        else:
-            body = ResetOffsetBody(offset_table=table).encode()
         push_header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=header.timestamp)
         group_info = self.context.client_manager.consumer_group_info(group)
         if group_info is None or not group_info.channels:
@@ -161,17 +161,14 @@ class ClientCallProcessor:
                 return self._too_old("reset-offset", info)
             push = create_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, push_header, body=body)
             self._spawn_reset(info, push)
-        return create_response(
-            ResponseCode.SUCCESS,
-            UNSET_RESPONSE_REMARK,
-            body=ResetOffsetBody(offset_table=table).encode(),
-        )
+        return create_response(ResponseCode.SUCCESS, UNSET_RESPONSE_REMARK, body=answer)
 
     def _reset_offsets(
-        self, topic: str, group: str, queue_nums: int, header: ResetOffsetRequestHeader
+        self, header: ResetOffsetRequestHeader, queue_nums: int
     ) -> dict[MessageQueue, int] | None:
         """Queue -> the offset the group resets to; None when the group has no offset in a
         queue."""
+        topic, group = header.topic, header.group
         store = self.context.store
         broker_name = self.context.broker_config.broker_name
         offsets: dict[MessageQueue, int] = {}

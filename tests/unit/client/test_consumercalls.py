@@ -7,7 +7,7 @@ of ConsumerStats and the verdicts of a direct consumption."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from rmq.client.consumer.consume import ConsumerStats, OrderlyConsumeService
 from rmq.client.consumer.message import decode_message
 from rmq.client.errors import MQBrokerError
 from rmq.client.instance import ClientInstance
-from rmq.remoting.bodies import MessageQueue, ResetOffsetBody
+from rmq.remoting.bodies import Body, MessageQueue, ResetOffsetBody
 from rmq.remoting.bodies.consumerinfo import (
     PROP_CLIENT_VERSION,
     PROP_CONSUME_TYPE,
@@ -55,6 +55,17 @@ def run_serve(serving: Coroutine[Any, Any, list[RemotingCommand]]) -> list[Remot
     return asyncio.run(asyncio.wait_for(serving, 10))
 
 
+def answered(
+    code: int, answer: Body, call: Callable[[RemotingClient, str], Awaitable[None]]
+) -> list[RemotingCommand]:
+    """Serve ``code`` with SUCCESS and ``answer``, run ``call``; the requests received."""
+    return run_serve(
+        serve(
+            code, lambda request: create_response(ResponseCode.SUCCESS, body=answer.encode()), call
+        )
+    )
+
+
 def body(command: RemotingCommand) -> bytes:
     assert command.body is not None
     return bytes(command.body)
@@ -72,14 +83,8 @@ def test_reset_offset_sends_the_header_and_returns_the_table() -> None:
         )
         assert got == table
 
-    received = run_serve(
-        serve(
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-            lambda request: create_response(
-                ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=table).encode()
-            ),
-            call,
-        )
+    received = answered(
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ResetOffsetBody(offset_table=table), call
     )
     assert received[0].ext_fields == {
         "topic": "TopicA",
@@ -115,14 +120,10 @@ def test_consumer_status_returns_the_table_per_client() -> None:
         )
         assert got == table
 
-    received = run_serve(
-        serve(
-            RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
-            lambda request: create_response(
-                ResponseCode.SUCCESS, body=GetConsumerStatusBody(consumer_table=table).encode()
-            ),
-            call,
-        )
+    received = answered(
+        RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+        GetConsumerStatusBody(consumer_table=table),
+        call,
     )
     assert received[0].read_header(GetConsumerStatusRequestHeader).client_addr == "10.0.0.1@1"
 
@@ -135,26 +136,14 @@ def test_running_info_and_direct_consumption_decode_the_clients_answer() -> None
         got = await api.get_consumer_running_info(client, addr, "G", "cid", TIMEOUT, jstack=True)
         assert got == info
 
-    received = run_serve(
-        serve(
-            RequestCode.GET_CONSUMER_RUNNING_INFO,
-            lambda request: create_response(ResponseCode.SUCCESS, body=info.encode()),
-            ask_info,
-        )
-    )
+    received = answered(RequestCode.GET_CONSUMER_RUNNING_INFO, info, ask_info)
     assert received[0].read_header(GetConsumerRunningInfoRequestHeader).jstack_enable
 
     async def consume(client: RemotingClient, addr: str) -> None:
         got = await api.consume_message_directly(client, addr, "G", "cid", "MSGID", TIMEOUT)
         assert got == result
 
-    received = run_serve(
-        serve(
-            RequestCode.CONSUME_MESSAGE_DIRECTLY,
-            lambda request: create_response(ResponseCode.SUCCESS, body=result.encode()),
-            consume,
-        )
-    )
+    received = answered(RequestCode.CONSUME_MESSAGE_DIRECTLY, result, consume)
     header = received[0].read_header(ConsumeMessageDirectlyResultRequestHeader)
     assert (header.consumer_group, header.client_id, header.msg_id) == ("G", "cid", "MSGID")
 
