@@ -71,6 +71,7 @@ COMMANDS: dict[str, str] = {
     "bench": "rmq.cli.bench:app",
     "topic": "rmq.cli.topic:app",
     "cluster": "rmq.cli.cluster:app",
+    "mqadmin": "rmq.cli.mqadmin:command",
     "inspect": "rmq.cli.inspect.commands:app",
     "spark-export": "rmq.cli.spark_export:app",
     "profile": "rmq.cli.profile:app",

@@ -1,0 +1,100 @@
+"""`rmq mqadmin ARGS...`: mqadmin 4.9.8's `MQAdminStartup.main0`, command for command.
+
+* no arguments: the command list (`The most commonly used mqadmin commands are:`), only
+  the commands rmq registers, in mqadmin's registration order;
+* `help <cmd>`: Commons-CLI's usage of the command; an unknown name prints
+  `The sub command <x> not exist.`;
+* `<cmd> ARGS...` (name or alias, any case): parse ARGS as PosixParser does (a parse error
+  prints the usage and exits 1; `-h` prints it and exits 0), then run the command.
+
+The one deliberate difference from mqadmin: an unknown command and a failed command exit 1
+(mqadmin exits 0 after printing `The sub command ... not exist.` or a stack trace).  A failed
+command prints, on stderr, the first line of the trace mqadmin prints:
+`org.apache.rocketmq.tools.command.SubCommandException: <message>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from importlib import import_module
+from typing import TextIO
+
+from rmq.cli.mqadmin import commonscli
+from rmq.cli.mqadmin.javafmt import jprintf
+from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
+
+MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message")
+EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
+
+
+def load() -> list[Command]:
+    """Import the command modules (registering their commands); the registered commands."""
+    for name in MODULES:
+        import_module(f"rmq.cli.mqadmin.{name}")
+    return commands()
+
+
+def find(name: str) -> Command | None:
+    """MQAdminStartup.findSubCommand: name or alias, case-insensitively, first match."""
+    wanted = name.lower()
+    for command in load():
+        if command.name.lower() == wanted or (command.alias or "").lower() == wanted:
+            return command
+    return None
+
+
+def listing(out: TextIO) -> None:
+    jprintf(out, "The most commonly used mqadmin commands are:%n")
+    for command in load():
+        jprintf(out, "   %-20s %s%n", command.name, command.description)
+    jprintf(out, "%nSee 'mqadmin help <command>' for more information on a specific command.%n")
+
+
+def usage(command: Command) -> str:
+    return commonscli.usage(f"mqadmin {command.name}", commonscli.Options.of(command.options))
+
+
+def main(args: Sequence[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run one mqadmin command line; the exit code."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    if not args:
+        listing(out)
+        return 0
+    if len(args) == 2 and args[0] == "help":
+        command = find(args[1])
+        if command is None:
+            jprintf(out, "The sub command %s not exist.%n", args[1])
+            return 1
+        out.write(usage(command))
+        return 0
+    command = find(args[0])
+    if command is None:
+        jprintf(out, "The sub command %s not exist.%n", args[0])
+        return 1
+    options = commonscli.Options.of(command.options)
+    try:
+        values = commonscli.parse(options, args[1:])
+    except commonscli.ParseError:
+        out.write(usage(command))
+        return 1
+    if "h" in values:
+        out.write(usage(command))
+        return 0
+    inv = Invocation(values=values, out=out, namesrv=values.get("n"))
+    try:
+        asyncio.run(_execute(command, inv))
+    except MqadminFailure as failure:
+        out.flush()
+        err.write(f"{EXCEPTION}: {failure.message}\n")
+        return 1
+    return 0
+
+
+async def _execute(command: Command, inv: Invocation) -> None:
+    try:
+        await command.run(inv)
+    finally:
+        await inv.close()

@@ -1,0 +1,130 @@
+"""The mqadmin sub-command registry: what each command accepts and the code that runs it.
+
+A command module (`cmd_cluster`, `cmd_topic`, `cmd_consumer`, `cmd_message`) declares each
+command with `subcommand`, giving its number in mqadmin 4.9.8's registration order (the
+reference spec's §6.2), its name, its description and its options as Apache spells them:
+
+    @subcommand(7, "topicRoute", "Examine topic route info",
+                Opt("t", "topic", True, True, "topic name"))
+    async def topic_route(inv: Invocation) -> None:
+        async with inv.admin() as admin:
+            ...
+        jprintf(inv.out, "%s%n", text)
+
+`Opt.group` names a required one-of group (Commons-CLI `OptionGroup` with `setRequired`):
+the options sharing a group name form it.  The global options `-h/--help` and
+`-n/--namesrvAddr` are added to every command by the dispatcher.  A command reports a failure
+by raising `MqadminFailure`; the dispatcher prints it and exits 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from rmq.client.admin import AdminClient
+
+
+class MqadminFailure(Exception):
+    """A command failed: `message` is what mqadmin's SubCommandException says."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One Commons-CLI option: short name, long name (as Apache spells it), whether it takes
+    an argument, whether it is required, its description, and its required one-of group."""
+
+    short: str
+    long: str
+    has_arg: bool
+    required: bool
+    description: str
+    group: str | None = None
+
+
+_JAVA_BLANKS = "".join(chr(code) for code in range(33))
+"""What Java's String.trim() removes: every character up to the space."""
+
+Runner = Callable[["Invocation"], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A registered sub-command."""
+
+    order: int
+    name: str
+    description: str
+    options: tuple[Opt, ...]
+    run: Runner
+    alias: str | None = None
+
+
+COMMANDS: dict[str, Command] = {}
+"""Registered commands by name (see `commands()` for the registration order)."""
+
+
+def subcommand(
+    order: int, name: str, description: str, *options: Opt, alias: str | None = None
+) -> Callable[[Runner], Runner]:
+    """Register the decorated `async def run(inv)` as the mqadmin command `name`."""
+
+    def register(run: Runner) -> Runner:
+        if name in COMMANDS:
+            raise ValueError(f"mqadmin command {name} registered twice")
+        COMMANDS[name] = Command(order, name, description, tuple(options), run, alias)
+        return run
+
+    return register
+
+
+def commands() -> list[Command]:
+    """The registered commands in mqadmin's registration order."""
+    return sorted(COMMANDS.values(), key=lambda command: command.order)
+
+
+@dataclass
+class Invocation:
+    """One parsed command line: option values by short name, the name servers, the output."""
+
+    values: dict[str, str | None]
+    """Short name -> value (None for an option without argument) of every option given."""
+    out: TextIO
+    namesrv: str | None = None
+    _admin: AdminClient | None = field(default=None, repr=False)
+
+    def value(self, short: str) -> str | None:
+        """The option's value trimmed as the Java commands trim() it, or None when absent."""
+        value = self.values.get(short)
+        return None if value is None else value.strip(_JAVA_BLANKS)
+
+    def has(self, short: str) -> bool:
+        """Whether the option was given."""
+        return short in self.values
+
+    @asynccontextmanager
+    async def admin(self) -> AsyncIterator[AdminClient]:
+        """The AdminClient on the name servers (-n, else NAMESRV_ADDR), shared by the calls
+        of one invocation and closed when the command ends."""
+        from rmq.client.admin import AdminClient
+
+        if self._admin is None:
+            addrs = self.namesrv or os.environ.get("NAMESRV_ADDR")
+            if not addrs:
+                raise MqadminFailure("No name server address, please set it")
+            self._admin = AdminClient(addrs)
+        yield self._admin
+
+    async def close(self) -> None:
+        """Close the shared AdminClient, if one was opened."""
+        if self._admin is not None:
+            await self._admin.close()
+            self._admin = None
