@@ -6,6 +6,8 @@
   down.  `mqadmin_until` runs a command that never ends (clusterRT) with MQAdminStartup itself
   and kills it once its output holds what the caller waits for; `mqadmin_monitor` does the
   same for startMonitoring, whose reports go to the client log.
+* `rmq_mqadmin` / `rmq_mqadmin_until` run `rmq mqadmin` the same ways, for the column that
+  compares rmq's mqadmin with Apache's against the same cluster.
 * `Clients` is one `rmq.conformance.MqAdminClients` process: it sets up a cluster (topics,
   groups, messages, a traced message, a push consumer that has consumed everything) and keeps
   its producer and consumer connected until `close`.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import threading
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tests.conformance.java import java_argv, java_env, run_java
+from tests.procs import rmq_command
 
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
 
@@ -39,6 +43,41 @@ def _stderr_block(stderr: str) -> str:
     return "".join(f"STDERR {line}\n" for line in lines)
 
 
+def rmq_mqadmin(args: Sequence[str], *, home: Path, timeout: float = 60) -> str:
+    """stdout of `rmq mqadmin args...` and its stderr as `mqadmin` shows Apache's."""
+    done = subprocess.run(
+        rmq_command(["mqadmin", *args]),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_rmq_env(home),
+        cwd=home,
+        check=False,
+    )
+    return done.stdout + _stderr_block(done.stderr)
+
+
+def _rmq_env(home: Path) -> dict[str, str]:
+    home.mkdir(parents=True, exist_ok=True)
+    env = {key: value for key, value in os.environ.items() if key != "NAMESRV_ADDR"}
+    return {**env, "HOME": str(home)}
+
+
+def rmq_mqadmin_until(
+    args: Sequence[str], done: Callable[[str], bool], *, home: Path, timeout: float = 60
+) -> str:
+    """Run `rmq mqadmin args...` until `done(stdout so far)` holds, then kill it."""
+    process = subprocess.Popen(
+        rmq_command(["mqadmin", *args]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=_rmq_env(home),
+        cwd=home,
+    )
+    return _read_until(process, args, done, timeout)
+
+
 def mqadmin_until(
     args: Sequence[str], done: Callable[[str], bool], *, home: Path, timeout: float = 60
 ) -> str:
@@ -52,6 +91,15 @@ def mqadmin_until(
         env=java_env(home),
         cwd=home,
     )
+    return _read_until(process, args, done, timeout)
+
+
+def _read_until(
+    process: subprocess.Popen[str],
+    args: Sequence[str],
+    done: Callable[[str], bool],
+    timeout: float,
+) -> str:
     assert process.stdout is not None
     lines = _reader(process.stdout)
     output = ""

@@ -11,6 +11,12 @@ Apache did not) or `different`.  A case whose command needs a request code rmq's
 not serve yet is a strict expected failure raised by `RmqDiffers` only, so an Apache run that
 shows nothing still fails the test.
 
+`test_rmq_mqadmin` is the column "rmq mqadmin" of the same rows: against Apache's cluster only,
+Apache's mqadmin and then `rmq mqadmin` run the case (hooks around each run), and the two
+normalised outputs must be identical.  A row whose command `rmq mqadmin` does not register
+(rmq/cli/mqadmin) is a strict expected failure.  `test_rmq_mqadmin_texts` byte-compares the
+dispatcher's own texts (command list lines, `help <cmd>`, an unknown command, a parse error).
+
 `test_command_list` checks that the cases cover exactly the commands the jar registers.
 """
 
@@ -23,7 +29,7 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -31,13 +37,37 @@ from tests.conformance.clusters import Cluster
 from tests.conformance.mqadmin_acl import start_apache_acl_broker, start_rmq_acl_broker
 from tests.conformance.mqadmin_cases import CASES, SETUP, Case
 from tests.conformance.mqadmin_normalise import normalise
-from tests.conformance.mqadmin_run import Clients, mqadmin, mqadmin_monitor, mqadmin_until
+from tests.conformance.mqadmin_run import (
+    Clients,
+    mqadmin,
+    mqadmin_monitor,
+    mqadmin_until,
+    rmq_mqadmin,
+    rmq_mqadmin_until,
+)
 from tests.conformance.mqadmin_state import Target, foreign_names
 from tests.procs import RmqProcesses
 
 SECTION = "mqadmin commands"
 COLUMN = "rmq vs Apache"
+RMQ_MQADMIN_COLUMN = "rmq mqadmin"
 KINDS = ("apache", "rmq")
+
+
+class Tool(NamedTuple):
+    """How one mqadmin program runs a command: to its end, until a report, startMonitoring."""
+
+    run: Callable[..., str]
+    until: Callable[..., str]
+    monitor: Callable[..., str]
+
+
+def _rmq_monitor(args: Sequence[str], *, home: Path) -> str:
+    return rmq_mqadmin_until(args, lambda text: "endRound" in text, home=home, timeout=90)
+
+
+APACHE = Tool(mqadmin, mqadmin_until, mqadmin_monitor)
+RMQ_MQADMIN = Tool(rmq_mqadmin, rmq_mqadmin_until, _rmq_monitor)
 
 
 class RmqDiffers(AssertionError):
@@ -140,9 +170,9 @@ def _argv(run: Sequence[str], target: Target) -> list[str]:
     return [run[0], *namesrv, *(target.fill(arg) for arg in run[1:])]
 
 
-def _run(case: Case, target: Target) -> tuple[list[str], list[str], Target]:
-    """Run the case's commands against one target: outputs, written files, the target with
-    the foreign names found on its cluster afterwards."""
+def _run(case: Case, target: Target, tool: Tool = APACHE) -> tuple[list[str], list[str], Target]:
+    """Run the case's commands with `tool` against one target: outputs, written files, the
+    target with the foreign names found on its cluster afterwards."""
     out = target.out / case.slug
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -159,11 +189,11 @@ def _run(case: Case, target: Target) -> tuple[list[str], list[str], Target]:
         for run in case.runs:
             argv = _argv(run, target)
             if case.until == "monitor":
-                outputs.append(mqadmin_monitor(argv, home=out / "monitor-home"))
+                outputs.append(tool.monitor(argv, home=out / "monitor-home"))
             elif case.until is not None:
-                outputs.append(mqadmin_until(argv, reported, home=target.home))
+                outputs.append(tool.until(argv, reported, home=target.home))
             else:
-                outputs.append(mqadmin(argv, home=target.home))
+                outputs.append(tool.run(argv, home=target.home))
         files = [
             (out / name).read_text(encoding="utf-8") if (out / name).exists() else "<no file>"
             for name in case.files
@@ -225,6 +255,74 @@ def test_mqadmin(
             apache.splitlines(), rmq.splitlines(), "Apache", "rmq", lineterm=""
         )
         raise RmqDiffers(f"{case.row}: rmq {word}\n" + "\n".join(diff))
+
+
+def _registered() -> set[str]:
+    from rmq.cli.mqadmin.dispatch import load
+
+    return {command.name for command in load()}
+
+
+def _rmq_mqadmin_cases() -> list[Any]:
+    registered = _registered()
+    params = []
+    for case in CASES:
+        marks = [pytest.mark.matrix(SECTION, case.row, RMQ_MQADMIN_COLUMN, passed="identical")]
+        if case.command not in registered:
+            reason = f"rmq mqadmin lacks {case.command}"
+            marks.append(pytest.mark.xfail(strict=True, raises=RmqDiffers, reason=reason))
+        params.append(pytest.param(case, marks=marks, id=case.slug))
+    return params
+
+
+@pytest.mark.parametrize("case", _rmq_mqadmin_cases())
+def test_rmq_mqadmin(
+    case: Case, request: pytest.FixtureRequest, record_property: Callable[[str, object], None]
+) -> None:
+    if case.command not in _registered():
+        raise RmqDiffers(f"rmq mqadmin lacks {case.command}")
+    sides: dict[str, Target] = request.getfixturevalue("acl_targets" if case.acl else "targets")
+    if case.settle is not None:
+        case.settle(sides)
+    apache_side = sides["apache"]
+    results = _run(case, apache_side)
+    _check_apache(case, *results)
+    apache = _render(case, *results)
+    mine = dataclasses.replace(
+        apache_side,
+        home=apache_side.home.parent / "rmq-mqadmin-home",
+        out=apache_side.out.parent / "rmq-mqadmin-out",
+    )
+    outputs, files, ran = _run(case, mine, RMQ_MQADMIN)
+    rmq = _render(case, outputs, files, ran)
+    if apache != rmq:
+        raw = "\n".join(outputs)
+        word = "failing" if "STDERR" in raw or "Exception" in raw else "different"
+        record_property("matrix_outcome", word)
+        diff = difflib.unified_diff(
+            apache.splitlines(), rmq.splitlines(), "mqadmin", "rmq mqadmin", lineterm=""
+        )
+        raise RmqDiffers(f"{case.row}: rmq mqadmin {word}\n" + "\n".join(diff))
+
+
+def test_rmq_mqadmin_texts(tmp_path: Path) -> None:
+    """The dispatcher's own texts, byte for byte: each line of the command list is mqadmin's
+    line for that command, `help <cmd>` of every registered command, an unknown command, a
+    parse error and `<cmd> -h` of one command."""
+    from rmq.cli.mqadmin.dispatch import load
+
+    names = [command.name for command in load()]
+    home = tmp_path / "home"
+    theirs = mqadmin([], home=home).splitlines()
+    mine = rmq_mqadmin([], home=home).splitlines()
+    assert mine[0] == theirs[0] and mine[-2:] == theirs[-2:]
+    lines = {line.split()[0]: line for line in theirs[1:-2] if line.strip()}
+    assert mine[1:-2] == [lines[name] for name in names]
+    runs = [["help", name] for name in names] + [["noSuchCommand"], ["help", "noSuchCommand"]]
+    if names:
+        runs += [[names[0], "-h"], [names[0], "--noSuchOption"], [names[0].upper(), "-h"]]
+    for args in runs:
+        assert rmq_mqadmin(args, home=home) == mqadmin(args, home=home), args
 
 
 def test_command_list(tmp_path: Path) -> None:
