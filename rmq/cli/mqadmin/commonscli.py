@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rmq.cli.mqadmin.registry import Opt
+from rmq.common.javahash import java_hash_order
 
 WIDTH = 110
 LEFT_PAD = 1
@@ -30,23 +31,6 @@ GLOBAL_OPTIONS = (
 
 class ParseError(Exception):
     """What Commons-CLI's ParseException stands for: mqadmin prints the usage and exits 1."""
-
-
-def _java_hash(text: str) -> int:
-    value = 0
-    for char in text:
-        value = (31 * value + ord(char)) & 0xFFFFFFFF
-    return value ^ (value >> 16)
-
-
-def hashmap_order(keys: Sequence[str]) -> list[str]:
-    """The iteration order of a java.util.HashMap into which `keys` were put in this order."""
-    unique = list(dict.fromkeys(keys))
-    capacity = 16
-    while len(unique) > capacity * 3 // 4:
-        capacity *= 2
-    position = {key: index for index, key in enumerate(unique)}
-    return sorted(unique, key=lambda key: (_java_hash(key) & (capacity - 1), position[key]))
 
 
 @dataclass(frozen=True)
@@ -65,7 +49,7 @@ class Options:
     def sorted(self) -> list[Opt]:
         """`helpOptions()` sorted as HelpFormatter sorts them."""
         by_key = {self.key(opt): opt for opt in self.options}
-        order = hashmap_order([self.key(opt) for opt in self.options])
+        order = java_hash_order(self.key(opt) for opt in self.options)
         return sorted((by_key[key] for key in order), key=lambda opt: self.key(opt).lower())
 
     def find(self, token: str) -> Opt | None:
