@@ -11,7 +11,7 @@ from rmq.remoting.bodies.consumerinfo import (
     GetConsumerStatusBody,
 )
 from rmq.remoting.client import RemotingClient
-from rmq.remoting.codes import RequestCode
+from rmq.remoting.codes import LanguageCode, RequestCode
 from rmq.remoting.command import create_request
 from rmq.remoting.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -30,15 +30,20 @@ async def invoke_broker_to_reset_offset(
     timeout: float,
     *,
     is_force: bool = False,
+    for_cpp: bool = False,
 ) -> dict[MessageQueue, int]:
     """INVOKE_BROKER_TO_RESET_OFFSET: the broker moves the group's online members to the
     offsets at ``timestamp`` (ms; -1: the end) and returns them per queue.  Without
     ``is_force`` a queue the group has not yet consumed up to the timestamp keeps its
-    offset.  CONSUMER_NOT_ONLINE when the group has no member on that broker."""
+    offset.  CONSUMER_NOT_ONLINE when the group has no member on that broker.
+    ``for_cpp`` sends the request as the C++ client (language CPP), as Java's ``isC`` does,
+    so that the broker pushes the C++ client's body."""
     header = ResetOffsetRequestHeader(
         topic=topic, group=group, timestamp=timestamp, is_force=is_force
     )
     request = create_request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+    if for_cpp:
+        request.language = LanguageCode.CPP
     response = await request_broker(remoting, addr, request, timeout)
     if not response.body:
         return {}

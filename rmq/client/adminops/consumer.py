@@ -1,0 +1,294 @@
+"""Admin operations on consumer and producer groups: their progress, connections, running
+info, offset resets and clones, as mqadmin 4.9.8's `DefaultMQAdminExt` performs them.
+
+Each operation takes an `AdminClient`, never prints, and returns the bodies or small
+dataclasses the mqadmin commands (rmq/cli/mqadmin/cmd_consumer.py) and the friendly verbs
+format.  Where mqadmin asks "the brokers of a group" it means the brokers in the route of the
+group's retry topic `%RETRY%<group>`, one address each (the master, else a slave).
+
+Failures: a broker refusing raises `MQBrokerError` (its code and remark); an answer mqadmin
+treats as "not online" (no queue in the merged stats, no connection) raises `GroupOffline`,
+whose `code` is CONSUMER_NOT_ONLINE as in Java's `MQClientException`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from rmq.client import api
+from rmq.client.admin import AdminClient, AdminError
+from rmq.client.errors import MQBrokerError
+from rmq.remoting.bodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    ConsumeStatsList,
+    MessageQueue,
+    ProducerConnection,
+    ProducerTableInfo,
+    TopicRouteData,
+)
+from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, in_hash_map_order
+from rmq.remoting.client import RemotingClient
+from rmq.remoting.codes import RequestCode, ResponseCode
+from rmq.remoting.command import create_request
+from rmq.remoting.headers import (
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+)
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+
+GROUP_STATS_TIMEOUT_FACTOR = 3
+"""mqadmin gives the consume-stats, clone and running-info requests three times its timeout."""
+
+
+class GroupOffline(AdminError):
+    """What mqadmin reports as CONSUMER_NOT_ONLINE: the group has no stats or no connection."""
+
+    code = ResponseCode.CONSUMER_NOT_ONLINE
+
+
+def retry_topic(group: str) -> str:
+    """`MixAll.getRetryTopic`: the retry topic whose route says which brokers know `group`."""
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def route_addrs(route: TopicRouteData) -> list[str]:
+    """One address per broker of the route, in route order: the master, else a slave."""
+    return [addr for data in route.broker_datas if (addr := data.select_broker_addr())]
+
+
+def _remoting(admin: AdminClient) -> RemotingClient:
+    return admin._remoting  # the admin operations share the client's connections
+
+
+async def _random_broker(admin: AdminClient, topic: str) -> str | None:
+    """The address of a random broker of `topic`'s route (mqadmin's pick for connections)."""
+    route = await admin.topic_route(topic)
+    if not route.broker_datas:
+        return None
+    return random.choice(route.broker_datas).select_broker_addr()
+
+
+async def _broker_consume_stats(
+    admin: AdminClient, addr: str, group: str, topic: str | None, timeout: float
+) -> ConsumeStats:
+    """GET_CONSUME_STATS to one broker: the group's queues there (only `topic`'s if given)."""
+    header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+    request = create_request(RequestCode.GET_CONSUME_STATS, header)
+    response = await api.request_broker(_remoting(admin), addr, request, timeout)
+    return ConsumeStats.decode(api.body_of(response, addr, "the consume stats"))
+
+
+# -- reads --------------------------------------------------------------------------------
+
+
+async def all_topic_names(admin: AdminClient) -> list[str]:
+    """Every topic the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), as it lists
+    them."""
+    remoting = _remoting(admin)
+    topics = await admin._ask_namesrv(  # the client's name server failover
+        lambda addr: api.get_all_topic_list(remoting, addr, admin.timeout)
+    )
+    return list(topics.topic_list)
+
+
+async def consume_stats(admin: AdminClient, group: str, topic: str | None = None) -> ConsumeStats:
+    """GET_CONSUME_STATS on every broker of the group, merged: each queue's broker and
+    consumer offsets and last consume time, and the summed consume TPS."""
+    merged = ConsumeStats()
+    for addr in route_addrs(await admin.topic_route(retry_topic(group))):
+        timeout = admin.timeout * GROUP_STATS_TIMEOUT_FACTOR
+        stats = await _broker_consume_stats(admin, addr, group, topic, timeout)
+        merged.offset_table.update(stats.offset_table)
+        merged.consume_tps += stats.consume_tps
+    if not merged.offset_table:
+        raise GroupOffline(
+            "Not found the consumer group consume stats, because return offset table is empty,"
+            " maybe the consumer not consume any message"
+        )
+    return merged
+
+
+async def consumer_connection(
+    admin: AdminClient, group: str, broker_addr: str | None = None
+) -> ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST to `broker_addr`, else to a random broker of the group:
+    the members' connections, subscriptions and consume settings."""
+    addr = broker_addr or await _random_broker(admin, retry_topic(group))
+    connection = ConsumerConnection()
+    if addr:
+        header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+        request = create_request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
+        response = await api.request_broker(_remoting(admin), addr, request, admin.timeout)
+        connection = ConsumerConnection.decode(api.body_of(response, addr, "the connections"))
+    if not connection.connection_set:
+        raise GroupOffline("Not found the consumer group connection")
+    return connection
+
+
+async def producer_connection(admin: AdminClient, group: str, topic: str) -> ProducerConnection:
+    """GET_PRODUCER_CONNECTION_LIST to a random broker of `topic`: the group's producers."""
+    addr = await _random_broker(admin, topic)
+    connection = ProducerConnection()
+    if addr:
+        header = GetProducerConnectionListRequestHeader(producer_group=group)
+        request = create_request(RequestCode.GET_PRODUCER_CONNECTION_LIST, header)
+        response = await api.request_broker(_remoting(admin), addr, request, admin.timeout)
+        connection = ProducerConnection.decode(api.body_of(response, addr, "the connections"))
+    if not connection.connection_set:
+        raise AdminError("Not found the producer group connection")
+    return connection
+
+
+async def producer_table(admin: AdminClient, broker_addr: str) -> ProducerTableInfo:
+    """GET_ALL_PRODUCER_INFO: every producer group connected to the broker."""
+    return await api.get_all_producer_info(_remoting(admin), broker_addr, admin.timeout)
+
+
+async def broker_consume_stats(
+    admin: AdminClient, broker_addr: str, is_order: bool, timeout: float
+) -> ConsumeStatsList:
+    """GET_BROKER_CONSUME_STATS: every group's progress on the broker and its summed lag."""
+    return await api.fetch_consume_stats_in_broker(_remoting(admin), broker_addr, is_order, timeout)
+
+
+async def consumer_running_info(
+    admin: AdminClient, group: str, client_id: str, jstack: bool = False
+) -> ConsumerRunningInfo | None:
+    """GET_CONSUMER_RUNNING_INFO through the first broker of the group (None without one)."""
+    addrs = route_addrs(await admin.topic_route(retry_topic(group)))
+    if not addrs:
+        return None
+    return await api.get_consumer_running_info(
+        _remoting(admin),
+        addrs[0],
+        group,
+        client_id,
+        admin.timeout * GROUP_STATS_TIMEOUT_FACTOR,
+        jstack=jstack,
+    )
+
+
+# -- changes ------------------------------------------------------------------------------
+
+
+async def clone_group_offset(
+    admin: AdminClient, src_group: str, dest_group: str, topic: str
+) -> dict[MessageQueue, int]:
+    """Commit `src_group`'s consumer offset of every queue it has (0 and above) for
+    `dest_group` (UPDATE_CONSUMER_OFFSET to the queue's broker in `topic`'s route); returns
+    the offsets written."""
+    stats = await consume_stats(admin, src_group)
+    route = await admin.topic_route(topic)
+    addrs = {data.broker_name: data.select_broker_addr() for data in route.broker_datas}
+    written = {}
+    for mq, offsets in stats.offset_table.items():
+        addr = addrs.get(mq.broker_name)
+        if offsets.consumer_offset < 0:
+            continue
+        if addr is None:
+            raise AdminError(f"no broker {mq.broker_name!r} in the route of topic {topic!r}")
+        await api.update_consumer_offset(
+            _remoting(admin), addr, dest_group, mq, offsets.consumer_offset, admin.timeout
+        )
+        written[mq] = offsets.consumer_offset
+    return written
+
+
+async def reset_offset_by_time(
+    admin: AdminClient,
+    topic: str,
+    group: str,
+    timestamp: int,
+    *,
+    force: bool,
+    for_cpp: bool = False,
+) -> dict[MessageQueue, int]:
+    """INVOKE_BROKER_TO_RESET_OFFSET to every broker of `topic`: the online members move to
+    the offsets at `timestamp` (ms; -1: the end); returns the new offsets.  GroupOffline
+    when a broker answers CONSUMER_NOT_ONLINE.  `for_cpp` asks the broker for the C++
+    client's body (mqadmin's -c)."""
+    offsets: dict[MessageQueue, int] = {}
+    for addr in route_addrs(await admin.topic_route(topic)):
+        try:
+            table = await api.invoke_broker_to_reset_offset(
+                _remoting(admin),
+                addr,
+                topic,
+                group,
+                timestamp,
+                admin.timeout,
+                is_force=force,
+                for_cpp=for_cpp,
+            )
+        except MQBrokerError as exc:
+            if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                raise GroupOffline(exc.remark or "the consumer group is not online") from exc
+            raise
+        offsets.update(table)
+    return offsets
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackStats:
+    """One queue of an offline reset: its offsets before, the offset at the timestamp and
+    the offset committed (the old consumer offset when the reset was not applied)."""
+
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    timestamp_offset: int
+    rollback_offset: int
+
+
+async def reset_offset_offline(
+    admin: AdminClient, group: str, topic: str, timestamp: int, *, force: bool
+) -> list[RollbackStats]:
+    """Reset the offsets of a group with no online member by committing them directly
+    (mqadmin's `resetOffsetByTimestampOld`): per broker of `topic`, the queues of `topic`
+    the group has stats for (in Java's HashMap order), else every read queue of the broker
+    with its min offset as the consumer offset; each moves to the offset at `timestamp`
+    (-1: the max offset) when `force` or when that is not past its consumer offset."""
+    route = await admin.topic_route(topic)
+    read_queues = {data.broker_name: data.read_queue_nums for data in route.queue_datas}
+    remoting = _remoting(admin)
+    stats: list[RollbackStats] = []
+    for data in route.broker_datas:
+        addr = data.select_broker_addr()
+        if addr is None:
+            continue
+        table = await _broker_consume_stats(admin, addr, group, None, admin.timeout)
+        queues = [
+            (mq, offsets.broker_offset, offsets.consumer_offset)
+            for mq, offsets in in_hash_map_order(table.offset_table).items()
+            if mq.topic == topic
+        ]
+        if not queues:
+            status = await api.get_topic_stats_info(remoting, addr, topic, admin.timeout)
+            for queue_id in range(read_queues.get(data.broker_name, 0)):
+                mq = MessageQueue(topic=topic, broker_name=data.broker_name, queue_id=queue_id)
+                offsets = status.offset_table[mq]
+                queues.append((mq, offsets.max_offset, offsets.min_offset))
+        for mq, broker_offset, consumer_offset in queues:
+            if timestamp == -1:
+                target = await api.get_max_offset(remoting, addr, mq, admin.timeout)
+            else:
+                target = await api.search_offset(remoting, addr, mq, timestamp, admin.timeout)
+            applied = force or target <= consumer_offset
+            if applied:
+                await api.update_consumer_offset(remoting, addr, group, mq, target, admin.timeout)
+            stats.append(
+                RollbackStats(
+                    mq.broker_name,
+                    mq.queue_id,
+                    broker_offset,
+                    consumer_offset,
+                    target,
+                    target if applied else consumer_offset,
+                )
+            )
+    return stats
