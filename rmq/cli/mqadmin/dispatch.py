@@ -83,7 +83,7 @@ def main(args: Sequence[str], out: TextIO | None = None, err: TextIO | None = No
     if "h" in values:
         out.write(usage(command))
         return 0
-    inv = Invocation(values=values, out=out, namesrv=values.get("n"))
+    inv = Invocation(values=values, out=out, namesrv=values.get("n"), usage=usage(command))
     try:
         asyncio.run(_execute(command, inv))
     except MqadminFailure as failure:

@@ -4,6 +4,7 @@
 (of None "null", of a bool "true"/"false", of a float Double.toString), `%d`, `%f`/`%.Nf`
 (HALF_UP rounding of the shortest decimal form, as Java rounds), `%x`, `%b`, `%c`, `%n`,
 `%%`, with the flags `-`, `0`, `,` and a width.  `jprintf(out, fmt, *args)` writes it.
+`parse_int` / `parse_bool` read option values as Integer.parseInt / Boolean.parseBoolean.
 """
 
 from __future__ import annotations
@@ -16,6 +17,24 @@ from typing import TextIO
 _SPEC = re.compile(
     r"%(?P<flags>[-0,+ #]*)(?P<width>\d+)?(?:\.(?P<precision>\d+))?(?P<conv>[a-zA-Z%])"
 )
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int(text: str | None, bits: int = 32) -> int:
+    """`Integer.parseInt` (`bits=64`: `Long.parseLong`); ValueError with Java's message."""
+    if text is None or _JAVA_INT.fullmatch(text) is None:
+        raise ValueError(f'For input string: "{text}"')
+    value = int(text)
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ValueError(f'For input string: "{text}"')
+    return value
+
+
+def parse_bool(text: str | None) -> bool:
+    """`Boolean.parseBoolean`."""
+    return text is not None and text.lower() == "true"
 
 
 def jstr(value: object) -> str:

@@ -14,14 +14,15 @@ reference spec's §6.2), its name, its description and its options as Apache spe
 `Opt.group` names a required one-of group (Commons-CLI `OptionGroup` with `setRequired`):
 the options sharing a group name form it.  The global options `-h/--help` and
 `-n/--namesrvAddr` are added to every command by the dispatcher.  A command reports a failure
-by raising `MqadminFailure`; the dispatcher prints it and exits 1.
+by raising `MqadminFailure` (`with failing("TopicRouteSubCommand"):` turns any error of a
+block into one); the dispatcher prints it and exits 1.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
@@ -35,6 +36,18 @@ class MqadminFailure(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+@contextmanager
+def failing(command_class: str, suffix: str = " command failed") -> Iterator[None]:
+    """Any error of the block becomes mqadmin's `SubCommandException`: `<Class> command
+    failed: <cause>` (`suffix` for the one command spelling it differently)."""
+    try:
+        yield
+    except MqadminFailure:
+        raise
+    except Exception as exc:
+        raise MqadminFailure(f"{command_class}{suffix}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -99,7 +112,14 @@ class Invocation:
     """Short name -> value (None for an option without argument) of every option given."""
     out: TextIO
     namesrv: str | None = None
+    usage: str = ""
+    """The command's Commons-CLI usage text (what `print_usage` prints)."""
     _admin: AdminClient | None = field(default=None, repr=False)
+
+    def print_usage(self) -> None:
+        """ServerUtil.printCommandLineHelp: what a command prints when its options say
+        nothing to do."""
+        self.out.write(self.usage)
 
     def value(self, short: str) -> str | None:
         """The option's value trimmed as the Java commands trim() it, or None when absent."""
