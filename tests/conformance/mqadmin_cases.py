@@ -47,6 +47,7 @@ from tests.conformance.mqadmin_state import (
     Target,
     add_write_perm,
     put_kv_to_delete,
+    restore_perm_topic,
     restore_product_env,
     same_tps_windows,
     wipe_write_perm,
@@ -176,6 +177,7 @@ CASES: list[Case] = [
         "updateTopicPerm",
         [["updateTopicPerm", "-c", "{cluster}", "-t", "MqaPermTopic", "-p", "4"]],
         ["update topic perm from 6 to 4 in {broker} success."],
+        after=restore_perm_topic,
     ),
     Case(
         "topicRoute",

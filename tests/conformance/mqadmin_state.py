@@ -21,6 +21,7 @@ from rmq.remoting.bodies import KVTable, SubscriptionGroupWrapper, TopicList
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.headers import (
     AddWritePermOfBrokerRequestHeader,
+    CreateTopicRequestHeader,
     PutKVConfigRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
@@ -116,6 +117,23 @@ def add_write_perm(target: Target) -> None:
         RequestCode.ADD_WRITE_PERM_OF_BROKER,
         AddWritePermOfBrokerRequestHeader(broker_name=BROKER_NAME),
     )
+
+
+def restore_perm_topic(target: Target) -> None:
+    """MqaPermTopic back to its set-up perm (6), so that each side's updateTopicPerm changes
+    it from the same value."""
+    header = CreateTopicRequestHeader(
+        topic="MqaPermTopic",
+        default_topic="TBW102",
+        read_queue_nums=2,
+        write_queue_nums=2,
+        perm=6,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=0,
+    )
+    with RemotingSession() as session:
+        response = session.invoke(target.broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+    assert response.code == 0, f"{target.kind}: UPDATE_AND_CREATE_TOPIC failed"
 
 
 def put_kv_to_delete(target: Target) -> None:
