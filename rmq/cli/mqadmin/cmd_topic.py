@@ -9,50 +9,10 @@ neither of its `-b` / `-c` targets prints its usage, as mqadmin does.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from rmq.cli.mqadmin.javafmt import jprintf, jstr
-from rmq.cli.mqadmin.registry import Invocation, MqadminFailure, Opt, subcommand
+from rmq.cli.mqadmin.javafmt import jprintf, jstr, parse_bool, parse_int
+from rmq.cli.mqadmin.registry import Invocation, MqadminFailure, Opt, failing, subcommand
 from rmq.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def jint(text: str | None, bits: int = 32) -> int:
-    """`Integer.parseInt` (or `Long.parseLong` with `bits=64`) of an option value."""
-    if text is None or _JAVA_INT.fullmatch(text) is None:
-        raise ValueError(f'For input string: "{text}"')
-    value = int(text)
-    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-        raise ValueError(f'For input string: "{text}"')
-    return value
-
-
-def jbool(text: str | None) -> bool:
-    """`Boolean.parseBoolean`."""
-    return text is not None and text.lower() == "true"
-
-
-@contextmanager
-def failing(command_class: str) -> Iterator[None]:
-    """Turn any error of the block into mqadmin's `<Class> command failed`."""
-    try:
-        yield
-    except MqadminFailure:
-        raise
-    except Exception as exc:
-        raise MqadminFailure(f"{command_class} command failed: {exc}") from exc
-
-
-def print_usage(inv: Invocation, name: str) -> None:
-    """ServerUtil.printCommandLineHelp: the command's usage."""
-    from rmq.cli.mqadmin.dispatch import find, usage
-
-    command = find(name)
-    assert command is not None
-    inv.out.write(usage(command))
 
 
 def topic_config_text(config: TopicConfig) -> str:
@@ -105,18 +65,18 @@ async def update_topic(inv: Invocation) -> None:
     with failing("UpdateTopicSubCommand"):
         config = TopicConfig(topic_name=inv.value("t") or "", read_queue_nums=8, write_queue_nums=8)
         if inv.has("r"):
-            config.read_queue_nums = jint(inv.value("r"))
+            config.read_queue_nums = parse_int(inv.value("r"))
         if inv.has("w"):
-            config.write_queue_nums = jint(inv.value("w"))
+            config.write_queue_nums = parse_int(inv.value("w"))
         if inv.has("p"):
-            config.perm = jint(inv.value("p"))
-        config.topic_sys_flag = (1 if jbool(inv.value("u")) else 0) | (
-            2 if jbool(inv.value("s")) else 0
+            config.perm = parse_int(inv.value("p"))
+        config.topic_sys_flag = (1 if parse_bool(inv.value("u")) else 0) | (
+            2 if parse_bool(inv.value("s")) else 0
         )
-        config.order = jbool(inv.value("o"))
+        config.order = parse_bool(inv.value("o"))
         broker, cluster = inv.value("b"), inv.value("c")
         if broker is None and cluster is None:
-            print_usage(inv, "updateTopic")
+            inv.print_usage()
             return
         async with inv.admin() as admin:
             if broker is not None:
@@ -177,10 +137,10 @@ async def update_topic_perm(inv: Invocation) -> None:
         async with inv.admin() as admin:
             if broker is None and cluster is None:
                 await admin.topic_route(topic)
-                jint(inv.value("p"))
-                print_usage(inv, "updateTopicPerm")
+                parse_int(inv.value("p"))
+                inv.print_usage()
                 return
-            perm = jint(inv.value("p"))
+            perm = parse_int(inv.value("p"))
             try:
                 done = await update_topic_perm(
                     admin, topic, perm, broker_addr=broker, cluster=None if broker else cluster
@@ -289,7 +249,7 @@ async def update_order_conf(inv: Invocation) -> None:
     with failing("UpdateOrderConfCommand"):
         topic, method = inv.value("t") or "", inv.value("m")
         if method not in ("get", "put", "delete"):
-            print_usage(inv, "updateOrderConf")
+            inv.print_usage()
             return
         async with inv.admin() as admin:
             if method == "get":
@@ -388,24 +348,24 @@ async def update_sub_group(inv: Invocation) -> None:
             consume_from_min_enable=False,
         )
         if inv.has("s"):
-            config.consume_enable = jbool(inv.value("s"))
+            config.consume_enable = parse_bool(inv.value("s"))
         if inv.has("m"):
-            config.consume_from_min_enable = jbool(inv.value("m"))
+            config.consume_from_min_enable = parse_bool(inv.value("m"))
         if inv.has("d"):
-            config.consume_broadcast_enable = jbool(inv.value("d"))
+            config.consume_broadcast_enable = parse_bool(inv.value("d"))
         if inv.has("q"):
-            config.retry_queue_nums = jint(inv.value("q"))
+            config.retry_queue_nums = parse_int(inv.value("q"))
         if inv.has("r"):
-            config.retry_max_times = jint(inv.value("r"))
+            config.retry_max_times = parse_int(inv.value("r"))
         if inv.has("i"):
-            config.broker_id = jint(inv.value("i"), 64)
+            config.broker_id = parse_int(inv.value("i"), 64)
         if inv.has("w"):
-            config.which_broker_when_consume_slowly = jint(inv.value("w"), 64)
+            config.which_broker_when_consume_slowly = parse_int(inv.value("w"), 64)
         if inv.has("a"):
-            config.notify_consumer_ids_changed_enable = jbool(inv.value("a"))
+            config.notify_consumer_ids_changed_enable = parse_bool(inv.value("a"))
         broker, cluster = inv.value("b"), inv.value("c")
         if broker is None and cluster is None:
-            print_usage(inv, "updateSubGroup")
+            inv.print_usage()
             return
         async with inv.admin() as admin:
             update = await update_subscription_group(
@@ -439,13 +399,13 @@ async def delete_sub_group(inv: Invocation) -> None:
         group = inv.value("g") or ""
         broker, cluster = inv.value("b"), inv.value("c")
         if broker is None and cluster is None:
-            print_usage(inv, "deleteSubGroup")
+            inv.print_usage()
             return
         async with inv.admin() as admin:
             done = await delete_subscription_group(
                 admin,
                 group,
-                remove_offset=jbool(inv.value("r")),
+                remove_offset=parse_bool(inv.value("r")),
                 broker_addr=broker,
                 cluster=None if broker else cluster,
             )

@@ -33,6 +33,12 @@ from rmq.client.admin import (
     AdminError,
     TopicDeletion,
 )
+from rmq.client.adminops.cluster import (
+    cluster_addrs,
+    delete_kv_config,
+    master_addrs,
+    put_kv_config,
+)
 from rmq.common.javahash import java_hash_order
 from rmq.common.naming import (
     CID_ONSAPI_OWNER_GROUP,
@@ -65,7 +71,7 @@ from rmq.remoting.bodies.consumerinfo import in_hash_map_order
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import create_request
-from rmq.remoting.headers import DeleteKVConfigRequestHeader, DeleteSubscriptionGroupRequestHeader
+from rmq.remoting.headers import DeleteSubscriptionGroupRequestHeader
 
 EXPORT_TIMEOUT = 10.0
 """Seconds mqadmin's export commands give the topic and group table requests."""
@@ -114,22 +120,11 @@ async def _each(addrs: Sequence[str], call: Callable[[str], Awaitable[object]]) 
     return Outcome([addr for addr in addrs if addr not in failures], failures)
 
 
-def masters_in_hash_order(info: ClusterInfo, cluster: str) -> list[str]:
-    """The masters of `cluster` in the order mqadmin's master set iterates them; an
-    unknown cluster has none."""
-    addrs = []
-    for broker_name in info.cluster_addr_table.get(cluster, []):
-        data = info.broker_addr_table.get(broker_name)
-        if data is not None and (addr := data.broker_addrs.get(MASTER_ID)) is not None:
-            addrs.append(addr)
-    return java_hash_order(addrs)
-
-
 async def _targets(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:
     if broker_addr is not None:
         return [broker_addr]
     assert cluster is not None
-    masters = masters_in_hash_order(await admin.cluster_info(), cluster)
+    masters = master_addrs(await admin.cluster_info(), cluster)
     if not masters:
         raise AdminError(f"cluster {cluster!r} has no master broker")
     return masters
@@ -371,31 +366,14 @@ def cluster_order_conf(info: ClusterInfo, cluster: str, write_queue_nums: int) -
     return ";".join(f"{name}:{write_queue_nums}" for name in names)
 
 
-async def put_order_conf(admin: AdminClient, topic: str, conf: str) -> list[str]:
-    """Write the topic's order conf to every name server; returns them."""
-    remoting = _remoting(admin)
-    outcome = await _each(
-        admin.namesrv_addrs,
-        lambda addr: api.put_kv_config(
-            remoting, addr, ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf, admin.timeout
-        ),
-    )
-    raise_failures(f"write the order conf of topic {topic!r}", outcome)
-    return outcome.done
+async def put_order_conf(admin: AdminClient, topic: str, conf: str) -> None:
+    """Write the topic's order conf to every name server."""
+    await put_kv_config(admin, ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf)
 
 
-async def delete_order_conf(admin: AdminClient, topic: str) -> list[str]:
-    """Delete the topic's order conf from every name server; returns them."""
-    remoting = _remoting(admin)
-    header = DeleteKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG_NAMESPACE, key=topic)
-    outcome = await _each(
-        admin.namesrv_addrs,
-        lambda addr: api.request_namesrv(
-            remoting, addr, create_request(RequestCode.DELETE_KV_CONFIG, header), admin.timeout
-        ),
-    )
-    raise_failures(f"delete the order conf of topic {topic!r}", outcome)
-    return outcome.done
+async def delete_order_conf(admin: AdminClient, topic: str) -> None:
+    """Delete the topic's order conf from every name server."""
+    await delete_kv_config(admin, ORDER_TOPIC_CONFIG_NAMESPACE, topic)
 
 
 def raise_failures(action: str, outcome: Outcome) -> None:
@@ -438,13 +416,7 @@ async def store_maintenance(
     else:
         info = await admin.cluster_info()
         clusters = [cluster] if cluster else list(info.cluster_addr_table)
-        addrs = [
-            addr
-            for name in clusters
-            for broker_name in info.cluster_addr_table.get(name, [])
-            if (data := info.broker_addr_table.get(broker_name)) is not None
-            for addr in data.broker_addrs.values()
-        ]
+        addrs = [addr for name in clusters for addr in cluster_addrs(info, name) or []]
     call = _MAINTENANCE_CALLS[what]
     remoting = _remoting(admin)
     outcome = await _each(addrs, lambda addr: call(remoting, addr, admin.timeout))
