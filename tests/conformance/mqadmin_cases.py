@@ -39,6 +39,7 @@ from tests.conformance.mqadmin_normalise import (
     rates,
     rmq_only_keys,
     runtime_values,
+    send_offsets,
     times,
     unordered,
 )
@@ -231,7 +232,7 @@ CASES: list[Case] = [
         "sendMsgStatus",
         [["sendMsgStatus", "-b", BROKER_NAME, "-s", "64", "-c", "3"]],
         ["sendStatus=SEND_OK"],
-        [elapsed],
+        [elapsed, send_offsets],
     ),
     Case(
         "brokerConsumeStats",

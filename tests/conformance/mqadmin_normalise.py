@@ -147,6 +147,18 @@ def elapsed(text: str, where: Where) -> str:
     )
 
 
+def send_offsets(text: str, where: Where) -> str:
+    """sendMsgStatus sends to the broker's own topic (named after the broker), which every
+    earlier run of the command on that cluster has written to: each `queueOffset=` counts from
+    the first one the run shows (`+0`, `+1`, ...), which still shows one offset per message,
+    consecutive, in send order."""
+    offsets = [int(found) for found in re.findall(r"queueOffset=(\d+)", text)]
+    if not offsets:
+        return text
+    first = offsets[0]
+    return re.sub(r"queueOffset=(\d+)", lambda m: f"queueOffset=+{int(m.group(1)) - first}", text)
+
+
 def rates(text: str, where: Where) -> str:
     """TPS figures are rates over the last seconds or minute, measured at a different moment on
     each cluster: decimal numbers (`Consume TPS: 0.20`, statsAll's `#InTPS` / `#OutTPS`) and
