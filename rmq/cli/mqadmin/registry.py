@@ -63,7 +63,7 @@ class Opt:
     group: str | None = None
 
 
-_JAVA_BLANKS = "".join(chr(code) for code in range(33))
+JAVA_BLANKS = "".join(chr(code) for code in range(33))
 """What Java's String.trim() removes: every character up to the space."""
 
 Runner = Callable[["Invocation"], Awaitable[None]]
@@ -124,7 +124,7 @@ class Invocation:
     def value(self, short: str) -> str | None:
         """The option's value trimmed as the Java commands trim() it, or None when absent."""
         value = self.values.get(short)
-        return None if value is None else value.strip(_JAVA_BLANKS)
+        return None if value is None else value.strip(JAVA_BLANKS)
 
     def has(self, short: str) -> bool:
         """Whether the option was given."""
