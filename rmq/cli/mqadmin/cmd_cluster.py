@@ -10,11 +10,14 @@ sorts (broker names, runtime keys) they are sorted the same way.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import math
 import time
 from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
-from rmq.cli.mqadmin.javafmt import jformat, jprintf, jstr, parse_int
+from rmq.cli.mqadmin.javafmt import jformat, jprintf, jstr, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import (
     JAVA_BLANKS,
     Invocation,
@@ -31,6 +34,7 @@ from rmq.remoting.bodies import ClusterInfo, TopicRouteData
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
+    from rmq.client.producer import Producer
 
 CONFIG_LINE = "%-50s=  %s\n"
 
@@ -481,3 +485,72 @@ async def broker_status(inv: Invocation) -> None:
                         jprintf(inv.out, "%-24s %-32s: %s%n", addr, key, table[key])
     if failures:
         raise MqadminFailure("BrokerStatusSubCommand: " + "; ".join(failures))
+
+
+@subcommand(
+    42,
+    "clusterRT",
+    "List All clusters Message Send RT",
+    Opt("a", "amount", True, False, "message amount | default 100"),
+    Opt("s", "size", True, False, "message size | default 128 Byte"),
+    Opt("c", "cluster", True, False, "cluster name | default display all cluster"),
+    Opt("p", "print log", True, False, "print as tlog | default false"),
+    Opt("m", "machine room", True, False, "machine room name | default noname"),
+    Opt("i", "interval", True, False, "print interval | default 10 seconds"),
+)
+async def cluster_rt(inv: Invocation) -> None:
+    """Sends to every broker's own topic round after round, until interrupted."""
+    from rmq.client.producer import Producer
+
+    with failing("CLusterSendMsgRTCommand"):
+        async with inv.admin() as admin:
+            info = await admin.cluster_info()
+            amount = parse_int(inv.value("a"), 64) if inv.has("a") else 100
+            size = parse_int(inv.value("s"), 64) if inv.has("s") else 128
+            interval = parse_int(inv.value("i"), 64) if inv.has("i") else 10
+            tlog = inv.has("p") and parse_bool(inv.value("p"))
+            room = inv.value("m") if inv.has("m") else "noname"
+            clusters = [inv.value("c") or ""] if inv.has("c") else ops.cluster_names(info)
+            if not tlog:
+                jprintf(inv.out, "%-24s  %-24s  %-4s  %-8s  %-8s%n", "#Cluster Name",
+                        "#Broker Name", "#RT", "#successCount", "#failCount")  # fmt: skip
+            group = str(time.time_ns() // 1_000_000)
+            async with Producer(group, ";".join(admin.namesrv_addrs)) as producer:
+                while True:
+                    await _rt_round(inv, producer, info, clusters, amount, b"a" * size, tlog, room)
+                    await asyncio.sleep(interval)
+
+
+async def _rt_round(
+    inv: Invocation,
+    producer: Producer,
+    info: ClusterInfo,
+    clusters: list[str],
+    amount: int,
+    body: bytes,
+    tlog: bool,
+    room: str | None,
+) -> None:
+    for cluster in clusters:
+        names = info.cluster_addr_table.get(cluster)
+        if names is None:
+            jprintf(inv.out, "cluster [%s] not exist", cluster)
+            inv.out.flush()
+            break
+        for name in java_hash_order(names):
+            measured = await ops.measure_send_rt(producer, name, body, amount)
+            rt = measured.elapsed_ms / (amount - 1) if amount != 1 else _divided_by_zero(measured)
+            if not tlog:
+                jprintf(inv.out, "%-24s  %-24s  %-8s  %-16s  %-16s%n", cluster, name,
+                        jformat("%.2f", rt), measured.success, measured.failed)  # fmt: skip
+            else:
+                now = datetime.datetime.now(datetime.timezone(datetime.timedelta(hours=8)))
+                rounded = Decimal(rt).quantize(Decimal(1), ROUND_HALF_UP)
+                jprintf(inv.out, "%s|%s|%s|%s|%s%n", now.strftime("%Y-%m-%d %H:%M:%S"), room,
+                        cluster, name, rounded)  # fmt: skip
+            inv.out.flush()
+
+
+def _divided_by_zero(measured: ops.SendRt) -> float:
+    """Java's double division by zero: NaN for 0/0, else an infinity."""
+    return math.nan if measured.elapsed_ms == 0 else math.copysign(math.inf, measured.elapsed_ms)

@@ -12,6 +12,7 @@ What they send, after DefaultMQAdminExt / MQClientAPIImpl of 4.9.8:
 * `broker_config` / `update_broker_config`: GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG on one
   broker; the bodies are `key=value` lines written as MixAll.properties2String writes them
   and read as Properties.load reads them;
+* `measure_send_rt`: clusterRT's timed sends to one broker's own topic;
 * `masters_and_slaves`, `master_addrs`, `cluster_addrs`: mqadmin's CommandUtil views of a
   cluster, in the order Java iterates them (`None` when the cluster is unknown: mqadmin
   prints its `[error]` line then).
@@ -23,6 +24,7 @@ iterates them, approximated by Java's hash-map order (`properties_order`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -30,12 +32,16 @@ from rmq.client.admin import AdminClient, AdminError
 from rmq.client.api.consumerqueries import query_topic_consume_by_who
 from rmq.client.api.namesrv import get_all_topic_list
 from rmq.client.api.request import request_broker, request_namesrv
+from rmq.client.errors import ClientError
+from rmq.client.message import Message
+from rmq.client.producer import Producer
 from rmq.common import javaprops
 from rmq.common.javahash import java_hash_order
 from rmq.remoting.bodies import MASTER_ID, ClusterInfo, TopicRouteData
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import Buffer, create_request
+from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
@@ -231,6 +237,32 @@ async def consumer_groups(admin: AdminClient, route: TopicRouteData, topic: str)
         groups = await query_topic_consume_by_who(_remoting(admin), addr, topic, admin.timeout)
         return java_hash_order(groups)
     return []
+
+
+@dataclass(frozen=True)
+class SendRt:
+    """clusterRT's measure of one broker: sends that succeeded and failed, and the summed
+    wall-clock milliseconds of every send but the first."""
+
+    success: int
+    failed: int
+    elapsed_ms: int
+
+
+async def measure_send_rt(producer: Producer, topic: str, body: bytes, amount: int) -> SendRt:
+    """Send `amount` messages of `body` to `topic` one after the other (a failed send counts
+    and the run goes on), timed in whole milliseconds as System.currentTimeMillis."""
+    success = failed = elapsed = 0
+    for index in range(amount):
+        start = time.time_ns() // 1_000_000
+        try:
+            await producer.send(Message(topic, body))
+            success += 1
+        except (ClientError, RemotingError):
+            failed += 1
+        if index:
+            elapsed += time.time_ns() // 1_000_000 - start
+    return SendRt(success, failed, elapsed)
 
 
 # -- CommandUtil ----------------------------------------------------------------------------
