@@ -317,30 +317,33 @@ async def all_topic_configs(
 
 async def user_topics(
     admin: AdminClient, addr: str, *, special_topics: bool = False
-) -> dict[str, TopicConfig]:
-    """The broker's topics without its system topics and, unless `special_topics`, without
-    retry and dead-letter topics (mqadmin's getUserTopicConfig)."""
-    table, system = await asyncio.gather(
+) -> TopicConfigSerializeWrapper:
+    """The broker's topic table without its system topics and, unless `special_topics`,
+    without retry and dead-letter topics (mqadmin's getUserTopicConfig)."""
+    wrapper, system = await asyncio.gather(
         all_topic_configs(admin, addr, EXPORT_TIMEOUT),
         api.get_system_topic_list_from_broker(_remoting(admin), addr, EXPORT_TIMEOUT),
     )
     skip = set(system)
     special = (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)
-    return {
+    wrapper.topic_config_table = {
         name: config
-        for name, config in table.topic_config_table.items()
+        for name, config in wrapper.topic_config_table.items()
         if name not in skip and (special_topics or not name.startswith(special))
     }
+    return wrapper
 
 
-async def user_groups(admin: AdminClient, addr: str) -> dict[str, SubscriptionGroupConfig]:
-    """The broker's groups without the system groups (mqadmin's getUserSubscriptionGroup)."""
-    table = await all_subscription_groups(admin, addr, EXPORT_TIMEOUT)
-    return {
+async def user_groups(admin: AdminClient, addr: str) -> SubscriptionGroupWrapper:
+    """The broker's group table without the system groups (mqadmin's
+    getUserSubscriptionGroup)."""
+    wrapper = await all_subscription_groups(admin, addr, EXPORT_TIMEOUT)
+    wrapper.subscription_group_table = {
         name: config
-        for name, config in table.subscription_group_table.items()
+        for name, config in wrapper.subscription_group_table.items()
         if not name.startswith(CID_RMQ_SYS_PREFIX) and name not in SYSTEM_GROUPS
     }
+    return wrapper
 
 
 # -- order conf -----------------------------------------------------------------------------
