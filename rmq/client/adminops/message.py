@@ -61,9 +61,9 @@ UNIQUE_KEY_QUERY_MAX = 32
 
 NOT_ONLINE_DESC = (
     "org.apache.rocketmq.client.exception.MQClientException: CODE: 206  DESC: Not found the"
-    " consumer group connection\nSee http://rocketmq.apache.org/docs/faq/ for further"
-    " details., org.apache.rocketmq.tools.admin.DefaultMQAdminExtImpl"
-    ".examineConsumerConnectionInfo(DefaultMQAdminExtImpl.java:365)"
+    " consumer group connection\nFor more information, please visit the url,"
+    " http://rocketmq.apache.org/docs/faq/, org.apache.rocketmq.tools.admin"
+    ".DefaultMQAdminExtImpl.examineConsumerConnectionInfo(DefaultMQAdminExtImpl.java:365)"
 )
 """What mqadmin shows for a group with no connection (Java's exception, first stack frame)."""
 
