@@ -293,3 +293,32 @@ def test_failures_exit_non_zero(mqadmin_cluster: MqadminCluster) -> None:
     done = mqadmin_cluster.run("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "yesterday")
     assert done.returncode == 1
     assert "ResetOffsetByTimeCommand command failed" in done.stderr
+
+
+def test_start_monitoring_reports_each_group(mqadmin_cluster: MqadminCluster) -> None:
+    """The first round comes 20 s after the start; the command runs until interrupted."""
+    process = subprocess.Popen(
+        rmq_command(["mqadmin", "startMonitoring", "-n", mqadmin_cluster.namesrv_addr]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        report = []
+        for line in process.stdout:
+            report.append(line.rstrip("\n"))
+            if line.endswith("endRound\n"):
+                break
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    rule = "[MONITOR] ========================================="
+    assert report[0] == rule + "beginRound"
+    assert report[-1] == rule + "endRound"
+    for topic in (TOPIC, f"%RETRY%{GROUP}"):
+        assert (
+            f"[MONITOR] reportUndoneMsgs: UndoneMsgs [consumerGroup={GROUP}, topic={topic}, "
+            "undoneMsgsTotal=0, undoneMsgsSingleMQ=0, undoneMsgsDelayTimeMills=0]"
+        ) in report
+    assert not [line for line in report if "[NOTIFY]" in line]

@@ -9,91 +9,40 @@ where mqadmin iterates a HashMap or HashSet it decoded (group names, topics, que
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from datetime import datetime
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from rmq.cli.mqadmin.cmd_offset import failing
+from rmq.cli.mqadmin.consumertext import (
+    date_time,
+    front,
+    java_hash_set,
+    process_queue_warnings,
+    queue_text,
+    running_info_text,
+    same_subscriptions,
+    version_desc,
+)
 from rmq.cli.mqadmin.javafmt import jformat, jprintf
 from rmq.cli.mqadmin.registry import Invocation, MqadminFailure, Opt, subcommand
 from rmq.client.admin import AdminClient
 from rmq.client.adminops import consumer as ops
 from rmq.client.errors import ClientError
-from rmq.common.javahash import java_hash, java_hash_order_by
+from rmq.common.naming import MONITOR_CONSUMER_GROUP, RMQ_SYS_OFFSET_MOVED_EVENT
 from rmq.remoting.bodies import ConsumerConnection, ConsumeStats, MessageQueue
 from rmq.remoting.bodies.client import ConsumeType
-from rmq.remoting.bodies.consumerinfo import (
-    PROP_CONSUME_TYPE,
-    PROP_CONSUMER_START_TIMESTAMP,
-    ConsumerRunningInfo,
-    ProcessQueueInfo,
-    in_hash_map_order,
-)
+from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo
 from rmq.remoting.errors import RemotingError
 
+if TYPE_CHECKING:
+    from rmq.client.consumer import MessageExt
+
 T = TypeVar("T")
-
-PROP_CONSUME_ORDERLY = "PROP_CONSUMEORDERLY"
-REBALANCE_SETTLE_MS = 2 * 60 * 1000
-"""analyzeSubscription compares subscriptions only of a consumer started this long ago."""
-BLOCKED_MS = 60 * 1000
-"""analyzeProcessQueue: a queue with cached messages and no consumption for longer is blocked."""
-
-
-def _releases() -> list[tuple[int, int, int]]:
-    """The releases of `MQVersion.Version` from 3.1.8 on: 3.3 to 3.9 have no x.y.0."""
-    early = [
-        (3, minor, patch) for minor in (1, 2) for patch in range(10) if (minor, patch) >= (1, 8)
-    ]
-    late_three = [(3, minor, patch) for minor in range(3, 10) for patch in range(1, 10)]
-    return (
-        early
-        + late_three
-        + [(major, minor, patch) for major in (4, 5) for minor in range(10) for patch in range(10)]
-    )
-
-
-@functools.cache
-def _version_names() -> tuple[str, ...]:
-    from rmq.server.broker.clientcallprocessor import V3_1_8_SNAPSHOT, old_version_desc
-
-    names = [old_version_desc(ordinal) for ordinal in range(V3_1_8_SNAPSHOT)]
-    for major, minor, patch in _releases():
-        names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
-    return (*names, "HIGHER_VERSION")
-
-
-def version_desc(version: int) -> str:
-    """`MQVersion.getVersionDesc`: the `Version` enum name of an ordinal (V4_9_8 for 409);
-    past the last one, the last one (HIGHER_VERSION)."""
-    names = _version_names()
-    return names[min(version, len(names) - 1)]
-
-
-def front(text: str, width: int) -> str:
-    """`UtilAll.frontStringAtLeast`: at most `width` characters of `text`."""
-    return text[:width]
-
-
-def date_time(millis: int) -> str:
-    """`UtilAll.formatDate(new Date(millis), "yyyy-MM-dd HH:mm:ss")`, local time."""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
-
-
-def java_hash_set(names: list[str]) -> list[str]:
-    """A HashSet/HashMap of strings, filled in this order, as Java iterates it."""
-    return java_hash_order_by(names, java_hash)
-
-
-async def _failing(name: str, work: Awaitable[T]) -> T:
-    """`work`'s result; a client error fails the command as `<name> command failed`."""
-    try:
-        return await work
-    except (ClientError, RemotingError) as exc:
-        raise MqadminFailure(f"{name} command failed: {exc}") from exc
 
 
 def _stats_rows(stats: ConsumeStats) -> list[tuple[MessageQueue, int, int, int]]:
@@ -126,7 +75,7 @@ async def broker_consume_stats(inv: Invocation) -> None:
     except ValueError as exc:
         raise MqadminFailure(f"{name} command failed: {exc}") from exc
     async with inv.admin() as admin:
-        stats_list = await _failing(
+        stats_list = await failing(
             name, ops.broker_consume_stats(admin, broker, is_order, timeout_ms / 1000)
         )
     row = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s%n"
@@ -177,7 +126,7 @@ async def broker_consume_stats(inv: Invocation) -> None:
 )
 async def producer_connection(inv: Invocation) -> None:
     async with inv.admin() as admin:
-        connection = await _failing(
+        connection = await failing(
             "ProducerConnectionSubCommand",
             ops.producer_connection(admin, inv.value("g") or "", inv.value("t") or ""),
         )
@@ -202,7 +151,7 @@ async def producer_connection(inv: Invocation) -> None:
 )
 async def consumer_connection(inv: Invocation) -> None:
     async with inv.admin() as admin:
-        cc = await _failing(
+        cc = await failing(
             "ConsumerConnectionSubCommand",
             ops.consumer_connection(admin, inv.value("g") or "", inv.value("b")),
         )
@@ -241,9 +190,7 @@ def _name(value: object) -> str | None:
 )
 async def producer(inv: Invocation) -> None:
     async with inv.admin() as admin:
-        table = await _failing(
-            "ProducerSubCommand", ops.producer_table(admin, inv.value("b") or "")
-        )
+        table = await failing("ProducerSubCommand", ops.producer_table(admin, inv.value("b") or ""))
     for group in java_hash_set(list(table.data)):
         producers = table.data[group]
         if not producers:
@@ -278,7 +225,7 @@ async def consumer_progress(inv: Invocation) -> None:
         await _all_groups_progress(inv)
         return
     async with inv.admin() as admin:
-        stats = await _failing("ConsumerProgressSubCommand", ops.consume_stats(admin, group))
+        stats = await failing("ConsumerProgressSubCommand", ops.consume_stats(admin, group))
         owners = await _queue_owners(admin, group) if show_ip else {}
     if show_ip:
         jprintf(
@@ -362,7 +309,7 @@ async def _all_groups_progress(inv: Invocation) -> None:
         "#Diff Total",
     )
     async with inv.admin() as admin:
-        topics = await _failing("ConsumerProgressSubCommand", ops.all_topic_names(admin))
+        topics = await failing("ConsumerProgressSubCommand", ops.all_topic_names(admin))
         for topic in java_hash_set(topics):
             if not topic.startswith(ops.RETRY_GROUP_TOPIC_PREFIX):
                 continue
@@ -419,10 +366,10 @@ async def consumer_status(inv: Invocation) -> None:
     group = inv.value("g") or ""
     jstack = inv.has("s")
     async with inv.admin() as admin:
-        cc = await _failing(name, ops.consumer_connection(admin, group, inv.value("b")))
+        cc = await failing(name, ops.consumer_connection(admin, group, inv.value("b")))
         client_id = inv.value("i")
         if client_id is not None:
-            info = await _failing(name, ops.consumer_running_info(admin, group, client_id, jstack))
+            info = await failing(name, ops.consumer_running_info(admin, group, client_id, jstack))
             if info is not None:
                 jprintf(inv.out, "%s", running_info_text(info))
             return
@@ -476,346 +423,133 @@ def _write_quietly(path: Path, text: str) -> None:
         pass
 
 
-def _is_push(info: ConsumerRunningInfo) -> bool:
-    return info.properties.get(PROP_CONSUME_TYPE) == ConsumeType.CONSUME_PASSIVELY.name
+# -- startMonitoring (38) ------------------------------------------------------------------
+
+MONITOR = "[MONITOR] "
+NOTIFY = MONITOR + " [NOTIFY] "
+ROUND_LINE = "========================================="
+FIRST_ROUND_DELAY = 20.0
+ROUND_INTERVAL = 60.0
+"""MonitorService's schedule: the first round 20 s after the start, then one a minute."""
 
 
-def same_subscriptions(infos: Mapping[str, ConsumerRunningInfo], now: int) -> bool:
-    """`ConsumerRunningInfo.analyzeSubscription` over the members by client id: a push group
-    started over two minutes ago must have one non-empty subscription set."""
-    first = next(iter(infos.values()))
-    started = int(first.properties.get(PROP_CONSUMER_START_TIMESTAMP, "0") or 0)
-    if not (_is_push(first) and now - started > REBALANCE_SETTLE_MS):
-        return True
-    expected = _subscription_keys(first)
-    if any(_subscription_keys(info) != expected for info in infos.values()):
-        return False
-    return bool(expected)
+@subcommand(38, "startMonitoring", "Start Monitoring")
+async def start_monitoring(inv: Invocation) -> None:
+    """MonitorService: a push consumer of `__MONITOR_CONSUMER` on the offset-moved events and
+    a round over every group each minute.  mqadmin writes its reports to the client log;
+    rmq mqadmin prints the same lines on stdout.  It runs until interrupted."""
+    from rmq.client.consumer import ConsumeStatus, PushConsumer
 
+    async def offset_moved(messages: list[MessageExt]) -> ConsumeStatus:
+        for line in delete_event_lines(messages[:1]):
+            _report(inv, line)
+        return ConsumeStatus.CONSUME_SUCCESS
 
-def _subscription_keys(info: ConsumerRunningInfo) -> list[tuple[str, str]]:
-    return sorted((sub.topic, sub.sub_string) for sub in info.subscription_set)
-
-
-def process_queue_warnings(client_id: str, info: ConsumerRunningInfo, now: int) -> str:
-    """`ConsumerRunningInfo.analyzeProcessQueue`: queues that cannot lock, cannot unlock or
-    look blocked, one line each."""
-    if not _is_push(info):
-        return ""
-    orderly = info.properties.get(PROP_CONSUME_ORDERLY, "").lower() == "true"
-    lines = []
-    for mq, pq in sorted(info.mq_table.items()):
-        queue = _queue_text(mq)
-        if orderly and not pq.locked:
-            lines.append(
-                jformat(
-                    "%s %s can't lock for a while, %dms%n",
-                    client_id,
-                    queue,
-                    now - pq.last_lock_timestamp,
-                )
-            )
-        elif orderly and pq.droped and pq.try_unlock_times > 0:
-            lines.append(
-                jformat(
-                    "%s %s unlock %d times, still failed%n", client_id, queue, pq.try_unlock_times
-                )
-            )
-        elif not orderly:
-            idle = now - pq.last_consume_timestamp
-            if idle > BLOCKED_MS and pq.cached_msg_count > 0:
-                lines.append(
-                    jformat(
-                        "%s %s can't consume for a while, maybe blocked, %dms%n",
-                        client_id,
-                        queue,
-                        idle,
-                    )
-                )
-    return "".join(lines)
-
-
-def _queue_text(mq: MessageQueue) -> str:
-    """`MessageQueue.toString()`."""
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
-
-
-def running_info_text(info: ConsumerRunningInfo) -> str:
-    """`ConsumerRunningInfo.formatString()`: properties, subscriptions, offsets, queue
-    details, rates and the stacks when asked for."""
-    info = info.sorted()
-    parts = ["#Consumer Properties#\n"]
-    parts += [
-        jformat("%-40s: %s%n", key, info.properties[key])
-        for key in java_hash_set(list(info.properties))
-    ]
-    parts.append("\n\n#Consumer Subscription#\n")
-    for index, sub in enumerate(info.subscription_set, start=1):
-        parts.append(
-            jformat(
-                "%03d Topic: %-40s ClassFilter: %-8s SubExpression: %s%n",
-                index,
-                sub.topic,
-                sub.class_filter_mode,
-                sub.sub_string,
-            )
-        )
-    parts.append("\n\n#Consumer Offset#\n")
-    parts.append(
-        jformat("%-64s  %-32s  %-4s  %-20s%n", "#Topic", "#Broker Name", "#QID", "#Consumer Offset")
-    )
-    for mq, pq in info.mq_table.items():
-        parts.append(
-            jformat(
-                "%-32s  %-32s  %-4d  %-20d%n",
-                mq.topic,
-                mq.broker_name,
-                mq.queue_id,
-                pq.commit_offset,
-            )
-        )
-    parts.append("\n\n#Consumer MQ Detail#\n")
-    parts.append(
-        jformat(
-            "%-64s  %-32s  %-4s  %-20s%n", "#Topic", "#Broker Name", "#QID", "#ProcessQueueInfo"
-        )
-    )
-    for mq, pq in info.mq_table.items():
-        parts.append(
-            jformat(
-                "%-64s  %-32s  %-4d  %s%n",
-                mq.topic,
-                mq.broker_name,
-                mq.queue_id,
-                process_queue_text(pq),
-            )
-        )
-    parts.append("\n\n#Consumer RT&TPS#\n")
-    parts.append(
-        jformat(
-            "%-64s  %14s %14s %14s %14s %18s %25s%n",
-            "#Topic",
-            "#Pull RT",
-            "#Pull TPS",
-            "#Consume RT",
-            "#ConsumeOK TPS",
-            "#ConsumeFailed TPS",
-            "#ConsumeFailedMsgsInHour",
-        )
-    )
-    for topic, status in info.status_table.items():
-        parts.append(
-            jformat(
-                "%-32s  %14.2f %14.2f %14.2f %14.2f %18.2f %25d%n",
-                topic,
-                status.pull_rt,
-                status.pull_tps,
-                status.consume_rt,
-                status.consume_ok_tps,
-                status.consume_failed_tps,
-                status.consume_failed_msgs,
-            )
-        )
-    if info.jstack is not None:
-        parts.append("\n\n#Consumer jstack#\n")
-        parts.append(info.jstack)
-    return "".join(parts)
-
-
-def human_millis(millis: int) -> str:
-    """`UtilAll.timeMillisToHumanString`: yyyyMMddHHmmssSSS in local time."""
-    return time.strftime("%Y%m%d%H%M%S", time.localtime(millis // 1000)) + f"{millis % 1000:03d}"
-
-
-def process_queue_text(pq: ProcessQueueInfo) -> str:
-    """`ProcessQueueInfo.toString()`."""
-    return jformat(
-        "ProcessQueueInfo [commitOffset=%d, cachedMsgMinOffset=%d, cachedMsgMaxOffset=%d, "
-        "cachedMsgCount=%d, cachedMsgSizeInMiB=%d, transactionMsgMinOffset=%d, "
-        "transactionMsgMaxOffset=%d, transactionMsgCount=%d, locked=%s, tryUnlockTimes=%d, "
-        "lastLockTimestamp=%s, droped=%s, lastPullTimestamp=%s, lastConsumeTimestamp=%s]",
-        pq.commit_offset,
-        pq.cached_msg_min_offset,
-        pq.cached_msg_max_offset,
-        pq.cached_msg_count,
-        pq.cached_msg_size_in_mib,
-        pq.transaction_msg_min_offset,
-        pq.transaction_msg_max_offset,
-        pq.transaction_msg_count,
-        pq.locked,
-        pq.try_unlock_times,
-        human_millis(pq.last_lock_timestamp),
-        pq.droped,
-        human_millis(pq.last_pull_timestamp),
-        human_millis(pq.last_consume_timestamp),
-    )
-
-
-# -- cloneGroupOffset (24) -------------------------------------------------------------------
-
-
-@subcommand(
-    24,
-    "cloneGroupOffset",
-    "clone offset from other group.",
-    Opt("s", "srcGroup", True, True, "set source consumer group"),
-    Opt("d", "destGroup", True, True, "set destination consumer group"),
-    Opt("t", "topic", True, True, "set the topic"),
-    Opt("o", "offline", True, False, "the group or the topic is offline"),
-)
-async def clone_group_offset(inv: Invocation) -> None:
-    src, dest, topic = inv.value("s") or "", inv.value("d") or "", inv.value("t") or ""
     async with inv.admin() as admin:
-        await _failing("CloneGroupOffsetCommand", ops.clone_group_offset(admin, src, dest, topic))
-    jprintf(
-        inv.out,
-        "clone group offset success. srcGroup[%s], destGroup=[%s], topic[%s]",
-        src,
-        dest,
-        topic,
-    )
-
-
-# -- resetOffsetByTime (32), skipAccumulatedMessage (33) -----------------------------------
-
-
-def parse_timestamp(text: str) -> int:
-    """mqadmin's -s: `now` (-1), epoch milliseconds, or `yyyy-MM-dd#HH:mm:ss:SSS` local."""
-    if text == "now":
-        return -1
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
-    except ValueError as exc:
-        raise MqadminFailure(f"ResetOffsetByTimeCommand command failed: {exc}") from exc
-    return int(moment.timestamp() * 1000)
-
-
-def _force(inv: Invocation) -> bool:
-    """-f: Java's Boolean.valueOf (only "true", any case, is true); absent means true."""
-    return not inv.has("f") or (inv.value("f") or "").lower() == "true"
-
-
-_RESET_ROW = "%-40s  %-40d  %-40d%n"
-_ROLLBACK_ROW = "%-20s  %-20d  %-20d  %-20d  %-20d  %-20d%n"
-
-
-def _print_offsets(inv: Invocation, offsets: dict[MessageQueue, int]) -> None:
-    jprintf(inv.out, "%-40s  %-40s  %-40s%n", "#brokerName", "#queueId", "#offset")
-    for mq, offset in in_hash_map_order(offsets).items():
-        jprintf(inv.out, _RESET_ROW, front(mq.broker_name, 32), mq.queue_id, offset)
-
-
-def _print_rollback(inv: Invocation, stats: list[ops.RollbackStats]) -> None:
-    jprintf(
-        inv.out,
-        "%-20s  %-20s  %-20s  %-20s  %-20s  %-20s%n",
-        "#brokerName",
-        "#queueId",
-        "#brokerOffset",
-        "#consumerOffset",
-        "#timestampOffset",
-        "#rollbackOffset",
-    )
-    for row in stats:
-        jprintf(
-            inv.out,
-            _ROLLBACK_ROW,
-            front(row.broker_name, 32),
-            row.queue_id,
-            row.broker_offset,
-            row.consumer_offset,
-            row.timestamp_offset,
-            row.rollback_offset,
+        consumer = PushConsumer(
+            MONITOR_CONSUMER_GROUP, ";".join(admin.namesrv_addrs), consume_concurrency=1
         )
-
-
-async def _reset(
-    inv: Invocation,
-    name: str,
-    timestamp: int,
-    online: Callable[[dict[MessageQueue, int]], None],
-    offline: Callable[[list[ops.RollbackStats]], None],
-) -> None:
-    """Reset the group's offsets on the topic through its online members, else directly."""
-    group, topic, force = inv.value("g") or "", inv.value("t") or "", _force(inv)
-    async with inv.admin() as admin:
+        consumer.subscribe(RMQ_SYS_OFFSET_MOVED_EVENT, "*")
+        consumer.register_listener(offset_moved)
+        await consumer.start()
         try:
-            offsets = await ops.reset_offset_by_time(
-                admin, topic, group, timestamp, force=force, for_cpp=inv.has("c")
-            )
-        except ops.GroupOffline:
-            stats = await _failing(
-                name, ops.reset_offset_offline(admin, group, topic, timestamp, force=force)
-            )
-            offline(stats)
-            return
-        except (ClientError, RemotingError) as exc:
-            raise MqadminFailure(f"{name} command failed: {exc}") from exc
-    online(offsets)
+            await asyncio.sleep(FIRST_ROUND_DELAY)
+            while True:
+                started = time.monotonic()
+                await _monitor_round(inv, admin)
+                await asyncio.sleep(max(0.0, ROUND_INTERVAL - (time.monotonic() - started)))
+        finally:
+            await consumer.shutdown()
 
 
-@subcommand(
-    32,
-    "resetOffsetByTime",
-    "Reset consumer offset by timestamp(without client restart).",
-    Opt("g", "group", True, True, "set the consumer group"),
-    Opt("t", "topic", True, True, "set the topic"),
-    Opt(
-        "s",
-        "timestamp",
-        True,
-        True,
-        "set the timestamp[now|currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]",
-    ),
-    Opt("f", "force", True, False, "set the force rollback by timestamp switch[true|false]"),
-    Opt("c", "cplus", False, False, "reset c++ client offset"),
-)
-async def reset_offset_by_time(inv: Invocation) -> None:
-    text = inv.value("s") or ""
-    timestamp = parse_timestamp(text)
-    group, topic, force = inv.value("g"), inv.value("t"), _force(inv)
-
-    def summary(word: str) -> None:
-        jprintf(
-            inv.out,
-            "rollback consumer offset by specified %s[%s], topic[%s], force[%s], "
-            "timestamp(string)[%s], timestamp(long)[%s]%n",
-            word,
-            group,
-            topic,
-            force,
-            text,
-            timestamp,
-        )
-
-    def online(offsets: dict[MessageQueue, int]) -> None:
-        summary("group")
-        _print_offsets(inv, offsets)
-
-    def offline(stats: list[ops.RollbackStats]) -> None:
-        summary("consumerGroup")
-        _print_rollback(inv, stats)
-
-    await _reset(inv, "ResetOffsetByTimeCommand", timestamp, online, offline)
+async def _monitor_round(inv: Invocation, admin: AdminClient) -> None:
+    _report(inv, MONITOR + ROUND_LINE + "beginRound")
+    try:
+        reports = await ops.monitor_round(admin)
+    except (ClientError, RemotingError) as exc:
+        reports = []
+        sys.stderr.write(f"doMonitorWork Exception: {exc}\n")
+    now = int(time.time() * 1000)
+    for report in reports:
+        for undone in report.undone:
+            _report(inv, MONITOR + "reportUndoneMsgs: " + undone_text(undone))
+        for line in running_info_notices(report.running_infos, now):
+            _report(inv, line)
+    _report(inv, MONITOR + ROUND_LINE + "endRound")
 
 
-@subcommand(
-    33,
-    "skipAccumulatedMessage",
-    "Skip all messages that are accumulated (not consumed) currently",
-    Opt("g", "group", True, True, "set the consumer group"),
-    Opt("t", "topic", True, True, "set the topic"),
-    Opt("f", "force", True, False, "set the force rollback by timestamp switch[true|false]"),
-)
-async def skip_accumulated_message(inv: Invocation) -> None:
-    await _reset(
-        inv,
-        "SkipAccumulationSubCommand",
-        -1,
-        lambda offsets: _print_offsets(inv, offsets),
-        lambda stats: _print_rollback(inv, stats),
+def _report(inv: Invocation, line: str) -> None:
+    inv.out.write(line + "\n")
+    inv.out.flush()
+
+
+def undone_text(undone: ops.UndoneMsgs) -> str:
+    """`UndoneMsgs.toString()`."""
+    return jformat(
+        "UndoneMsgs [consumerGroup=%s, topic=%s, undoneMsgsTotal=%d, undoneMsgsSingleMQ=%d, "
+        "undoneMsgsDelayTimeMills=%d]",
+        undone.consumer_group,
+        undone.topic,
+        undone.total,
+        undone.single_mq_max,
+        undone.delay_ms,
     )
+
+
+def running_info_notices(infos: dict[str, ConsumerRunningInfo], now: int) -> list[str]:
+    """DefaultMonitorListener.reportConsumerRunningInfo: a notice when the members'
+    subscriptions differ, and one per member with stuck queues."""
+    if not infos:
+        return []
+    group = next(iter(infos.values())).properties.get("consumerGroup")
+    notices = []
+    if not same_subscriptions(infos, now):
+        notices.append(
+            jformat(
+                NOTIFY + "reportConsumerRunningInfo: ConsumerGroup: %s, Subscription different",
+                group,
+            )
+        )
+    for client_id, info in infos.items():
+        warnings = process_queue_warnings(client_id, info, now)
+        if warnings:
+            notices.append(
+                jformat(
+                    NOTIFY + "reportConsumerRunningInfo: ConsumerGroup: %s, ClientId: %s, %s",
+                    group,
+                    client_id,
+                    warnings.rstrip("\n"),
+                )
+            )
+    return notices
+
+
+def delete_event_lines(messages: list[MessageExt]) -> list[str]:
+    """reportDeleteMsgsEvent of an OFFSET_MOVED_EVENT message (its body is the
+    OffsetMovedEvent's JSON); nothing for a body that does not decode."""
+    lines = []
+    for message in messages:
+        try:
+            event = json.loads(message.body)
+            mq = event["messageQueue"]
+            queue = queue_text(MessageQueue(mq["topic"], mq["brokerName"], int(mq["queueId"])))
+            moved = jformat(
+                "OffsetMovedEvent [consumerGroup=%s, messageQueue=%s, offsetRequest=%d, "
+                "offsetNew=%d]",
+                event["consumerGroup"],
+                queue,
+                int(event["offsetRequest"]),
+                int(event["offsetNew"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+        lines.append(
+            MONITOR
+            + "reportDeleteMsgsEvent: "
+            + jformat(
+                "DeleteMsgsEvent [offsetMovedEvent=%s, eventTimestamp=%d]",
+                moved,
+                message.store_timestamp,
+            )
+        )
+    return lines

@@ -18,12 +18,16 @@ from dataclasses import dataclass
 
 from rmq.client import api
 from rmq.client.admin import AdminClient, AdminError
-from rmq.client.errors import MQBrokerError
+from rmq.client.errors import ClientError, MQBrokerError
+from rmq.common.javahash import java_hash, java_hash_order_by
+from rmq.common.naming import TOOLS_CONSUMER_GROUP
+from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.bodies import (
     ConsumerConnection,
     ConsumeStats,
     ConsumeStatsList,
     MessageQueue,
+    OffsetWrapper,
     ProducerConnection,
     ProducerTableInfo,
     TopicRouteData,
@@ -32,10 +36,12 @@ from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, in_hash_map_or
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import create_request
+from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import (
     GetConsumerConnectionListRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
+    PullMessageRequestHeader,
 )
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
@@ -292,3 +298,134 @@ async def reset_offset_offline(
                 )
             )
     return stats
+
+
+# -- monitoring -----------------------------------------------------------------------------
+
+V3_1_8_SNAPSHOT = 62
+"""Members older than this client version cannot report running info."""
+
+
+@dataclass(frozen=True, slots=True)
+class UndoneMsgs:
+    """One topic of a group in a monitor round: its summed lag, the largest lag of one
+    queue, and the largest delay (ms) between a queue's newest message and its last
+    consumption."""
+
+    consumer_group: str
+    topic: str
+    total: int
+    single_mq_max: int
+    delay_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReport:
+    """What a monitor round found about one group (MonitorService's round): its topics'
+    lag (none when the group has no stats or no connection) and its members' running info
+    by client id, sorted."""
+
+    group: str
+    undone: list[UndoneMsgs]
+    running_infos: dict[str, ConsumerRunningInfo]
+
+
+async def monitor_round(admin: AdminClient) -> list[GroupReport]:
+    """One round of mqadmin's MonitorService: every group with a retry topic, in the order
+    Java iterates the name server's topic set."""
+    topics = await all_topic_names(admin)
+    reports = []
+    for topic in java_hash_order_by(topics, java_hash):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+            undone = await _undone_msgs(admin, group)
+            reports.append(GroupReport(group, undone, await _running_infos(admin, group)))
+    return reports
+
+
+async def _undone_msgs(admin: AdminClient, group: str) -> list[UndoneMsgs]:
+    try:
+        stats = await consume_stats(admin, group)
+        await consumer_connection(admin, group)
+    except (ClientError, RemotingError):
+        return []
+    by_topic: dict[str, dict[MessageQueue, OffsetWrapper]] = {}
+    for mq, offsets in in_hash_map_order(stats.offset_table).items():
+        by_topic.setdefault(mq.topic, {})[mq] = offsets
+    undone = []
+    for topic in java_hash_order_by(by_topic, java_hash):
+        queues = by_topic[topic]
+        diffs = [offsets.broker_offset - offsets.consumer_offset for offsets in queues.values()]
+        delays = [await _delay(admin, mq, offsets.last_timestamp) for mq, offsets in queues.items()]
+        undone.append(
+            UndoneMsgs(
+                group,
+                topic,
+                sum(diff for diff in diffs if diff > 0),
+                max([0, *diffs]),
+                max([0, *delays]),
+            )
+        )
+    return undone
+
+
+async def _delay(admin: AdminClient, mq: MessageQueue, last_timestamp: int) -> int:
+    """Store time of the queue's newest message minus the group's last consume time (0 when
+    the group never consumed or the message cannot be read)."""
+    if last_timestamp <= 0:
+        return 0
+    try:
+        route = await admin.topic_route(mq.topic)
+        addr = next(
+            (
+                data.select_broker_addr()
+                for data in route.broker_datas
+                if data.broker_name == mq.broker_name
+            ),
+            None,
+        )
+        if addr is None:
+            return 0
+        remoting = _remoting(admin)
+        max_offset = await api.get_max_offset(remoting, addr, mq, admin.timeout)
+        if max_offset <= 0:
+            return 0
+        header = PullMessageRequestHeader(
+            consumer_group=TOOLS_CONSUMER_GROUP,
+            topic=mq.topic,
+            queue_id=mq.queue_id,
+            queue_offset=max_offset - 1,
+            max_msg_nums=1,
+            sys_flag=PULL_SUBSCRIPTION,
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            subscription="*",
+            sub_version=0,
+            expression_type="TAG",
+            bname=mq.broker_name,
+        )
+        result = await api.pull_message(remoting, addr, header, admin.timeout)
+    except (ClientError, RemotingError):
+        return 0
+    if result.status is not api.PullStatus.FOUND or result.body is None:
+        return 0
+    records = result.records()
+    return records[0].store_timestamp - last_timestamp if records else 0
+
+
+async def _running_infos(admin: AdminClient, group: str) -> dict[str, ConsumerRunningInfo]:
+    try:
+        connection = await consumer_connection(admin, group)
+    except (ClientError, RemotingError):
+        return {}
+    infos = {}
+    for conn in connection.connection_set:
+        if conn.version < V3_1_8_SNAPSHOT:
+            continue
+        try:
+            info = await consumer_running_info(admin, group, conn.client_id)
+        except (ClientError, RemotingError):
+            continue
+        if info is not None:
+            infos[conn.client_id] = info
+    return dict(sorted(infos.items()))
