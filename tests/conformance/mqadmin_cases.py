@@ -35,6 +35,7 @@ from tests.conformance.mqadmin_normalise import (
     monitor_own_group,
     object_ids,
     own_diff_total,
+    own_group_size,
     own_topic_count,
     rates,
     rmq_only_keys,
@@ -445,7 +446,7 @@ CASES: list[Case] = [
         [["exportMetrics", "-c", "{cluster}", "-f", "{out}"]],
         ["metrics.json success"],
         files=["metrics.json"],
-        file_rules=[json_document, metric_rates],
+        file_rules=[json_document, own_group_size, metric_rates],
     ),
 ]
 

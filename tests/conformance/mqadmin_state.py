@@ -43,6 +43,7 @@ class Target:
     ready: Mapping[str, Any] = field(default_factory=dict)
     foreign: frozenset[str] = frozenset()
     foreign_topics: int = 0
+    foreign_groups: int = 0
 
     def fill(self, template: str) -> str:
         """`template` with its `{name}` placeholders (`values`) filled in."""
@@ -73,6 +74,7 @@ class Target:
             ids=names,
             foreign=self.foreign,
             foreign_topics=self.foreign_topics,
+            foreign_groups=self.foreign_groups,
         )
 
 
@@ -87,11 +89,12 @@ def _namesrv(target: Target, code: int, header: object, body: bytes | None = Non
     return bytes(response.body or b"")
 
 
-def foreign_names(target: Target) -> tuple[frozenset[str], int]:
+def foreign_names(target: Target) -> tuple[frozenset[str], int, int]:
     """The topics (name server) and groups (broker) other conformance modules left on the
-    target's cluster, and how many of them are topics."""
+    target's cluster, how many of them are topics, and how many subscription groups of the
+    broker they are."""
     if target.namesrv_addr is None:
-        return frozenset(), 0
+        return frozenset(), 0, 0
     body = _namesrv(target, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None)
     topics = {name for name in TopicList.decode(body).topic_list if is_foreign(name)}
     with RemotingSession() as session:
@@ -99,8 +102,9 @@ def foreign_names(target: Target) -> tuple[frozenset[str], int]:
     assert response.code == 0, f"{target.kind}: GET_ALL_SUBSCRIPTIONGROUP_CONFIG failed"
     table = SubscriptionGroupWrapper.decode(response.body or b"").subscription_group_table
     groups = {name for name in table if is_foreign(name)}
+    subscription_groups = len(groups)
     groups |= {re.sub(r"^%(?:RETRY|DLQ)%", "", name) for name in topics if name.startswith("%")}
-    return frozenset(topics | groups), len(topics)
+    return frozenset(topics | groups), len(topics), subscription_groups
 
 
 def wipe_write_perm(target: Target) -> None:
