@@ -1,0 +1,92 @@
+"""Java text forms of the mqadmin consumer commands (rmq/cli/mqadmin/consumertext.py): version
+names by ordinal, ConsumerRunningInfo's analyses and ProcessQueueInfo's toString."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rmq.cli.mqadmin.consumertext import (
+    human_millis,
+    process_queue_text,
+    process_queue_warnings,
+    same_subscriptions,
+    version_desc,
+)
+from rmq.remoting.bodies import MessageQueue
+from rmq.remoting.bodies.client import SubscriptionData
+from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, ProcessQueueInfo
+
+# ordinals of MQVersion.Version in Apache's 4.9.8 source
+ORDINALS = {
+    0: "V3_0_0_SNAPSHOT",
+    35: "V3_0_10",
+    62: "V3_1_8_SNAPSHOT",
+    85: "V3_2_9",
+    86: "V3_3_1_SNAPSHOT",
+    211: "V3_9_9",
+    212: "V4_0_0_SNAPSHOT",
+    409: "V4_9_8",
+    611: "V5_9_9",
+    612: "HIGHER_VERSION",
+    5000: "HIGHER_VERSION",
+}
+
+NOW = 1_800_000_000_000
+QUEUE = MessageQueue("T", "broker-a", 3)
+
+
+@pytest.mark.parametrize(("ordinal", "name"), ORDINALS.items())
+def test_version_names_follow_the_java_enum(ordinal: int, name: str) -> None:
+    assert version_desc(ordinal) == name
+
+
+def _info(
+    *, push: bool = True, started: int = NOW - 3 * 60 * 1000, topics: tuple[str, ...] = ("T",)
+) -> ConsumerRunningInfo:
+    return ConsumerRunningInfo(
+        properties={
+            "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY" if push else "CONSUME_ACTIVELY",
+            "PROP_CONSUMER_START_TIMESTAMP": str(started),
+            "PROP_CONSUMEORDERLY": "false",
+        },
+        subscription_set=[SubscriptionData(topic=topic, sub_string="*") for topic in topics],
+    )
+
+
+def test_subscriptions_compared_only_for_push_members_started_two_minutes_ago() -> None:
+    differing = {"a": _info(), "b": _info(topics=("T", "U"))}
+    assert not same_subscriptions(differing, NOW)
+    assert same_subscriptions({"a": _info(), "b": _info()}, NOW)
+    young = {"a": _info(started=NOW - 60_000), "b": _info(topics=("U",))}
+    assert same_subscriptions(young, NOW)
+    pull = {"a": _info(push=False), "b": _info(topics=("U",))}
+    assert same_subscriptions(pull, NOW)
+    assert not same_subscriptions({"a": _info(topics=())}, NOW)
+
+
+def test_a_queue_with_cached_messages_and_no_consumption_for_a_minute_is_blocked() -> None:
+    info = _info()
+    info.mq_table[QUEUE] = ProcessQueueInfo(cached_msg_count=3, last_consume_timestamp=NOW - 61_000)
+    info.mq_table[MessageQueue("T", "broker-a", 4)] = ProcessQueueInfo(
+        cached_msg_count=0, last_consume_timestamp=NOW - 600_000
+    )
+    assert process_queue_warnings("c1", info, NOW) == (
+        "c1 MessageQueue [topic=T, brokerName=broker-a, queueId=3] can't consume for a while,"
+        " maybe blocked, 61000ms\n"
+    )
+    pull = _info(push=False)
+    pull.mq_table.update(info.mq_table)
+    assert process_queue_warnings("c1", pull, NOW) == ""
+
+
+def test_process_queue_info_text() -> None:
+    millis = int(time.mktime((2026, 1, 2, 3, 4, 5, 0, 0, -1))) * 1000 + 67
+    assert human_millis(millis) == "20260102030405067"
+    text = process_queue_text(
+        ProcessQueueInfo(commit_offset=7, locked=True, last_pull_timestamp=millis)
+    )
+    assert text.startswith("ProcessQueueInfo [commitOffset=7, cachedMsgMinOffset=0,")
+    assert ", locked=true, tryUnlockTimes=0, " in text
+    assert f"lastPullTimestamp=20260102030405067, lastConsumeTimestamp={human_millis(0)}]" in text
