@@ -30,9 +30,10 @@ import pytest
 from rmq.client import api
 from rmq.client.admin import AdminClient
 from rmq.client.api.send import SendResult
+from rmq.client.errors import RouteNotFound
 from rmq.client.message import Message
 from rmq.client.producer import Producer, QueueSelector
-from rmq.remoting.bodies import MessageQueue, TopicConfig
+from rmq.remoting.bodies import MessageQueue, TopicConfig, TopicRouteData
 from rmq.remoting.client import RemotingClient
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
 
@@ -88,7 +89,10 @@ async def _create_topic(namesrv_addr: str, broker_addrs: Sequence[str]) -> None:
         await admin.create_or_update_topic(config, cluster=CLUSTER)
         async with asyncio.timeout(20):
             while True:
-                route = await admin.topic_route(TOPIC)
+                try:
+                    route = await admin.topic_route(TOPIC)
+                except RouteNotFound:  # the brokers have not registered it yet
+                    route = TopicRouteData()
                 if {data.broker_addrs.get(0) for data in route.broker_datas} >= set(broker_addrs):
                     return
                 await asyncio.sleep(0.1)
