@@ -10,7 +10,9 @@ to the brokers' own topics (`broker-a`, `broker-b`), never to the shared topic.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 from rmq.common.javahash import java_hash
@@ -23,6 +25,7 @@ from tests.integration.mqadmin_cluster import (
     TOPIC,
     MqadminCluster,
 )
+from tests.procs import rmq_command
 
 BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 
@@ -229,3 +232,52 @@ def test_consume_message_of_the_topic_counts_as_mqadmin(mqadmin_cluster: Mqadmin
 def test_consume_message_refuses_a_queue_without_broker(mqadmin_cluster: MqadminCluster) -> None:
     out = _ok(mqadmin_cluster, "consumeMessage", "-t", TOPIC, "-i", "1")
     assert out == "Please set the brokerName before queueId!"
+
+
+def _member(cluster: MqadminCluster) -> str:
+    """The client id of one running member of the group (consumerConnection's first row)."""
+    rows = _ok(cluster, "consumerConnection", "-g", GROUP).splitlines()
+    assert rows[0].startswith("#ClientId"), rows
+    return rows[1].split()[0]
+
+
+DIRECT = re.compile(
+    r"ConsumeMessageDirectlyResult \[order=false, autoCommit=true, consumeResult=CR_SUCCESS, "
+    r"remark=null, spentTimeMills=\d+\]"
+)
+
+
+def test_query_msg_by_id_consumes_directly(mqadmin_cluster: MqadminCluster) -> None:
+    sent = mqadmin_cluster.sent[4]
+    member = _member(mqadmin_cluster)
+    out = _ok(mqadmin_cluster, "queryMsgById", "-i", sent.offset_msg_id, "-g", GROUP, "-d", member)
+    assert DIRECT.fullmatch(out), out
+
+
+def test_query_msg_by_unique_key_consumes_directly(mqadmin_cluster: MqadminCluster) -> None:
+    sent = mqadmin_cluster.sent[5]
+    args = ("-t", TOPIC, "-i", sent.msg_id, "-g", GROUP, "-d", _member(mqadmin_cluster))
+    out = _ok(mqadmin_cluster, "queryMsgByUniqueKey", *args)
+    assert DIRECT.fullmatch(out), out
+
+
+def test_query_msg_by_id_resends(mqadmin_cluster: MqadminCluster) -> None:
+    record = '{"body":"again","tags":"TagR","keys":["MqaResend"]}\n'
+    done = subprocess.run(
+        rmq_command(["produce", "broker-a", "-n", mqadmin_cluster.namesrv_addr]),
+        input=record,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    offset_id = json.loads(done.stdout.splitlines()[0])["offsetMsgId"]
+    out = _ok(mqadmin_cluster, "queryMsgById", "-i", offset_id, "-s", "true")
+    assert re.fullmatch(
+        rf"prepare resend msg\. originalMsgId={offset_id}SendResult \[sendStatus=SEND_OK, "
+        r"msgId=[0-9A-F]{32}, offsetMsgId=[0-9A-F]{32}, messageQueue=MessageQueue "
+        r"\[topic=broker-a, brokerName=broker-a, queueId=0\], queueOffset=\d+\]",
+        out,
+    ), out
+    rows = _ok(mqadmin_cluster, "queryMsgByKey", "-t", "broker-a", "-k", "MqaResend")
+    assert len(rows.splitlines()) == 1 + 2

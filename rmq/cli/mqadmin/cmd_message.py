@@ -215,15 +215,22 @@ async def query_msg_by_id(inv: Invocation) -> None:
 
 
 async def _resend(inv: Invocation, msg_id: str) -> None:
-    """queryMsgById -s true: send the stored message again (producer group ReSendMsgById)."""
+    """queryMsgById -s true: send the stored message again (producer group ReSendMsgById),
+    with its tags, keys, flag and user properties; it gets a new unique key (mqadmin keeps
+    the old one)."""
     from rmq.client.adminops.message import view_message
     from rmq.client.message import Message
     from rmq.client.producer import Producer
+    from rmq.common.properties import user_property_error
 
     async with inv.admin() as admin:
         record = await view_message(admin, msg_id)
         jprintf(inv.out, "prepare resend msg. originalMsgId=%s", msg_id)
-        properties = {k: v for k, v in record.properties.items() if k not in ("TAGS", "KEYS")}
+        properties = {
+            name: value
+            for name, value in record.properties.items()
+            if user_property_error(name, value) is None
+        }
         message = Message(
             record.topic,
             record.decompressed_body() or b"",
