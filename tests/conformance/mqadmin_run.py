@@ -67,15 +67,7 @@ def rmq_mqadmin_until(
     args: Sequence[str], done: Callable[[str], bool], *, home: Path, timeout: float = 60
 ) -> str:
     """Run `rmq mqadmin args...` until `done(stdout so far)` holds, then kill it."""
-    process = subprocess.Popen(
-        rmq_command(["mqadmin", *args]),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=_rmq_env(home),
-        cwd=home,
-    )
-    return _read_until(process, args, done, timeout)
+    return _read_until(rmq_command(["mqadmin", *args]), _rmq_env(home), home, done, timeout)
 
 
 def mqadmin_until(
@@ -83,23 +75,20 @@ def mqadmin_until(
 ) -> str:
     """Run MQAdminStartup `args` until `done(stdout so far)` holds, then kill it."""
     argv = java_argv(MQADMIN_MAIN, args, home=home)
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=java_env(home),
-        cwd=home,
-    )
-    return _read_until(process, args, done, timeout)
+    return _read_until(argv, java_env(home), home, done, timeout)
 
 
 def _read_until(
-    process: subprocess.Popen[str],
-    args: Sequence[str],
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    home: Path,
     done: Callable[[str], bool],
     timeout: float,
 ) -> str:
+    """Run `argv` in `home` until `done(stdout so far)` holds, then kill it."""
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=home
+    )
     assert process.stdout is not None
     lines = _reader(process.stdout)
     output = ""
@@ -108,7 +97,7 @@ def _read_until(
         while not done(output):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"mqadmin {args[0]}: no complete report in {timeout}s")
+                raise AssertionError(f"{' '.join(argv)}: no complete report in {timeout}s")
             try:
                 line = lines.get(timeout=left)
             except queue.Empty:

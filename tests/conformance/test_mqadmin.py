@@ -251,14 +251,25 @@ def test_mqadmin(
     _check_apache(case, *results["apache"])
     apache = _render(case, *results["apache"])
     rmq = _render(case, *results["rmq"])
-    if apache != rmq:
-        rmq_raw = "\n".join(results["rmq"][0])
-        word = "failing" if "STDERR" in rmq_raw or "Exception" in rmq_raw else "different"
-        record_property("matrix_outcome", word)
-        diff = difflib.unified_diff(
-            apache.splitlines(), rmq.splitlines(), "Apache", "rmq", lineterm=""
-        )
-        raise RmqDiffers(f"{case.row}: rmq {word}\n" + "\n".join(diff))
+    _compare(case, apache, rmq, results["rmq"][0], "rmq", record_property)
+
+
+def _compare(
+    case: Case,
+    apache: str,
+    mine: str,
+    raw: list[str],
+    name: str,
+    record_property: Callable[[str, object], None],
+) -> None:
+    """Raise RmqDiffers (after recording the matrix word) when the rendered runs differ."""
+    if apache == mine:
+        return
+    text = "\n".join(raw)
+    word = "failing" if "STDERR" in text or "Exception" in text else "different"
+    record_property("matrix_outcome", word)
+    diff = difflib.unified_diff(apache.splitlines(), mine.splitlines(), "Apache", name, lineterm="")
+    raise RmqDiffers(f"{case.row}: {name} {word}\n" + "\n".join(diff))
 
 
 def _registered() -> set[str]:
@@ -299,14 +310,7 @@ def test_rmq_mqadmin(
     )
     outputs, files, ran = _run(case, mine, RMQ_MQADMIN)
     rmq = _render(case, outputs, files, ran)
-    if apache != rmq:
-        raw = "\n".join(outputs)
-        word = "failing" if "STDERR" in raw or "Exception" in raw else "different"
-        record_property("matrix_outcome", word)
-        diff = difflib.unified_diff(
-            apache.splitlines(), rmq.splitlines(), "mqadmin", "rmq mqadmin", lineterm=""
-        )
-        raise RmqDiffers(f"{case.row}: rmq mqadmin {word}\n" + "\n".join(diff))
+    _compare(case, apache, rmq, outputs, "rmq mqadmin", record_property)
 
 
 def test_rmq_mqadmin_texts(tmp_path: Path) -> None:
