@@ -21,6 +21,7 @@ queryMsgTraceById (message trace) is not registered: rmq has no message trace ye
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from itertools import takewhile
@@ -29,12 +30,14 @@ from typing import TYPE_CHECKING
 
 from rmq.cli.mqadmin.javafmt import jprintf, jstr, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
+from rmq.client.api import PullStatus
 
 if TYPE_CHECKING:
     from rmq.client.adminops.message import MessageTrack
     from rmq.client.api import SendResult
     from rmq.client.consumer.message import MessageExt
     from rmq.client.consumer.pull import PullConsumer
+    from rmq.client.producer import Producer
     from rmq.common.message import MessageRecord
     from rmq.remoting.bodies import MessageQueue
     from rmq.remoting.bodies.consumerinfo import ConsumeMessageDirectlyResult
@@ -220,7 +223,6 @@ async def _resend(inv: Invocation, msg_id: str) -> None:
     the old one)."""
     from rmq.client.adminops.message import view_message
     from rmq.client.message import Message
-    from rmq.client.producer import Producer
     from rmq.common.properties import user_property_error
 
     async with inv.admin() as admin:
@@ -239,8 +241,8 @@ async def _resend(inv: Invocation, msg_id: str) -> None:
             properties=properties,
             flag=record.flag,
         )
-        async with Producer("ReSendMsgById", ";".join(admin.namesrv_addrs)) as producer:
-            result = await producer.send(message)
+        async with producer(inv, "ReSendMsgById") as resender:
+            result = await resender.send(message)
         jprintf(inv.out, "%s", send_result_text(result))
 
 
@@ -327,17 +329,41 @@ async def query_msg_by_offset(inv: Invocation) -> None:
 # -- reading queues -------------------------------------------------------------------------
 
 
+async def _namesrv(inv: Invocation) -> str:
+    async with inv.admin() as admin:
+        return ";".join(admin.namesrv_addrs)
+
+
 @asynccontextmanager
 async def tools_consumer(inv: Invocation, group: str | None = None) -> AsyncIterator[PullConsumer]:
     """mqadmin's pull consumer (group TOOLS_CONSUMER unless given), on the name servers."""
     from rmq.client.adminops.message import TOOLS_CONSUMER_GROUP
     from rmq.client.consumer.pull import PullConsumer
 
-    async with inv.admin() as admin:
-        namesrv = ";".join(admin.namesrv_addrs)
-    consumer = PullConsumer(group or TOOLS_CONSUMER_GROUP, namesrv)
-    async with consumer:
+    async with PullConsumer(group or TOOLS_CONSUMER_GROUP, await _namesrv(inv)) as consumer:
         yield consumer
+
+
+@asynccontextmanager
+async def producer(
+    inv: Invocation, group: str | None = None, instance_name: str | None = None
+) -> AsyncIterator[Producer]:
+    """A producer on the name servers, for group `group` (the current time in ms unless
+    given, as mqadmin names its throw-away producer groups)."""
+    from rmq.client.producer import Producer
+
+    name = group or str(int(time.time() * 1000))
+    async with Producer(name, await _namesrv(inv), instance_name=instance_name) as running:
+        yield running
+
+
+def pull_status_line(inv: Invocation, mq: MessageQueue, status: PullStatus, offset: int) -> None:
+    """printMsg's and consumeMessage's line for a pull that found nothing to print."""
+    if status is PullStatus.NO_MATCHED_MSG:
+        text = "%s no matched msg. status=%s, offset=%s%n"
+    else:
+        text = "%s print msg finished. status=%s, offset=%s%n"
+    jprintf(inv.out, text, message_queue_text(mq), status.name, offset)
 
 
 def print_messages(
@@ -358,6 +384,11 @@ async def _range(consumer: PullConsumer, mq: MessageQueue, inv: Invocation) -> t
     return low, high
 
 
+def _print_settings(inv: Invocation) -> tuple[str, str]:
+    """-c (charset, UTF-8) and -s (sub expression, `*`) of printMsg and printMsgByQueue."""
+    return inv.value("c") or "UTF-8", (inv.value("s") if inv.has("s") else None) or "*"
+
+
 PRINT_OPTIONS = (
     Opt("c", "charsetName ", True, False, "CharsetName(eg: UTF-8,GBK)"),
     Opt("s", "subExpression ", True, False, "Subscribe Expression(eg: TagA || TagB)"),
@@ -376,11 +407,9 @@ PRINT_OPTIONS = (
 )
 async def print_msg(inv: Invocation) -> None:
     from rmq.client.adminops.message import queue_pulls, subscribe_queues
-    from rmq.client.api import PullStatus
 
     with failing("PrintMessageSubCommand"):
-        charset = inv.value("c") or "UTF-8"
-        expression = inv.value("s") if inv.has("s") else "*"
+        charset, expression = _print_settings(inv)
         print_body = not inv.has("d") or parse_bool(inv.value("d"))
         async with tools_consumer(inv) as consumer:
             for mq in await subscribe_queues(consumer, inv.value("t") or ""):
@@ -388,20 +417,12 @@ async def print_msg(inv: Invocation) -> None:
                 jprintf(
                     inv.out, "minOffset=%s, maxOffset=%s, %s%n", low, high, message_queue_text(mq)
                 )
-                for pull in await queue_pulls(consumer, mq, expression or "*", low, high):
+                for pull in await queue_pulls(consumer, mq, expression, low, high):
                     status = pull.result.status
                     if status is PullStatus.FOUND:
                         print_messages(inv, pull.result.messages, charset, print_body)
-                    elif status is PullStatus.NO_MATCHED_MSG:
-                        text = "%s no matched msg. status=%s, offset=%s%n"
-                        jprintf(
-                            inv.out, text, message_queue_text(mq), status.name, pull.next_offset
-                        )
                     else:
-                        text = "%s print msg finished. status=%s, offset=%s%n"
-                        jprintf(
-                            inv.out, text, message_queue_text(mq), status.name, pull.next_offset
-                        )
+                        pull_status_line(inv, mq, status, pull.next_offset)
                 inv.out.write(DASHES)
 
 
@@ -419,16 +440,14 @@ async def print_msg(inv: Invocation) -> None:
 )
 async def print_msg_by_queue(inv: Invocation) -> None:
     from rmq.client.adminops.message import found_messages, queue_pulls
-    from rmq.client.api import PullStatus
     from rmq.remoting.bodies import MessageQueue
 
     with failing("PrintMessageByQueueCommand"):
-        charset = inv.value("c") or "UTF-8"
-        expression = inv.value("s") if inv.has("s") else "*"
+        charset, expression = _print_settings(inv)
         mq = MessageQueue(inv.value("t") or "", inv.value("a") or "", parse_int(inv.value("i")))
         async with tools_consumer(inv) as consumer:
             low, high = await _range(consumer, mq, inv)
-            pulls = await queue_pulls(consumer, mq, expression or "*", low, high)
+            pulls = await queue_pulls(consumer, mq, expression, low, high)
             found = takewhile(lambda pull: pull.result.status is PullStatus.FOUND, pulls)
             messages = found_messages(list(found))
             if parse_bool(inv.value("p")):

@@ -13,6 +13,8 @@ from rmq.cli.mqadmin.cmd_message import (
     TIME_HELP,
     message_queue_text,
     print_messages,
+    producer,
+    pull_status_line,
     send_result_text,
     timestamp_value,
     tools_consumer,
@@ -39,22 +41,19 @@ RULE = "======================================\n"
 )
 async def send_msg_status(inv: Invocation) -> None:
     from rmq.client.message import Message
-    from rmq.client.producer import Producer
 
     with failing("SendMsgStatusCommand"):
         broker_name = inv.value("b") or ""
         size = parse_int(inv.value("s")) if inv.has("s") else 128
         count = parse_int(inv.value("c")) if inv.has("c") else 50
-        async with inv.admin() as admin:
-            namesrv = ";".join(admin.namesrv_addrs)
-            instance = f"PID_SMSC_{int(time.time() * 1000)}"
-            async with Producer("PID_SMSC", namesrv, instance_name=instance) as producer:
-                await producer.send(Message(broker_name, b"a" * 16))
-                for _ in range(count):
-                    begin = time.monotonic()
-                    result = await producer.send(Message(broker_name, b"a" * size))
-                    elapsed = int((time.monotonic() - begin) * 1000)
-                    jprintf(inv.out, "rt=%sms, SendResult=%s%n", elapsed, send_result_text(result))
+        instance = f"PID_SMSC_{int(time.time() * 1000)}"
+        async with producer(inv, "PID_SMSC", instance) as sender:
+            await sender.send(Message(broker_name, b"a" * 16))
+            for _ in range(count):
+                begin = time.monotonic()
+                result = await sender.send(Message(broker_name, b"a" * size))
+                elapsed = int((time.monotonic() - begin) * 1000)
+                jprintf(inv.out, "rt=%sms, SendResult=%s%n", elapsed, send_result_text(result))
 
 
 @subcommand(
@@ -67,43 +66,39 @@ async def send_msg_status(inv: Invocation) -> None:
 )
 async def check_msg_send_rt(inv: Invocation) -> None:
     from rmq.client.message import Message
-    from rmq.client.producer import Producer
 
     with failing("CheckMsgSendRTCommand"):
         topic = inv.value("t") or ""
         amount = parse_int(inv.value("a")) if inv.has("a") else 100
         size = parse_int(inv.value("s")) if inv.has("s") else 128
         row = "%-32s  %-4s  %-20s    %s%n"
-        async with inv.admin() as admin:
-            namesrv = ";".join(admin.namesrv_addrs)
-            group = str(int(time.time() * 1000))
-            async with Producer(group, namesrv) as producer:
-                jprintf(inv.out, row, "#Broker Name", "#QID", "#Send Result", "#RT")
-                total = 0
-                chosen: MessageQueue | None = None
-                for i in range(amount):
+        async with producer(inv) as sender:
+            jprintf(inv.out, row, "#Broker Name", "#QID", "#Send Result", "#RT")
+            total = 0
+            chosen: MessageQueue | None = None
+            for i in range(amount):
 
-                    def select(
-                        queues: Sequence[MessageQueue], _: object, index: int = i
-                    ) -> MessageQueue:
-                        nonlocal chosen
-                        chosen = queues[index % len(queues)]
-                        return chosen
+                def select(
+                    queues: Sequence[MessageQueue], _: object, index: int = i
+                ) -> MessageQueue:
+                    nonlocal chosen
+                    chosen = queues[index % len(queues)]
+                    return chosen
 
-                    begin = time.monotonic()
-                    try:
-                        await producer.send(Message(topic, b"a" * size), selector=select)
-                        ok = True
-                    except Exception:
-                        ok = False
-                    elapsed = int((time.monotonic() - begin) * 1000)
-                    if i:
-                        total += elapsed
-                    broker = chosen.broker_name if chosen else None
-                    queue_id = chosen.queue_id if chosen else 0
-                    jprintf(inv.out, row, broker, queue_id, ok, elapsed)
-            average = total / (amount - 1) if amount > 1 else float("nan")
-            jprintf(inv.out, "Avg RT: %s%n", jformat("%.2f", average))
+                begin = time.monotonic()
+                try:
+                    await sender.send(Message(topic, b"a" * size), selector=select)
+                    ok = True
+                except Exception:
+                    ok = False
+                elapsed = int((time.monotonic() - begin) * 1000)
+                if i:
+                    total += elapsed
+                broker = chosen.broker_name if chosen else None
+                queue_id = chosen.queue_id if chosen else 0
+                jprintf(inv.out, row, broker, queue_id, ok, elapsed)
+        average = total / (amount - 1) if amount > 1 else float("nan")
+        jprintf(inv.out, "Avg RT: %s%n", jformat("%.2f", average))
 
 
 @subcommand(
@@ -120,7 +115,6 @@ async def check_msg_send_rt(inv: Invocation) -> None:
 )
 async def send_message(inv: Invocation) -> None:
     from rmq.client.message import Message
-    from rmq.client.producer import Producer
     from rmq.remoting.bodies import MessageQueue
 
     with failing("SendMessageCommand"):
@@ -136,17 +130,15 @@ async def send_message(inv: Invocation) -> None:
         target = (
             MessageQueue(topic, broker_name, queue_id) if broker_name and queue_id > -1 else None
         )
-        async with inv.admin() as admin:
-            namesrv = ";".join(admin.namesrv_addrs)
-            async with Producer(str(int(time.time() * 1000)), namesrv) as producer:
-                if target is None:
-                    result = await producer.send(message)
-                else:
-                    result = await producer.send(message, selector=lambda _queues, _msg: target)
-            row = "%-32s  %-4s  %-20s    %s%n"
-            jprintf(inv.out, row, "#Broker Name", "#QID", "#Send Result", "#MsgId")
-            mq = result.message_queue
-            jprintf(inv.out, row, mq.broker_name, mq.queue_id, result.status.name, result.msg_id)
+        async with producer(inv) as sender:
+            if target is None:
+                result = await sender.send(message)
+            else:
+                result = await sender.send(message, selector=lambda _queues, _msg: target)
+        row = "%-32s  %-4s  %-20s    %s%n"
+        jprintf(inv.out, row, "#Broker Name", "#QID", "#Send Result", "#MsgId")
+        mq = result.message_queue
+        jprintf(inv.out, row, mq.broker_name, mq.queue_id, result.status.name, result.msg_id)
 
 
 # -- the consume queue and consumeMessage -----------------------------------------------------
@@ -321,10 +313,7 @@ async def _consume_range(
         if result.status is PullStatus.FOUND:
             inv.out.write("Consume ok\n")
             print_messages(inv, result.messages, "UTF-8", True)
-        elif result.status is PullStatus.NO_MATCHED_MSG:
-            text = "%s no matched msg. status=%s, offset=%s\n"
-            jprintf(inv.out, text, message_queue_text(mq), result.status.name, offset)
-        else:
-            text = "%s print msg finished. status=%s, offset=%s\n"
-            jprintf(inv.out, text, message_queue_text(mq), result.status.name, offset)
+            continue
+        pull_status_line(inv, mq, result.status, offset)
+        if result.status is not PullStatus.NO_MATCHED_MSG:
             return
