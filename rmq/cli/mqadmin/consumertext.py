@@ -71,6 +71,39 @@ def date_time(millis: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
 
 
+def java_properties_order(keys: list[str]) -> list[str]:
+    """The order Java 9+ iterates a `Properties` filled with `keys` in this order: its
+    ConcurrentHashMap's bins in index order; a new key goes to the end of its bin; at 3/4 of
+    the bins the table doubles and each bin splits in two, its last run of nodes going to
+    the same side kept in order and the nodes before that run put in front in reverse (as
+    `ConcurrentHashMap.transfer` rebuilds them)."""
+    size = 16
+    bins: list[list[tuple[int, str]]] = [[] for _ in range(size)]
+    for count, key in enumerate(dict.fromkeys(keys), start=1):
+        h = java_hash(key) & 0xFFFFFFFF
+        spread = (h ^ (h >> 16)) & 0x7FFFFFFF
+        bins[spread & (size - 1)].append((spread, key))
+        if count >= size - (size >> 2):
+            bins = [side for chain in bins for side in _split(chain, size)]
+            bins = bins[0::2] + bins[1::2]
+            size *= 2
+    return [key for chain in bins for _, key in chain]
+
+
+def _split(chain: list[tuple[int, str]], size: int) -> tuple[list[tuple[int, str]], ...]:
+    """One bin of a ConcurrentHashMap resize: (the low bin, the high bin)."""
+    if not chain:
+        return [], []
+    last_run = len(chain) - 1
+    while last_run > 0 and (chain[last_run - 1][0] & size) == (chain[-1][0] & size):
+        last_run -= 1
+    low = [node for node in chain[last_run:] if not node[0] & size]
+    high = [node for node in chain[last_run:] if node[0] & size]
+    for node in chain[:last_run]:
+        (high if node[0] & size else low).insert(0, node)
+    return low, high
+
+
 def java_hash_set(names: list[str]) -> list[str]:
     """A HashSet/HashMap of strings, filled in this order, as Java iterates it."""
     return java_hash_order_by(names, java_hash)
@@ -147,7 +180,7 @@ def running_info_text(info: ConsumerRunningInfo) -> str:
     parts = ["#Consumer Properties#\n"]
     parts += [
         jformat("%-40s: %s%n", key, info.properties[key])
-        for key in java_hash_set(list(info.properties))
+        for key in java_properties_order(list(info.properties))
     ]
     parts.append("\n\n#Consumer Subscription#\n")
     for index, sub in enumerate(info.subscription_set, start=1):

@@ -35,7 +35,7 @@ from rmq.remoting.bodies import (
 from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, in_hash_map_order
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.command import create_request
+from rmq.remoting.command import Buffer, create_request
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import (
     GetConsumerConnectionListRequestHeader,
@@ -78,14 +78,25 @@ async def _random_broker(admin: AdminClient, topic: str) -> str | None:
     return random.choice(route.broker_datas).select_broker_addr()
 
 
+async def _answer(
+    admin: AdminClient, addr: str, code: RequestCode, header: object, timeout: float | None = None
+) -> Buffer:
+    """The body of the broker's SUCCESS answer to one request (MQBrokerError otherwise)."""
+    request = create_request(code, header)
+    response = await api.request_broker(
+        _remoting(admin), addr, request, admin.timeout if timeout is None else timeout
+    )
+    return api.body_of(response, addr, f"the answer to {code.name}")
+
+
 async def _broker_consume_stats(
     admin: AdminClient, addr: str, group: str, topic: str | None, timeout: float
 ) -> ConsumeStats:
     """GET_CONSUME_STATS to one broker: the group's queues there (only `topic`'s if given)."""
     header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
-    request = create_request(RequestCode.GET_CONSUME_STATS, header)
-    response = await api.request_broker(_remoting(admin), addr, request, timeout)
-    return ConsumeStats.decode(api.body_of(response, addr, "the consume stats"))
+    return ConsumeStats.decode(
+        await _answer(admin, addr, RequestCode.GET_CONSUME_STATS, header, timeout)
+    )
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -127,9 +138,8 @@ async def consumer_connection(
     connection = ConsumerConnection()
     if addr:
         header = GetConsumerConnectionListRequestHeader(consumer_group=group)
-        request = create_request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
-        response = await api.request_broker(_remoting(admin), addr, request, admin.timeout)
-        connection = ConsumerConnection.decode(api.body_of(response, addr, "the connections"))
+        code = RequestCode.GET_CONSUMER_CONNECTION_LIST
+        connection = ConsumerConnection.decode(await _answer(admin, addr, code, header))
     if not connection.connection_set:
         raise GroupOffline("Not found the consumer group connection")
     return connection
@@ -141,9 +151,8 @@ async def producer_connection(admin: AdminClient, group: str, topic: str) -> Pro
     connection = ProducerConnection()
     if addr:
         header = GetProducerConnectionListRequestHeader(producer_group=group)
-        request = create_request(RequestCode.GET_PRODUCER_CONNECTION_LIST, header)
-        response = await api.request_broker(_remoting(admin), addr, request, admin.timeout)
-        connection = ProducerConnection.decode(api.body_of(response, addr, "the connections"))
+        code = RequestCode.GET_PRODUCER_CONNECTION_LIST
+        connection = ProducerConnection.decode(await _answer(admin, addr, code, header))
     if not connection.connection_set:
         raise AdminError("Not found the producer group connection")
     return connection

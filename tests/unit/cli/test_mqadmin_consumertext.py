@@ -9,6 +9,7 @@ import pytest
 
 from rmq.cli.mqadmin.consumertext import (
     human_millis,
+    java_properties_order,
     process_queue_text,
     process_queue_warnings,
     same_subscriptions,
@@ -90,3 +91,56 @@ def test_process_queue_info_text() -> None:
     assert text.startswith("ProcessQueueInfo [commitOffset=7, cachedMsgMinOffset=0,")
     assert ", locked=true, tryUnlockTimes=0, " in text
     assert f"lastPullTimestamp=20260102030405067, lastConsumeTimestamp={human_millis(0)}]" in text
+
+
+# the order rmq's push consumer writes its running-info properties, and the order Apache's
+# mqadmin (Java 17) printed them in consumerStatus -i
+SENT = [
+    "consumerGroup",
+    "messageModel",
+    "consumeFromWhere",
+    "consumeThreadMin",
+    "consumeThreadMax",
+    "consumeConcurrentlyMaxSpan",
+    "pullThresholdForQueue",
+    "pullThresholdSizeForQueue",
+    "pullInterval",
+    "consumeMessageBatchMaxSize",
+    "pullBatchSize",
+    "postSubscriptionWhenPull",
+    "maxReconsumeTimes",
+    "suspendCurrentQueueTimeMillis",
+    "PROP_CONSUMEORDERLY",
+    "PROP_THREADPOOL_CORE_SIZE",
+    "PROP_CONSUMER_START_TIMESTAMP",
+    "PROP_NAMESERVER_ADDR",
+    "PROP_CONSUME_TYPE",
+    "PROP_CLIENT_VERSION",
+]
+PRINTED = [
+    "suspendCurrentQueueTimeMillis",
+    "PROP_CONSUMER_START_TIMESTAMP",
+    "PROP_CONSUME_TYPE",
+    "pullBatchSize",
+    "consumeMessageBatchMaxSize",
+    "pullThresholdForQueue",
+    "consumeFromWhere",
+    "PROP_CLIENT_VERSION",
+    "PROP_NAMESERVER_ADDR",
+    "consumeThreadMax",
+    "consumeConcurrentlyMaxSpan",
+    "PROP_THREADPOOL_CORE_SIZE",
+    "pullThresholdSizeForQueue",
+    "maxReconsumeTimes",
+    "PROP_CONSUMEORDERLY",
+    "messageModel",
+    "pullInterval",
+    "postSubscriptionWhenPull",
+    "consumerGroup",
+    "consumeThreadMin",
+]
+
+
+def test_properties_iterate_as_java_concurrent_hash_map() -> None:
+    """Two keys share a bin before the table grows: the resize puts them in reverse."""
+    assert java_properties_order(SENT) == PRINTED
