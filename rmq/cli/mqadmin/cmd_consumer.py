@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from rmq.cli.mqadmin.cmd_offset import failing
 from rmq.cli.mqadmin.consumertext import (
+    concurrent_hash_map_order,
     date_time,
     front,
     java_hash_set,
@@ -168,7 +169,7 @@ async def consumer_connection(inv: Invocation) -> None:
         )
     jprintf(inv.out, "%nBelow is subscription:\n")
     jprintf(inv.out, "%-20s %s%n", "#Topic", "#SubExpression")
-    for topic in java_hash_set(list(cc.subscription_table)):
+    for topic in concurrent_hash_map_order(list(cc.subscription_table)):
         subscription = cc.subscription_table[topic]
         jprintf(inv.out, "%-20s %s%n", subscription.topic, subscription.sub_string)
     jprintf(inv.out, "\n")

@@ -4,7 +4,8 @@ consistency, blocked process queues), `ProcessQueueInfo.toString()`.
 
 Shared by the consumer-family commands (cmd_consumer.py): consumerConnection, consumerStatus,
 consumerProgress and startMonitoring.  Java hash-table iteration orders are reproduced where
-the Java side iterates a HashMap/HashSet/Properties it decoded (`java_hash_set`).
+the Java side iterates a HashMap/HashSet (`java_hash_set`) or a ConcurrentHashMap/Properties
+(`concurrent_hash_map_order`) it decoded.
 """
 
 from __future__ import annotations
@@ -71,12 +72,12 @@ def date_time(millis: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis / 1000))
 
 
-def java_properties_order(keys: list[str]) -> list[str]:
-    """The order Java 9+ iterates a `Properties` filled with `keys` in this order: its
-    ConcurrentHashMap's bins in index order; a new key goes to the end of its bin; at 3/4 of
-    the bins the table doubles and each bin splits in two, its last run of nodes going to
-    the same side kept in order and the nodes before that run put in front in reverse (as
-    `ConcurrentHashMap.transfer` rebuilds them)."""
+def concurrent_hash_map_order(keys: list[str]) -> list[str]:
+    """The order Java iterates a `ConcurrentHashMap` of 16 bins (what a Java 9+ `Properties`
+    holds too) filled with `keys` in this order: its bins in index order; a new key goes to
+    the end of its bin; at 3/4 of the bins the table doubles and each bin splits in two, its
+    last run of nodes going to one side in order and the nodes before that run put in front
+    in reverse (as `ConcurrentHashMap.transfer` rebuilds them)."""
     size = 16
     bins: list[list[tuple[int, str]]] = [[] for _ in range(size)]
     for count, key in enumerate(dict.fromkeys(keys), start=1):
@@ -180,7 +181,7 @@ def running_info_text(info: ConsumerRunningInfo) -> str:
     parts = ["#Consumer Properties#\n"]
     parts += [
         jformat("%-40s: %s%n", key, info.properties[key])
-        for key in java_properties_order(list(info.properties))
+        for key in concurrent_hash_map_order(list(info.properties))
     ]
     parts.append("\n\n#Consumer Subscription#\n")
     for index, sub in enumerate(info.subscription_set, start=1):

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from rmq.cli.mqadmin.consumertext import (
+    concurrent_hash_map_order,
     human_millis,
-    java_properties_order,
     process_queue_text,
     process_queue_warnings,
     same_subscriptions,
@@ -143,4 +143,4 @@ PRINTED = [
 
 def test_properties_iterate_as_java_concurrent_hash_map() -> None:
     """Two keys share a bin before the table grows: the resize puts them in reverse."""
-    assert java_properties_order(SENT) == PRINTED
+    assert concurrent_hash_map_order(SENT) == PRINTED
