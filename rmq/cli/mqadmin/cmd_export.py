@@ -28,6 +28,12 @@ def write_json(path: str, document: Any) -> None:
     target.write_text(json.dumps(document, indent="\t", ensure_ascii=False), encoding="utf-8")
 
 
+def export_path(inv: Invocation, name: str) -> str:
+    """Where an export command writes `name`: under `-f`, else the default directory."""
+    base = inv.value("f") if inv.has("f") else DEFAULT_EXPORT_PATH
+    return f"{base}/{name}"
+
+
 def _present(table: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in table.items() if value is not None}
 
@@ -96,7 +102,6 @@ async def export_metadata(inv: Invocation) -> None:
     from rmq.client.adminops.topic import user_groups, user_topics
 
     with failing("ExportMetadataCommand"):
-        base = inv.value("f") if inv.has("f") else DEFAULT_EXPORT_PATH
         broker, cluster = inv.value("b"), inv.value("c")
         special = inv.has("s")
         if broker is not None:
@@ -104,10 +109,10 @@ async def export_metadata(inv: Invocation) -> None:
                 return  # mqadmin exports nothing from one broker without -t or -g
             async with inv.admin() as admin:
                 if inv.has("t"):
-                    path = f"{base}/topic.json"
+                    path = export_path(inv, "topic.json")
                     wrapper: Any = await user_topics(admin, broker, special_topics=special)
                 else:
-                    path = f"{base}/subscriptionGroup.json"
+                    path = export_path(inv, "subscriptionGroup.json")
                     wrapper = await user_groups(admin, broker)
             write_json(path, wrapper.to_json())
             jprintf(inv.out, "export %s success", path)
@@ -120,14 +125,14 @@ async def export_metadata(inv: Invocation) -> None:
         document: dict[str, Any] = {}
         if inv.has("t"):
             document["topicConfigTable"] = _configs(found.topics)
-            path = f"{base}/topic.json"
+            path = export_path(inv, "topic.json")
         elif inv.has("g"):
             document["subscriptionGroupTable"] = _configs(found.groups)
-            path = f"{base}/subscriptionGroup.json"
+            path = export_path(inv, "subscriptionGroup.json")
         else:
             document["topicConfigTable"] = _configs(found.topics)
             document["subscriptionGroupTable"] = _configs(found.groups)
-            path = f"{base}/metadata.json"
+            path = export_path(inv, "metadata.json")
         document["exportTime"] = int(time.time() * 1000)
         write_json(path, document)
         jprintf(inv.out, "export %s success%n", path)
@@ -148,11 +153,9 @@ async def export_configs(inv: Invocation) -> None:
     from rmq.client.adminops.export import cluster_configs
 
     with failing("ExportConfigsCommand"):
-        cluster = inv.value("c") or ""
-        base = inv.value("f") if inv.has("f") else DEFAULT_EXPORT_PATH
         async with inv.admin() as admin:
-            found = await cluster_configs(admin, cluster)
-        path = f"{base}/configs.json"
+            found = await cluster_configs(admin, inv.value("c") or "")
+        path = export_path(inv, "configs.json")
         scale = {
             "namesrvSize": found.namesrv_count,
             "masterBrokerSize": found.master_count,
@@ -175,10 +178,8 @@ async def export_metrics(inv: Invocation) -> None:
     from rmq.remoting.codes import CURRENT_VERSION
 
     with failing("ExportMetricsCommand"):
-        cluster = inv.value("c") or ""
-        base = inv.value("f") if inv.has("f") else DEFAULT_EXPORT_PATH
         async with inv.admin() as admin:
-            brokers = await cluster_metrics(admin, cluster)
+            brokers = await cluster_metrics(admin, inv.value("c") or "")
         report: dict[str, Any] = {}
         tps = dict.fromkeys(
             ("totalNormalInTps", "totalNormalOutTps", "totalTransInTps", "totalScheduleInTps"),
@@ -225,7 +226,7 @@ async def export_metrics(inv: Invocation) -> None:
                     "clientInfo": clients,
                 },
             }
-        path = f"{base}/metrics.json"
+        path = export_path(inv, "metrics.json")
         totals = {"totalTps": tps, "totalOneDayNum": days}
         write_json(path, {"evaluateReport": report, "totalData": totals})
         jprintf(inv.out, "export %s success", path)

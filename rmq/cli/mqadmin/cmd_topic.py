@@ -171,6 +171,7 @@ async def update_topic_perm(inv: Invocation) -> None:
     Opt("t", "topic", True, True, "topic name"),
 )
 async def topic_status(inv: Invocation) -> None:
+    from rmq.cli.topic import human_time
     from rmq.client.admin import AdminError
 
     with failing("TopicStatusSubCommand"):
@@ -191,16 +192,8 @@ async def topic_status(inv: Invocation) -> None:
                 row.queue_id,
                 row.min_offset,
                 row.max_offset,
-                java_time(row.last_update_timestamp) if row.last_update_timestamp > 0 else "",
+                human_time(row.last_update_timestamp),
             )
-
-
-def java_time(millis: int) -> str:
-    """`UtilAll.timeMillisToHumanString2`: local `yyyy-MM-dd HH:mm:ss,SSS`."""
-    import time
-
-    seconds = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(millis // 1000))
-    return f"{seconds},{millis % 1000:03d}"
 
 
 @subcommand(

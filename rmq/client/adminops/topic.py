@@ -39,24 +39,9 @@ from rmq.client.adminops.cluster import (
     master_addrs,
     put_kv_config,
 )
+from rmq.common import naming
 from rmq.common.javahash import java_hash_order
-from rmq.common.naming import (
-    CID_ONSAPI_OWNER_GROUP,
-    CID_ONSAPI_PERMISSION_GROUP,
-    CID_ONSAPI_PULL_GROUP,
-    CID_RMQ_SYS_PREFIX,
-    CLIENT_INNER_PRODUCER_GROUP,
-    DEFAULT_CONSUMER_GROUP,
-    DEFAULT_PRODUCER_GROUP,
-    DLQ_GROUP_TOPIC_PREFIX,
-    FILTERSRV_CONSUMER_GROUP,
-    MONITOR_CONSUMER_GROUP,
-    ONS_HTTP_PROXY_GROUP,
-    RETRY_GROUP_TOPIC_PREFIX,
-    SELF_TEST_CONSUMER_GROUP,
-    SELF_TEST_PRODUCER_GROUP,
-    TOOLS_CONSUMER_GROUP,
-)
+from rmq.common.naming import CID_RMQ_SYS_PREFIX, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from rmq.common.perm import is_readable
 from rmq.remoting.bodies import (
     MASTER_ID,
@@ -76,23 +61,9 @@ from rmq.remoting.headers import DeleteSubscriptionGroupRequestHeader
 EXPORT_TIMEOUT = 10.0
 """Seconds mqadmin's export commands give the topic and group table requests."""
 
-SYSTEM_GROUPS = frozenset(
-    {
-        DEFAULT_CONSUMER_GROUP,
-        DEFAULT_PRODUCER_GROUP,
-        TOOLS_CONSUMER_GROUP,
-        FILTERSRV_CONSUMER_GROUP,
-        MONITOR_CONSUMER_GROUP,
-        CLIENT_INNER_PRODUCER_GROUP,
-        SELF_TEST_PRODUCER_GROUP,
-        SELF_TEST_CONSUMER_GROUP,
-        ONS_HTTP_PROXY_GROUP,
-        CID_ONSAPI_PERMISSION_GROUP,
-        CID_ONSAPI_OWNER_GROUP,
-        CID_ONSAPI_PULL_GROUP,
-    }
-)
-"""The groups mqadmin leaves out of a broker's user groups (besides `CID_RMQ_SYS_*`)."""
+SYSTEM_GROUPS = naming.SYSTEM_GROUPS - {naming.SCHEDULE_CONSUMER_GROUP}
+"""The groups mqadmin leaves out of a broker's user groups (besides `CID_RMQ_SYS_*`): the
+client's system groups but the schedule consumer's."""
 
 
 def _remoting(admin: AdminClient) -> RemotingClient:
