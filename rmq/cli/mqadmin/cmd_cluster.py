@@ -17,6 +17,7 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
+from rmq.cli.mqadmin.consumertext import concurrent_hash_map_order
 from rmq.cli.mqadmin.javafmt import jformat, jprintf, jstr, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import (
     JAVA_BLANKS,
@@ -268,6 +269,13 @@ async def _cluster_more_stats(inv: Invocation, admin: AdminClient, info: Cluster
         jprintf(inv.out, MORE_FORMAT, cluster, name, *figures)
 
 
+def _print_properties(inv: Invocation, properties: dict[str, str]) -> None:
+    """A config's `key=  value` lines as Java iterates the Properties it loaded them into
+    (a ConcurrentHashMap in Java 9+)."""
+    for key in concurrent_hash_map_order(list(properties)):
+        jprintf(inv.out, CONFIG_LINE, key, properties[key])
+
+
 # -- name server -----------------------------------------------------------------------------
 
 
@@ -289,8 +297,7 @@ async def get_namesrv_config(inv: Invocation) -> None:
             configs = await ops.namesrv_configs(admin, _server_list(inv))
     for config in configs:
         jprintf(inv.out, "============%s============\n", config.addr)
-        for key, value in config.properties.items():
-            jprintf(inv.out, CONFIG_LINE, key, value)
+        _print_properties(inv, config.properties)
 
 
 @subcommand(
@@ -386,8 +393,7 @@ async def add_write_perm(inv: Invocation) -> None:
 
 async def _print_broker_config(inv: Invocation, admin: AdminClient, title: str, addr: str) -> None:
     inv.out.write(title)
-    for key, value in (await ops.broker_config(admin, addr)).items():
-        jprintf(inv.out, CONFIG_LINE, key, value)
+    _print_properties(inv, await ops.broker_config(admin, addr))
     jprintf(inv.out, "%n")
 
 

@@ -17,8 +17,9 @@ What they send, after DefaultMQAdminExt / MQClientAPIImpl of 4.9.8:
   cluster, in the order Java iterates them (`None` when the cluster is unknown: mqadmin
   prints its `[error]` line then).
 
-Config maps are returned in the order a JDK 17 `Properties` filled in the body's order
-iterates them, approximated by Java's hash-map order (`properties_order`).
+Config maps are returned in Java's hash-map order of their keys (`properties_order`), which
+keeps the body's order among keys of one hash bucket; mqadmin's commands print them in the
+order of the ConcurrentHashMap behind a JDK 17 `Properties` (rmq.cli.mqadmin.consumertext).
 """
 
 from __future__ import annotations
