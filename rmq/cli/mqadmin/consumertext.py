@@ -24,6 +24,7 @@ from rmq.remoting.bodies.consumerinfo import (
     ConsumerRunningInfo,
     ProcessQueueInfo,
 )
+from rmq.store.layout import index_file_name
 
 PROP_CONSUME_ORDERLY = "PROP_CONSUMEORDERLY"
 REBALANCE_SETTLE_MS = 2 * 60 * 1000
@@ -256,13 +257,9 @@ def running_info_text(info: ConsumerRunningInfo) -> str:
     return "".join(parts)
 
 
-def human_millis(millis: int) -> str:
-    """`UtilAll.timeMillisToHumanString`: yyyyMMddHHmmssSSS in local time."""
-    return time.strftime("%Y%m%d%H%M%S", time.localtime(millis // 1000)) + f"{millis % 1000:03d}"
-
-
 def process_queue_text(pq: ProcessQueueInfo) -> str:
-    """`ProcessQueueInfo.toString()`."""
+    """`ProcessQueueInfo.toString()` (its times as `UtilAll.timeMillisToHumanString`, the
+    index files' name form)."""
     return jformat(
         "ProcessQueueInfo [commitOffset=%d, cachedMsgMinOffset=%d, cachedMsgMaxOffset=%d, "
         "cachedMsgCount=%d, cachedMsgSizeInMiB=%d, transactionMsgMinOffset=%d, "
@@ -278,8 +275,8 @@ def process_queue_text(pq: ProcessQueueInfo) -> str:
         pq.transaction_msg_count,
         pq.locked,
         pq.try_unlock_times,
-        human_millis(pq.last_lock_timestamp),
+        index_file_name(pq.last_lock_timestamp),
         pq.droped,
-        human_millis(pq.last_pull_timestamp),
-        human_millis(pq.last_consume_timestamp),
+        index_file_name(pq.last_pull_timestamp),
+        index_file_name(pq.last_consume_timestamp),
     )
