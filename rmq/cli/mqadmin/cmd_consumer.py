@@ -17,7 +17,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from rmq.cli.mqadmin.cmd_offset import failing
+from rmq.cli.mqadmin import cmd_offset  # noqa: F401  (registers the offset commands)
 from rmq.cli.mqadmin.consumertext import (
     concurrent_hash_map_order,
     date_time,
@@ -29,8 +29,8 @@ from rmq.cli.mqadmin.consumertext import (
     same_subscriptions,
     version_desc,
 )
-from rmq.cli.mqadmin.javafmt import jformat, jprintf
-from rmq.cli.mqadmin.registry import Invocation, MqadminFailure, Opt, subcommand
+from rmq.cli.mqadmin.javafmt import jformat, jprintf, parse_bool, parse_int
+from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
 from rmq.client.admin import AdminClient
 from rmq.client.adminops import consumer as ops
 from rmq.client.errors import ClientError
@@ -67,18 +67,13 @@ def _stats_rows(stats: ConsumeStats) -> list[tuple[MessageQueue, int, int, int]]
     Opt("o", "order", True, False, "order topic"),
 )
 async def broker_consume_stats(inv: Invocation) -> None:
-    name = "BrokerConsumeStatsSubCommad"
     broker = inv.value("b") or ""
-    is_order = (inv.value("o") or "").lower() == "true"
-    try:
-        timeout_ms = int(inv.value("t") or 50000)
-        level = int(inv.value("l") or 0)
-    except ValueError as exc:
-        raise MqadminFailure(f"{name} command failed: {exc}") from exc
-    async with inv.admin() as admin:
-        stats_list = await failing(
-            name, ops.broker_consume_stats(admin, broker, is_order, timeout_ms / 1000)
-        )
+    with failing("BrokerConsumeStatsSubCommad"):
+        is_order = parse_bool(inv.value("o"))
+        timeout_ms = parse_int(inv.value("t"), 64) if inv.has("t") else 50000
+        level = parse_int(inv.value("l"), 64) if inv.has("l") else 0
+        async with inv.admin() as admin:
+            stats_list = await ops.broker_consume_stats(admin, broker, is_order, timeout_ms / 1000)
     row = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s%n"
     jprintf(
         inv.out,
@@ -127,10 +122,10 @@ async def broker_consume_stats(inv: Invocation) -> None:
 )
 async def producer_connection(inv: Invocation) -> None:
     async with inv.admin() as admin:
-        connection = await failing(
-            "ProducerConnectionSubCommand",
-            ops.producer_connection(admin, inv.value("g") or "", inv.value("t") or ""),
-        )
+        with failing("ProducerConnectionSubCommand"):
+            connection = await ops.producer_connection(
+                admin, inv.value("g") or "", inv.value("t") or ""
+            )
     for index, conn in enumerate(connection.connection_set, start=1):
         jprintf(
             inv.out,
@@ -152,10 +147,8 @@ async def producer_connection(inv: Invocation) -> None:
 )
 async def consumer_connection(inv: Invocation) -> None:
     async with inv.admin() as admin:
-        cc = await failing(
-            "ConsumerConnectionSubCommand",
-            ops.consumer_connection(admin, inv.value("g") or "", inv.value("b")),
-        )
+        with failing("ConsumerConnectionSubCommand"):
+            cc = await ops.consumer_connection(admin, inv.value("g") or "", inv.value("b"))
     row = "%-36s %-22s %-10s %s%n"
     jprintf(inv.out, row, "#ClientId", "#ClientAddr", "#Language", "#Version")
     for conn in cc.connection_set:
@@ -191,7 +184,8 @@ def _name(value: object) -> str | None:
 )
 async def producer(inv: Invocation) -> None:
     async with inv.admin() as admin:
-        table = await failing("ProducerSubCommand", ops.producer_table(admin, inv.value("b") or ""))
+        with failing("ProducerSubCommand"):
+            table = await ops.producer_table(admin, inv.value("b") or "")
     for group in java_hash_set(list(table.data)):
         producers = table.data[group]
         if not producers:
@@ -220,13 +214,14 @@ async def producer(inv: Invocation) -> None:
     Opt("s", "showClientIP", True, False, "Show Client IP per Queue"),
 )
 async def consumer_progress(inv: Invocation) -> None:
-    show_ip = inv.has("s") and (inv.value("s") or "").lower() == "true"
+    show_ip = parse_bool(inv.value("s"))
     group = inv.value("g")
     if group is None:
         await _all_groups_progress(inv)
         return
     async with inv.admin() as admin:
-        stats = await failing("ConsumerProgressSubCommand", ops.consume_stats(admin, group))
+        with failing("ConsumerProgressSubCommand"):
+            stats = await ops.consume_stats(admin, group)
         owners = await _queue_owners(admin, group) if show_ip else {}
     if show_ip:
         jprintf(
@@ -310,7 +305,8 @@ async def _all_groups_progress(inv: Invocation) -> None:
         "#Diff Total",
     )
     async with inv.admin() as admin:
-        topics = await failing("ConsumerProgressSubCommand", ops.all_topic_names(admin))
+        with failing("ConsumerProgressSubCommand"):
+            topics = await ops.all_topic_names(admin)
         for topic in java_hash_set(topics):
             if not topic.startswith(ops.RETRY_GROUP_TOPIC_PREFIX):
                 continue
@@ -367,10 +363,12 @@ async def consumer_status(inv: Invocation) -> None:
     group = inv.value("g") or ""
     jstack = inv.has("s")
     async with inv.admin() as admin:
-        cc = await failing(name, ops.consumer_connection(admin, group, inv.value("b")))
+        with failing(name):
+            cc = await ops.consumer_connection(admin, group, inv.value("b"))
         client_id = inv.value("i")
         if client_id is not None:
-            info = await failing(name, ops.consumer_running_info(admin, group, client_id, jstack))
+            with failing(name):
+                info = await ops.consumer_running_info(admin, group, client_id, jstack)
             if info is not None:
                 jprintf(inv.out, "%s", running_info_text(info))
             return

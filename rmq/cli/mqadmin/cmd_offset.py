@@ -9,29 +9,15 @@ rollback table printed instead, as mqadmin falls back to its old method.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
 
 from rmq.cli.mqadmin.consumertext import front
-from rmq.cli.mqadmin.javafmt import jprintf
-from rmq.cli.mqadmin.registry import Invocation, MqadminFailure, Opt, subcommand
+from rmq.cli.mqadmin.javafmt import jprintf, parse_bool, parse_int
+from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
 from rmq.client.adminops import consumer as ops
-from rmq.client.errors import ClientError
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.bodies.consumerinfo import in_hash_map_order
-from rmq.remoting.errors import RemotingError
-
-T = TypeVar("T")
-
-
-async def failing(name: str, work: Awaitable[T]) -> T:
-    """`work`'s result; a client error fails the command as mqadmin's `<name> command failed`."""
-    try:
-        return await work
-    except (ClientError, RemotingError) as exc:
-        raise MqadminFailure(f"{name} command failed: {exc}") from exc
-
 
 # -- cloneGroupOffset (24) -------------------------------------------------------------------
 
@@ -47,8 +33,9 @@ async def failing(name: str, work: Awaitable[T]) -> T:
 )
 async def clone_group_offset(inv: Invocation) -> None:
     src, dest, topic = inv.value("s") or "", inv.value("d") or "", inv.value("t") or ""
-    async with inv.admin() as admin:
-        await failing("CloneGroupOffsetCommand", ops.clone_group_offset(admin, src, dest, topic))
+    with failing("CloneGroupOffsetCommand"):
+        async with inv.admin() as admin:
+            await ops.clone_group_offset(admin, src, dest, topic)
     jprintf(
         inv.out,
         "clone group offset success. srcGroup[%s], destGroup=[%s], topic[%s]",
@@ -62,23 +49,20 @@ async def clone_group_offset(inv: Invocation) -> None:
 
 
 def parse_timestamp(text: str) -> int:
-    """mqadmin's -s: `now` (-1), epoch milliseconds, or `yyyy-MM-dd#HH:mm:ss:SSS` local."""
+    """mqadmin's -s: `now` (-1), epoch milliseconds (Long.parseLong), or
+    `yyyy-MM-dd#HH:mm:ss:SSS` in local time; ValueError for anything else."""
     if text == "now":
         return -1
     try:
-        return int(text)
+        return parse_int(text, 64)
     except ValueError:
-        pass
-    try:
         moment = datetime.strptime(text, "%Y-%m-%d#%H:%M:%S:%f")
-    except ValueError as exc:
-        raise MqadminFailure(f"ResetOffsetByTimeCommand command failed: {exc}") from exc
     return int(moment.timestamp() * 1000)
 
 
 def _force(inv: Invocation) -> bool:
-    """-f: Java's Boolean.valueOf (only "true", any case, is true); absent means true."""
-    return not inv.has("f") or (inv.value("f") or "").lower() == "true"
+    """-f: Java's Boolean.valueOf; absent means true."""
+    return not inv.has("f") or parse_bool(inv.value("f"))
 
 
 _RESET_ROW = "%-40s  %-40d  %-40d%n"
@@ -124,19 +108,15 @@ async def _reset(
 ) -> None:
     """Reset the group's offsets on the topic through its online members, else directly."""
     group, topic, force = inv.value("g") or "", inv.value("t") or "", _force(inv)
-    async with inv.admin() as admin:
-        try:
-            offsets = await ops.reset_offset_by_time(
-                admin, topic, group, timestamp, force=force, for_cpp=inv.has("c")
-            )
-        except ops.GroupOffline:
-            stats = await failing(
-                name, ops.reset_offset_offline(admin, group, topic, timestamp, force=force)
-            )
-            offline(stats)
-            return
-        except (ClientError, RemotingError) as exc:
-            raise MqadminFailure(f"{name} command failed: {exc}") from exc
+    with failing(name):
+        async with inv.admin() as admin:
+            try:
+                offsets = await ops.reset_offset_by_time(
+                    admin, topic, group, timestamp, force=force, for_cpp=inv.has("c")
+                )
+            except ops.GroupOffline:
+                offline(await ops.reset_offset_offline(admin, group, topic, timestamp, force=force))
+                return
     online(offsets)
 
 
@@ -158,7 +138,8 @@ async def _reset(
 )
 async def reset_offset_by_time(inv: Invocation) -> None:
     text = inv.value("s") or ""
-    timestamp = parse_timestamp(text)
+    with failing("ResetOffsetByTimeCommand"):
+        timestamp = parse_timestamp(text)
     group, topic, force = inv.value("g"), inv.value("t"), _force(inv)
 
     def summary(word: str) -> None:
