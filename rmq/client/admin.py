@@ -179,6 +179,12 @@ class AdminClient:
         self._owns_remoting = remoting is None
         self._namesrvs = NameServerList(self.namesrv_addrs)
 
+    @property
+    def remoting(self) -> RemotingClient:
+        """The connections this client sends through; the admin operations of
+        ``rmq.client.adminops`` send their requests on them too."""
+        return self._remoting
+
     async def __aenter__(self) -> Self:
         return self
 

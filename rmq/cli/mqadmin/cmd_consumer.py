@@ -24,7 +24,6 @@ from rmq.cli.mqadmin.consumertext import (
     front,
     java_hash_set,
     process_queue_warnings,
-    queue_text,
     running_info_text,
     same_subscriptions,
     version_desc,
@@ -531,7 +530,7 @@ def delete_event_lines(messages: list[MessageExt]) -> list[str]:
         try:
             event = json.loads(message.body)
             mq = event["messageQueue"]
-            queue = queue_text(MessageQueue(mq["topic"], mq["brokerName"], int(mq["queueId"])))
+            queue = MessageQueue(mq["topic"], mq["brokerName"], int(mq["queueId"])).java_text()
             moved = jformat(
                 "OffsetMovedEvent [consumerGroup=%s, messageQueue=%s, offsetRequest=%d, "
                 "offsetNew=%d]",

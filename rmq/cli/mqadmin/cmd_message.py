@@ -72,10 +72,6 @@ def human_time(millis: int) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S},{millis % 1000:03d}"
 
 
-def message_queue_text(mq: MessageQueue) -> str:
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
-
-
 def message_ext_text(msg: MessageExt) -> str:
     """`MessageExt.toString()` of a pulled message."""
     record = msg.record
@@ -98,7 +94,7 @@ def send_result_text(result: SendResult) -> str:
     return (
         f"SendResult [sendStatus={result.status.name}, msgId={result.msg_id}, "
         f"offsetMsgId={result.offset_msg_id}, "
-        f"messageQueue={message_queue_text(result.message_queue)}, "
+        f"messageQueue={result.message_queue.java_text()}, "
         f"queueOffset={result.queue_offset}]"
     )
 
@@ -363,7 +359,7 @@ def pull_status_line(inv: Invocation, mq: MessageQueue, status: PullStatus, offs
         text = "%s no matched msg. status=%s, offset=%s%n"
     else:
         text = "%s print msg finished. status=%s, offset=%s%n"
-    jprintf(inv.out, text, message_queue_text(mq), status.name, offset)
+    jprintf(inv.out, text, mq.java_text(), status.name, offset)
 
 
 def print_messages(
@@ -414,9 +410,7 @@ async def print_msg(inv: Invocation) -> None:
         async with tools_consumer(inv) as consumer:
             for mq in await subscribe_queues(consumer, inv.value("t") or ""):
                 low, high = await _range(consumer, mq, inv)
-                jprintf(
-                    inv.out, "minOffset=%s, maxOffset=%s, %s%n", low, high, message_queue_text(mq)
-                )
+                jprintf(inv.out, "minOffset=%s, maxOffset=%s, %s%n", low, high, mq.java_text())
                 for pull in await queue_pulls(consumer, mq, expression, low, high):
                     status = pull.result.status
                     if status is PullStatus.FOUND:

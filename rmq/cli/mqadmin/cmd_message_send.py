@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from rmq.cli.mqadmin.cmd_message import (
     TIME_HELP,
-    message_queue_text,
     print_messages,
     producer,
     pull_status_line,
@@ -291,7 +290,7 @@ async def _consume_queue(
     mq = MessageQueue(inv.value("t") or "", inv.value("b") or "", parse_int(inv.value("i")))
     low, high = await _bounds(consumer, mq, begin, end)
     if offset > high:
-        jprintf(inv.out, "%s no matched msg, offset=%s\n", message_queue_text(mq), offset)
+        jprintf(inv.out, "%s no matched msg, offset=%s\n", mq.java_text(), offset)
         return
     low = max(low, offset)
     if high - low > count:

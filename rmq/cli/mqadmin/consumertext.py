@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 from rmq.cli.mqadmin.javafmt import jformat
 from rmq.common.javahash import java_hash, java_hash_order_by
-from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.bodies.client import ConsumeType
 from rmq.remoting.bodies.consumerinfo import (
     PROP_CONSUME_TYPE,
@@ -140,7 +139,7 @@ def process_queue_warnings(client_id: str, info: ConsumerRunningInfo, now: int) 
     orderly = info.properties.get(PROP_CONSUME_ORDERLY, "").lower() == "true"
     lines = []
     for mq, pq in sorted(info.mq_table.items()):
-        queue = queue_text(mq)
+        queue = mq.java_text()
         if orderly and not pq.locked:
             lines.append(
                 jformat(
@@ -168,11 +167,6 @@ def process_queue_warnings(client_id: str, info: ConsumerRunningInfo, now: int) 
                     )
                 )
     return "".join(lines)
-
-
-def queue_text(mq: MessageQueue) -> str:
-    """`MessageQueue.toString()`."""
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
 
 
 def running_info_text(info: ConsumerRunningInfo) -> str:

@@ -39,7 +39,6 @@ from rmq.client.producer import Producer
 from rmq.common import javaprops
 from rmq.common.javahash import java_hash_order
 from rmq.remoting.bodies import MASTER_ID, ClusterInfo, TopicRouteData
-from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import Buffer, create_request
 from rmq.remoting.errors import RemotingError
@@ -56,10 +55,6 @@ CLUSTER_ERROR = (
     "Make sure the specified clusterName exists or the name server connected to is correct."
 )
 """CommandUtil's message for an unknown cluster."""
-
-
-def _remoting(admin: AdminClient) -> RemotingClient:
-    return admin._remoting
 
 
 def properties_order(properties: Mapping[str, str]) -> dict[str, str]:
@@ -97,7 +92,7 @@ async def namesrv_configs(
     configs: dict[str, ServerConfig] = {}
     for addr in _namesrvs(admin, addrs):
         request = create_request(RequestCode.GET_NAMESRV_CONFIG)
-        response = await request_namesrv(_remoting(admin), addr, request, admin.timeout)
+        response = await request_namesrv(admin.remoting, addr, request, admin.timeout)
         configs[addr] = ServerConfig(addr, _parse_properties(response.body))
     return [configs[addr] for addr in java_hash_order(configs, table_size=4)]
 
@@ -110,7 +105,7 @@ async def update_namesrv_config(
     done = []
     for addr in _namesrvs(admin, addrs):
         request = create_request(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
-        await request_namesrv(_remoting(admin), addr, request, admin.timeout)
+        await request_namesrv(admin.remoting, addr, request, admin.timeout)
         done.append(addr)
     return done
 
@@ -120,9 +115,7 @@ async def _on_every_namesrv(admin: AdminClient, code: RequestCode, header: objec
     refusal: Exception | None = None
     for addr in admin.namesrv_addrs:
         try:
-            await request_namesrv(
-                _remoting(admin), addr, create_request(code, header), admin.timeout
-            )
+            await request_namesrv(admin.remoting, addr, create_request(code, header), admin.timeout)
         except Exception as exc:
             if not isinstance(exc, asyncio.CancelledError):
                 refusal = exc
@@ -165,7 +158,7 @@ async def _perm_changes(admin: AdminClient, broker_name: str, *, add: bool) -> l
                 WipeWritePermOfBrokerRequestHeader(broker_name=broker_name),
             )
         try:
-            response = await request_namesrv(_remoting(admin), addr, request, admin.timeout)
+            response = await request_namesrv(admin.remoting, addr, request, admin.timeout)
         except Exception as exc:
             changes.append(PermChange(addr, None, exc))
             continue
@@ -190,7 +183,7 @@ async def add_write_perm(admin: AdminClient, broker_name: str) -> list[PermChang
 async def broker_config(admin: AdminClient, addr: str) -> dict[str, str]:
     """GET_BROKER_CONFIG: the broker's configuration in the order mqadmin prints it."""
     request = create_request(RequestCode.GET_BROKER_CONFIG)
-    response = await request_broker(_remoting(admin), addr, request, admin.timeout)
+    response = await request_broker(admin.remoting, addr, request, admin.timeout)
     return _parse_properties(response.body)
 
 
@@ -200,12 +193,12 @@ async def update_broker_config(
     """UPDATE_BROKER_CONFIG on one broker."""
     body = properties_text(properties).encode()
     request = create_request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
-    await request_broker(_remoting(admin), addr, request, admin.timeout)
+    await request_broker(admin.remoting, addr, request, admin.timeout)
 
 
 async def all_topics(admin: AdminClient) -> list[str]:
     """GET_ALL_TOPIC_LIST_FROM_NAMESERVER, in the order Java iterates the topic set."""
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     topics = await admin._ask_namesrv(
         lambda addr: get_all_topic_list(remoting, addr, admin.timeout)
     )
@@ -235,7 +228,7 @@ async def consumer_groups(admin: AdminClient, route: TopicRouteData, topic: str)
         addr = broker.select_broker_addr()
         if addr is None:
             break
-        groups = await query_topic_consume_by_who(_remoting(admin), addr, topic, admin.timeout)
+        groups = await query_topic_consume_by_who(admin.remoting, addr, topic, admin.timeout)
         return java_hash_order(groups)
     return []
 

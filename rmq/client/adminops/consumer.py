@@ -33,7 +33,6 @@ from rmq.remoting.bodies import (
     TopicRouteData,
 )
 from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, in_hash_map_order
-from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import Buffer, create_request
 from rmq.remoting.errors import RemotingError
@@ -66,10 +65,6 @@ def route_addrs(route: TopicRouteData) -> list[str]:
     return [addr for data in route.broker_datas if (addr := data.select_broker_addr())]
 
 
-def _remoting(admin: AdminClient) -> RemotingClient:
-    return admin._remoting  # the admin operations share the client's connections
-
-
 async def _random_broker(admin: AdminClient, topic: str) -> str | None:
     """The address of a random broker of `topic`'s route (mqadmin's pick for connections)."""
     route = await admin.topic_route(topic)
@@ -84,7 +79,7 @@ async def _answer(
     """The body of the broker's SUCCESS answer to one request (MQBrokerError otherwise)."""
     request = create_request(code, header)
     response = await api.request_broker(
-        _remoting(admin), addr, request, admin.timeout if timeout is None else timeout
+        admin.remoting, addr, request, admin.timeout if timeout is None else timeout
     )
     return api.body_of(response, addr, f"the answer to {code.name}")
 
@@ -105,7 +100,7 @@ async def _broker_consume_stats(
 async def all_topic_names(admin: AdminClient) -> list[str]:
     """Every topic the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), as it lists
     them."""
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     topics = await admin._ask_namesrv(  # the client's name server failover
         lambda addr: api.get_all_topic_list(remoting, addr, admin.timeout)
     )
@@ -160,14 +155,14 @@ async def producer_connection(admin: AdminClient, group: str, topic: str) -> Pro
 
 async def producer_table(admin: AdminClient, broker_addr: str) -> ProducerTableInfo:
     """GET_ALL_PRODUCER_INFO: every producer group connected to the broker."""
-    return await api.get_all_producer_info(_remoting(admin), broker_addr, admin.timeout)
+    return await api.get_all_producer_info(admin.remoting, broker_addr, admin.timeout)
 
 
 async def broker_consume_stats(
     admin: AdminClient, broker_addr: str, is_order: bool, timeout: float
 ) -> ConsumeStatsList:
     """GET_BROKER_CONSUME_STATS: every group's progress on the broker and its summed lag."""
-    return await api.fetch_consume_stats_in_broker(_remoting(admin), broker_addr, is_order, timeout)
+    return await api.fetch_consume_stats_in_broker(admin.remoting, broker_addr, is_order, timeout)
 
 
 async def consumer_running_info(
@@ -178,7 +173,7 @@ async def consumer_running_info(
     if not addrs:
         return None
     return await api.get_consumer_running_info(
-        _remoting(admin),
+        admin.remoting,
         addrs[0],
         group,
         client_id,
@@ -207,7 +202,7 @@ async def clone_group_offset(
         if addr is None:
             raise AdminError(f"no broker {mq.broker_name!r} in the route of topic {topic!r}")
         await api.update_consumer_offset(
-            _remoting(admin), addr, dest_group, mq, offsets.consumer_offset, admin.timeout
+            admin.remoting, addr, dest_group, mq, offsets.consumer_offset, admin.timeout
         )
         written[mq] = offsets.consumer_offset
     return written
@@ -230,7 +225,7 @@ async def reset_offset_by_time(
     for addr in route_addrs(await admin.topic_route(topic)):
         try:
             table = await api.invoke_broker_to_reset_offset(
-                _remoting(admin),
+                admin.remoting,
                 addr,
                 topic,
                 group,
@@ -270,7 +265,7 @@ async def reset_offset_offline(
     (-1: the max offset) when `force` or when that is not past its consumer offset."""
     route = await admin.topic_route(topic)
     read_queues = {data.broker_name: data.read_queue_nums for data in route.queue_datas}
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     stats: list[RollbackStats] = []
     for data in route.broker_datas:
         addr = data.select_broker_addr()
@@ -395,7 +390,7 @@ async def _delay(admin: AdminClient, mq: MessageQueue, last_timestamp: int) -> i
         )
         if addr is None:
             return 0
-        remoting = _remoting(admin)
+        remoting = admin.remoting
         max_offset = await api.get_max_offset(remoting, addr, mq, admin.timeout)
         if max_offset <= 0:
             return 0

@@ -46,7 +46,7 @@ def day_sum(data: BrokerStatsData) -> int:
 
 async def _stats(admin: AdminClient, addr: str, name: str, key: str) -> BrokerStatsData | None:
     try:
-        return await api.view_broker_stats_data(admin._remoting, addr, name, key, admin.timeout)
+        return await api.view_broker_stats_data(admin.remoting, addr, name, key, admin.timeout)
     except Exception:
         return None
 
@@ -78,7 +78,7 @@ async def topic_traffic(admin: AdminClient, topic: str) -> TopicTraffic:
     first = route.broker_datas[0].select_broker_addr() if route.broker_datas else None
     groups: list[str] = []
     if first is not None:
-        groups = await api.query_topic_consume_by_who(admin._remoting, first, topic, admin.timeout)
+        groups = await api.query_topic_consume_by_who(admin.remoting, first, topic, admin.timeout)
     put = [await _stats(admin, addr, TOPIC_PUT_NUMS, topic) for addr in masters]
     in_tps = sum(data.stats_minute.tps for data in put if data is not None)
     in_day = sum(day_sum(data) for data in put if data is not None)

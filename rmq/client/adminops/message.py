@@ -46,7 +46,6 @@ from rmq.remoting.bodies import (
     QueryConsumeQueueResponseBody,
 )
 from rmq.remoting.bodies.consumerinfo import ConsumeMessageDirectlyResult, in_hash_map_order
-from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import ResponseCode
 
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
@@ -88,10 +87,6 @@ class MessageTrack:
     exception_desc: str | None = None
 
 
-def _remoting(admin: AdminClient) -> RemotingClient:
-    return admin._remoting
-
-
 async def view_message(admin: AdminClient, msg_id: str) -> MessageRecord:
     """The message an offset message id names (VIEW_MESSAGE_BY_ID to the broker in the id);
     MQClientError NO_MESSAGE when the id is not an offset message id."""
@@ -102,7 +97,7 @@ async def view_message(admin: AdminClient, msg_id: str) -> MessageRecord:
             ResponseCode.NO_MESSAGE, "query message by id finished, but no message."
         ) from None
     return await api.view_message(
-        _remoting(admin), where.address, where.physical_offset, admin.timeout
+        admin.remoting, where.address, where.physical_offset, admin.timeout
     )
 
 
@@ -124,7 +119,7 @@ async def query_messages(
     for addr in addrs:
         try:
             answer = await api.query_message(
-                _remoting(admin),
+                admin.remoting,
                 addr,
                 topic,
                 key,
@@ -160,7 +155,7 @@ async def message_tracks(admin: AdminClient, record: MessageRecord) -> list[Mess
     if not addrs:
         return []
     groups = await api.query_topic_consume_by_who(
-        _remoting(admin), addrs[0], record.topic, admin.timeout
+        admin.remoting, addrs[0], record.topic, admin.timeout
     )
     return [await _track(admin, record, group) for group in groups]
 
@@ -220,7 +215,7 @@ async def consume_directly(
 ) -> ConsumeMessageDirectlyResult:
     """CONSUME_MESSAGE_DIRECTLY of the stored message by member `client_id` of `group`."""
     return await api.consume_message_directly(
-        _remoting(admin),
+        admin.remoting,
         record.store_host,
         group,
         client_id,
@@ -288,6 +283,6 @@ async def consume_queue(
         if broker_addr is None:
             raise MQClientError(-1, f"no master broker in the route of topic {topic}")
     body = await api.query_consume_queue(
-        _remoting(admin), broker_addr, topic, queue_id, index, count, group, admin.timeout
+        admin.remoting, broker_addr, topic, queue_id, index, count, group, admin.timeout
     )
     return broker_addr, body

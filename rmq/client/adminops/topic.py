@@ -53,7 +53,6 @@ from rmq.remoting.bodies import (
     TopicConfigSerializeWrapper,
 )
 from rmq.remoting.bodies.consumerinfo import in_hash_map_order
-from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import create_request
 from rmq.remoting.headers import DeleteSubscriptionGroupRequestHeader
@@ -64,10 +63,6 @@ EXPORT_TIMEOUT = 10.0
 SYSTEM_GROUPS = naming.SYSTEM_GROUPS - {naming.SCHEDULE_CONSUMER_GROUP}
 """The groups mqadmin leaves out of a broker's user groups (besides `CID_RMQ_SYS_*`): the
 client's system groups but the schedule consumer's."""
-
-
-def _remoting(admin: AdminClient) -> RemotingClient:
-    return admin._remoting
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +117,7 @@ async def update_subscription_group(
     """Create or update the group on the broker at `broker_addr`, or on every master of
     `cluster` (one of the two)."""
     body = config.encode()
-    remoting = _remoting(admin)
+    remoting = admin.remoting
 
     async def update(addr: str) -> object:
         request = create_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
@@ -155,7 +150,7 @@ async def delete_subscription_group(
 ) -> GroupDeletion:
     """Delete the group from the broker at `broker_addr`, or from every master of `cluster`
     one after the other and then its `%RETRY%` and `%DLQ%` topics from the cluster."""
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     header = DeleteSubscriptionGroupRequestHeader(group_name=group, remove_offset=remove_offset)
     done: list[str] = []
     for addr in await _targets(admin, broker_addr, cluster):
@@ -182,7 +177,7 @@ async def all_subscription_groups(
     """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the broker's group table."""
     request = create_request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
     response = await api.request_broker(
-        _remoting(admin), addr, request, timeout if timeout is not None else admin.timeout
+        admin.remoting, addr, request, timeout if timeout is not None else admin.timeout
     )
     return SubscriptionGroupWrapper.decode(api.body_of(response, addr, "the group table"))
 
@@ -254,7 +249,7 @@ async def update_topic_perm(
         perm=perm,
         topic_sys_flag=first.topic_sys_flag,
     )
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     if broker_addr is not None:
         name = next(
             (
@@ -282,7 +277,7 @@ async def all_topic_configs(
 ) -> TopicConfigSerializeWrapper:
     """GET_ALL_TOPIC_CONFIG: the broker's topic table."""
     request = create_request(RequestCode.GET_ALL_TOPIC_CONFIG)
-    response = await api.request_broker(_remoting(admin), addr, request, timeout)
+    response = await api.request_broker(admin.remoting, addr, request, timeout)
     return TopicConfigSerializeWrapper.decode(api.body_of(response, addr, "the topic table"))
 
 
@@ -293,7 +288,7 @@ async def user_topics(
     without retry and dead-letter topics (mqadmin's getUserTopicConfig)."""
     wrapper, system = await asyncio.gather(
         all_topic_configs(admin, addr, EXPORT_TIMEOUT),
-        api.get_system_topic_list_from_broker(_remoting(admin), addr, EXPORT_TIMEOUT),
+        api.get_system_topic_list_from_broker(admin.remoting, addr, EXPORT_TIMEOUT),
     )
     skip = set(system)
     special = (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)
@@ -322,7 +317,7 @@ async def user_groups(admin: AdminClient, addr: str) -> SubscriptionGroupWrapper
 
 async def order_conf(admin: AdminClient, topic: str) -> str:
     """The topic's order conf; AdminError when the name server has none."""
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     value = await admin._ask_namesrv(
         lambda addr: api.get_kv_config(
             remoting, addr, ORDER_TOPIC_CONFIG_NAMESPACE, topic, admin.timeout
@@ -392,7 +387,7 @@ async def store_maintenance(
         clusters = [cluster] if cluster else list(info.cluster_addr_table)
         addrs = [addr for name in clusters for addr in cluster_addrs(info, name) or []]
     call = _MAINTENANCE_CALLS[what]
-    remoting = _remoting(admin)
+    remoting = admin.remoting
     outcome = await _each(addrs, lambda addr: call(remoting, addr, admin.timeout))
     raise_failures(what.value, outcome)
     return outcome.done

@@ -125,11 +125,6 @@ def _ring_hash(key: str) -> int:
     return int.from_bytes(hashlib.md5(key.encode("utf-8")).digest()[:4], "big")
 
 
-def _queue_key(mq: MessageQueue) -> str:
-    """Java's ``MessageQueue.toString``, the key a queue is hashed by."""
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
-
-
 class AllocateMessageQueueConsistentHash:
     """A consistent-hash ring of the group's clients, ``virtual_nodes`` points each."""
 
@@ -158,7 +153,7 @@ class AllocateMessageQueueConsistentHash:
         points = sorted(ring)
         result = []
         for mq in mq_all:
-            at = bisect.bisect_left(points, _ring_hash(_queue_key(mq)))
+            at = bisect.bisect_left(points, _ring_hash(mq.java_text()))
             if ring[points[at % len(points)]] == current_cid:
                 result.append(mq)
         return result

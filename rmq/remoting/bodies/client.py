@@ -80,6 +80,14 @@ class MessageQueue(Body):
     def __fastjson_key__(self) -> dict[str, object]:
         return self.to_json()
 
+    def java_text(self) -> str:
+        """Java's ``MessageQueue.toString()``: how Apache's logs and tools print a queue, and
+        the key the consistent-hash allocation hashes."""
+        return (
+            f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, "
+            f"queueId={self.queue_id}]"
+        )
+
 
 @dataclass(slots=True, kw_only=True)
 class ProducerData(Body):

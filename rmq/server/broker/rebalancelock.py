@@ -34,11 +34,6 @@ LOCK_MAX_LIVE_MS = 60_000
 """A queue lock not renewed for this long may be taken by another client."""
 
 
-def _queue_text(mq: MessageQueue) -> str:
-    """A queue as Apache's logs write it."""
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
-
-
 @dataclass(slots=True)
 class _LockEntry:
     client_id: str
@@ -71,7 +66,7 @@ class RebalanceLockManager:
             if entry is None:
                 log.info(
                     "lock %s of group %s for %s: it was not locked",
-                    _queue_text(mq),
+                    mq.java_text(),
                     group,
                     client_id,
                 )
@@ -79,7 +74,7 @@ class RebalanceLockManager:
                 if now - entry.last_update_timestamp <= self.lock_max_live_ms:
                     log.warning(
                         "lock %s of group %s for %s refused: locked by %s",
-                        _queue_text(mq),
+                        mq.java_text(),
                         group,
                         client_id,
                         entry.client_id,
@@ -87,7 +82,7 @@ class RebalanceLockManager:
                     continue
                 log.warning(
                     "lock %s of group %s for %s: the lock of %s expired",
-                    _queue_text(mq),
+                    mq.java_text(),
                     group,
                     client_id,
                     entry.client_id,
@@ -108,18 +103,18 @@ class RebalanceLockManager:
             entry = locks.get(mq)
             if entry is None:
                 log.warning(
-                    "unlock %s of group %s for %s: not locked", _queue_text(mq), group, client_id
+                    "unlock %s of group %s for %s: not locked", mq.java_text(), group, client_id
                 )
             elif entry.client_id != client_id:
                 log.warning(
                     "unlock %s of group %s for %s refused: locked by %s",
-                    _queue_text(mq),
+                    mq.java_text(),
                     group,
                     client_id,
                     entry.client_id,
                 )
             else:
                 del locks[mq]
-                log.info("unlock %s of group %s for %s", _queue_text(mq), group, client_id)
+                log.info("unlock %s of group %s for %s", mq.java_text(), group, client_id)
         if not locks:
             del self._groups[group]
