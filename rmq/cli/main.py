@@ -72,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "topic": "rmq.cli.topic:app",
     "cluster": "rmq.cli.cluster:app",
     "group": "rmq.cli.group:app",
+    "message": "rmq.cli.message:app",
     "broker-config": "rmq.cli.config_cmds:broker_config_app",
     "namesrv-config": "rmq.cli.config_cmds:namesrv_config_app",
     "kv": "rmq.cli.config_cmds:kv_app",

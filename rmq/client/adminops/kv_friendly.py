@@ -17,7 +17,7 @@ from rmq.remoting.headers import GetKVListByNamespaceRequestHeader
 
 async def kv_list(admin: AdminClient, namespace: str) -> dict[str, str]:
     """The KV config of `namespace` (sorted by key); {} when the namespace is empty."""
-    remoting = admin._remoting
+    remoting = admin.remoting
 
     async def ask(addr: str) -> dict[str, str]:
         header = GetKVListByNamespaceRequestHeader(namespace=namespace)
