@@ -71,6 +71,7 @@ COMMANDS: dict[str, str] = {
     "bench": "rmq.cli.bench:app",
     "topic": "rmq.cli.topic:app",
     "cluster": "rmq.cli.cluster:app",
+    "producer": "rmq.cli.producer:app",
     "group": "rmq.cli.group:app",
     "message": "rmq.cli.message:app",
     "broker-config": "rmq.cli.config_cmds:broker_config_app",
