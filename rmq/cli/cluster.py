@@ -1,6 +1,8 @@
 """`rmq cluster`: the clusters and their brokers.
 
     rmq cluster list      every broker of every cluster with mqadmin clusterList's figures
+    rmq cluster broker-status|rt|consume-stats|write-perm|clean-*|delete-expired-commitlog
+                          the broker verbs, in rmq.cli.cluster_verbs
 
 `list` makes one admin API call (`AdminClient.cluster_list`): the name server's cluster info,
 then GET_BROKER_RUNTIME_INFO from every broker, masters and slaves.  A broker that does not
@@ -96,3 +98,6 @@ def _for_people(row: dict[str, Any], now_millis: float) -> dict[str, Any]:
 
 def _fixed(value: float | None, decimals: int) -> str:
     return "" if value is None else f"{value:.{decimals}f}"
+
+
+from rmq.cli import cluster_verbs  # noqa: E402, F401  (the broker verbs)

@@ -1,11 +1,18 @@
 """`rmq topic`: create, update, delete, list and inspect topics.
 
-    rmq topic update -t TOPIC (--broker ADDR | --cluster NAME) [-r 8] [-w 8] [-p RW] [--order]
-    rmq topic delete TOPIC --cluster NAME [--yes]
+    rmq topic create TOPIC [--broker ADDR | --cluster NAME] [-r 8] [-w 8] [-p RW] [--order]
+    rmq topic update TOPIC [--broker ADDR | --cluster NAME] [-r 8] [-w 8] [-p RW] [--order]
+    rmq topic delete TOPIC [--cluster NAME] [--yes]
     rmq topic list [--cluster NAME]
     rmq topic route TOPIC
     rmq topic status TOPIC
     rmq topic clusters TOPIC
+    rmq topic perm|allocate|stats ...          (rmq.cli.topic_verbs)
+
+A command about one topic takes it as the argument TOPIC or as `-t/--topic` (`pick_topic`);
+`--cluster` defaults to the only cluster the name server knows (`only_cluster`; an error
+listing them when it knows several).  `create` fails when the topic has a route already,
+`update` creates or updates.
 
 Each command makes one call to the admin API (`rmq.client.admin.AdminClient`) against the
 name servers of `-n/--namesrv` and renders the dataclasses it returns with `-o/--output`.
@@ -18,10 +25,11 @@ mqadmin's option letters (`-b`, `-c`, `-o` for order) are not used here: they li
 `rmq mqadmin`.  Here the broker and the cluster are `--broker` / `--cluster`, and `-o` is the
 output format as everywhere in rmq.
 
-The helpers at the end are shared with `rmq.cli.cluster`: `run_admin` runs one admin
-operation and turns client failures into one-line `RmqError`s (exit 1), `record` turns a
-result dataclass into a JSON object with camelCase keys, and `show` renders data for the
-machine formats and, when given, different rows for people (formatted times and figures).
+The helpers at the end are shared with `rmq.cli.cluster` and the verb modules: `run_admin`
+runs one admin operation and turns client failures into one-line `RmqError`s (exit 1),
+`record` turns a result dataclass into a JSON object with camelCase keys, and `show`
+renders data for the machine formats and, when given, different rows for people
+(formatted times and figures).
 Only typer and light rmq.cli helpers are imported at module level; asyncio and the client
 are imported when a command runs.
 """
@@ -34,13 +42,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import click
 import typer
 
-from rmq.cli.errors import RmqError, YesOption, require_confirmation
+from rmq.cli.errors import EXIT_USAGE, RmqError, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 
 if TYPE_CHECKING:
-    from rmq.client.admin import AdminClient, PlannedRequest
+    from rmq.client.admin import AdminClient, PlannedRequest, TopicUpdate
 
 T = TypeVar("T")
 
@@ -49,7 +57,6 @@ DEFAULT_QUEUE_NUMS = 8
 
 app = command_app(help="Create, update, delete, list and inspect topics.")
 
-TopicArgument = Annotated[str, typer.Argument(metavar="TOPIC", help="Topic name.")]
 ClusterOption = Annotated[
     str | None,
     typer.Option("--cluster", metavar="NAME", help="Cluster name.", show_default=False),
@@ -69,7 +76,8 @@ def _topic_name(value: str) -> str:
     return value
 
 
-def _perm(value: str | int) -> int:
+def parse_perm_value(value: str | int) -> int:
+    """A perm given as letters (RW, R, W) or as the number; bad usage otherwise."""
     from rmq.common.perm import PERM_INHERIT, PERM_READ, PERM_WRITE, parse_perm
 
     try:
@@ -81,54 +89,79 @@ def _perm(value: str | int) -> int:
     return perm
 
 
+TopicOption = Annotated[
+    str | None,
+    typer.Option(
+        "--topic", "-t", metavar="TOPIC", help="Topic name (instead of the argument).",
+        show_default=False,
+    ),
+]  # fmt: skip
+OptionalTopicArgument = Annotated[
+    str | None,
+    typer.Argument(metavar="TOPIC", help="Topic name (or -t/--topic).", show_default=False),
+]
+BrokerTargetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--broker",
+        metavar="HOST:PORT",
+        help="Send to this broker only.",
+        show_default=False,
+    ),
+]
+ClusterTargetOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cluster",
+        metavar="NAME",
+        help="Send to every master of this cluster. Default: the only cluster.",
+        show_default=False,
+    ),
+]
+ReadQueuesOption = Annotated[
+    int, typer.Option("--read-queues", "-r", min=0, help="Read queue count.")
+]
+WriteQueuesOption = Annotated[
+    int, typer.Option("--write-queues", "-w", min=0, help="Write queue count.")
+]
+PermOption = Annotated[
+    int,
+    typer.Option(
+        "--perm", "-p", metavar="PERM", parser=parse_perm_value,
+        help="Permission: RW, R, W or the number (6, 4, 2).",
+    ),
+]  # fmt: skip
+OrderOption = Annotated[
+    bool,
+    typer.Option(
+        "--order",
+        help="Ordered topic: also write its order conf (brokerName:writeQueues) to the "
+        "name servers.",
+    ),
+]
+
+
+def pick_topic(argument: str | None, option: str | None) -> str:
+    """The topic of a command that takes it as TOPIC or -t/--topic (one of the two, or the
+    same name twice), its name checked."""
+    if argument is not None and option is not None and argument != option:
+        raise click.UsageError(f"two topics given: {argument!r} and -t {option!r}")
+    topic = argument if argument is not None else option
+    if topic is None:
+        raise click.UsageError("missing topic: give TOPIC or -t/--topic")
+    return _topic_name(topic)
+
+
 @app.command("update")
 def update(
-    topic: Annotated[
-        str,
-        typer.Option("--topic", "-t", help="Topic name.", callback=_topic_name),
-    ],
-    broker: Annotated[
-        str | None,
-        typer.Option(
-            "--broker",
-            metavar="HOST:PORT",
-            help="Create or update the topic on this broker.",
-            show_default=False,
-        ),
-    ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster",
-            metavar="NAME",
-            help="Create or update the topic on every master of this cluster.",
-            show_default=False,
-        ),
-    ] = None,
-    read_queues: Annotated[
-        int, typer.Option("--read-queues", "-r", min=0, help="Read queue count.")
-    ] = DEFAULT_QUEUE_NUMS,
-    write_queues: Annotated[
-        int, typer.Option("--write-queues", "-w", min=0, help="Write queue count.")
-    ] = DEFAULT_QUEUE_NUMS,
-    perm: Annotated[
-        int,
-        typer.Option(
-            "--perm",
-            "-p",
-            metavar="PERM",
-            parser=_perm,
-            help="Permission: RW, R, W or the number (6, 4, 2).",
-        ),
-    ] = 6,
-    order: Annotated[
-        bool,
-        typer.Option(
-            "--order",
-            help="Ordered topic: also write its order conf (brokerName:writeQueues) to the "
-            "name servers.",
-        ),
-    ] = False,
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
+    broker: BrokerTargetOption = None,
+    cluster: ClusterTargetOption = None,
+    read_queues: ReadQueuesOption = DEFAULT_QUEUE_NUMS,
+    write_queues: WriteQueuesOption = DEFAULT_QUEUE_NUMS,
+    perm: PermOption = 6,
+    order: OrderOption = False,
     dry_run: DryRunOption = False,
     namesrv: NamesrvOption = None,
     output: OutputOption = None,
@@ -136,13 +169,63 @@ def update(
     """Create or update a topic.
 
     The topic is created (or its queue counts and perm replaced) on the broker given by
-    --broker or on every master of the cluster given by --cluster: exactly one of the two.
+    --broker or on every master of the cluster given by --cluster (at most one of the two;
+    without either, the only cluster the name server knows).
     """
+    put_topic(
+        pick_topic(topic_argument, topic_option),
+        broker, cluster, read_queues, write_queues, perm, order, dry_run, namesrv, output,
+        must_be_new=False,
+    )  # fmt: skip
+
+
+@app.command("create")
+def create(
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
+    broker: BrokerTargetOption = None,
+    cluster: ClusterTargetOption = None,
+    read_queues: ReadQueuesOption = DEFAULT_QUEUE_NUMS,
+    write_queues: WriteQueuesOption = DEFAULT_QUEUE_NUMS,
+    perm: PermOption = 6,
+    order: OrderOption = False,
+    dry_run: DryRunOption = False,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
+) -> None:
+    """Create a topic; fails when it exists (use 'rmq topic update' to change one).
+
+    The topic is created on the broker given by --broker or on every master of the cluster
+    given by --cluster (at most one of the two; without either, the only cluster the name
+    server knows).  A dry run does not check whether the topic exists.
+    """
+    put_topic(
+        pick_topic(topic_argument, topic_option),
+        broker, cluster, read_queues, write_queues, perm, order, dry_run, namesrv, output,
+        must_be_new=True,
+    )  # fmt: skip
+
+
+def put_topic(
+    topic: str,
+    broker: str | None,
+    cluster: str | None,
+    read_queues: int,
+    write_queues: int,
+    perm: int,
+    order: bool,
+    dry_run: bool,
+    namesrv: str | None,
+    output: OutputFormat | None,
+    *,
+    must_be_new: bool,
+) -> None:
+    """`update` and `create`: one UPDATE_AND_CREATE_TOPIC per target (and the order conf)."""
     from rmq.client.admin import plan_topic_update
     from rmq.remoting.bodies import TopicConfig
 
-    if (broker is None) == (cluster is None):
-        raise click.UsageError("give exactly one of --broker and --cluster")
+    if broker is not None and cluster is not None:
+        raise click.UsageError("give at most one of --broker and --cluster")
     config = TopicConfig(
         topic_name=topic,
         read_queue_nums=read_queues,
@@ -151,16 +234,21 @@ def update(
         order=order,
     )
     addrs = resolve_namesrv(namesrv)
+    if broker is None and cluster is None:
+        cluster = run_admin(addrs, only_cluster)
     if dry_run:
         show_plan(
             plan_topic_update(config, addrs.split(";"), broker_addr=broker, cluster=cluster),
             output,
         )
         return
-    result = run_admin(
-        addrs,
-        lambda admin: admin.create_or_update_topic(config, broker_addr=broker, cluster=cluster),
-    )
+
+    async def put(admin: AdminClient) -> TopicUpdate:
+        if must_be_new:
+            await require_no_topic(admin, topic)
+        return await admin.create_or_update_topic(config, broker_addr=broker, cluster=cluster)
+
+    result = run_admin(addrs, put)
     data = {
         "topic": config.topic_name,
         "readQueueNums": config.read_queue_nums,
@@ -175,15 +263,30 @@ def update(
     render(data, columns=list(data), output=output)
 
 
+async def require_no_topic(admin: AdminClient, topic: str) -> None:
+    """RmqError (exit 1) when the name server has a route for `topic`."""
+    from rmq.client.errors import RouteNotFound
+
+    try:
+        await admin.topic_route(topic)
+    except RouteNotFound:
+        return
+    raise RmqError(f"topic {topic!r} already exists", "change it with 'rmq topic update'")
+
+
 @app.command("delete")
 def delete(
-    topic: TopicArgument,
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
     cluster: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--cluster", metavar="NAME", help="Delete the topic from every master of this cluster."
+            "--cluster",
+            metavar="NAME",
+            help="Delete the topic from every master of this cluster. Default: the only cluster.",
+            show_default=False,
         ),
-    ],
+    ] = None,
     yes: YesOption = False,
     dry_run: DryRunOption = False,
     namesrv: NamesrvOption = None,
@@ -191,19 +294,24 @@ def delete(
 ) -> None:
     """Delete a topic from a cluster and the name servers.
 
-    The topic is deleted from every master of --cluster, then from every name server.
-    Asks for confirmation on a terminal; elsewhere --yes is required.
+    The topic is deleted from every master of --cluster (default: the only cluster the
+    name server knows), then from every name server.  Asks for confirmation on a terminal;
+    elsewhere --yes is required.
     """
     from rmq.client.admin import plan_topic_deletion
 
+    topic = pick_topic(topic_argument, topic_option)
     addrs = resolve_namesrv(namesrv)
+    if cluster is None:
+        cluster = run_admin(addrs, only_cluster)
+    name = cluster
     if dry_run:
-        show_plan(plan_topic_deletion(topic, cluster, addrs.split(";")), output)
+        show_plan(plan_topic_deletion(topic, name, addrs.split(";")), output)
         return
     require_confirmation(
-        f"delete topic {topic!r} from cluster {cluster!r} and the name servers", yes=yes
+        f"delete topic {topic!r} from cluster {name!r} and the name servers", yes=yes
     )
-    result = run_admin(addrs, lambda admin: admin.delete_topic(topic, cluster))
+    result = run_admin(addrs, lambda admin: admin.delete_topic(topic, name))
     data = record(result)
     render(data, columns=list(data), output=output)
 
@@ -223,8 +331,14 @@ def list_topics(
 
 
 @app.command("route")
-def route(topic: TopicArgument, namesrv: NamesrvOption = None, output: OutputOption = None) -> None:
+def route(
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
+) -> None:
     """Show a topic's route: its brokers and queues."""
+    topic = pick_topic(topic_argument, topic_option)
     data = run_admin(resolve_namesrv(namesrv), lambda admin: admin.topic_route(topic))
     brokers = sorted(data.broker_datas, key=lambda broker: broker.broker_name)
     queues = {queue.broker_name: queue for queue in data.queue_datas}
@@ -263,12 +377,16 @@ def route(topic: TopicArgument, namesrv: NamesrvOption = None, output: OutputOpt
 
 @app.command("status")
 def status(
-    topic: TopicArgument, namesrv: NamesrvOption = None, output: OutputOption = None
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
 ) -> None:
     """Show the offsets of a topic's queues.
 
     For each queue: the min and max offset and the store time of its last message.
     """
+    topic = pick_topic(topic_argument, topic_option)
     queues = run_admin(resolve_namesrv(namesrv), lambda admin: admin.topic_status(topic))
     data = [record(queue) for queue in queues]
     rows = [{**row, "lastUpdated": human_time(row["lastUpdateTimestamp"])} for row in data]
@@ -282,9 +400,13 @@ def status(
 
 @app.command("clusters")
 def clusters(
-    topic: TopicArgument, namesrv: NamesrvOption = None, output: OutputOption = None
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
 ) -> None:
     """List the clusters serving a topic."""
+    topic = pick_topic(topic_argument, topic_option)
     names = run_admin(resolve_namesrv(namesrv), lambda admin: admin.topic_clusters(topic))
     render([{"cluster": name} for name in names], columns=("cluster",), output=output)
 
@@ -309,6 +431,21 @@ def run_admin(namesrv_addrs: str, operation: Callable[[AdminClient], Awaitable[T
         return asyncio.run(main())
     except (ClientError, RemotingError) as exc:
         raise admin_error(exc, namesrv_addrs) from exc
+
+
+async def only_cluster(admin: AdminClient) -> str:
+    """The name of the one cluster the name server knows (the default of `--cluster`); an
+    RmqError when it knows none or several."""
+    names = sorted((await admin.cluster_info()).cluster_addr_table)
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise RmqError("the name server knows no cluster", "start a broker, or check -n/--namesrv")
+    raise RmqError(
+        f"the name server knows {len(names)} clusters ({', '.join(names)})",
+        "pick one with --cluster",
+        EXIT_USAGE,
+    )
 
 
 def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
@@ -387,3 +524,6 @@ def human_time(millis: int) -> str:
 
     moment = datetime.datetime.fromtimestamp(millis / 1000)
     return f"{moment:%Y-%m-%d %H:%M:%S},{millis % 1000:03d}"
+
+
+from rmq.cli import topic_verbs  # noqa: E402, F401  (perm, allocate, stats)
