@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 import typer
 
-from rmq.cli.errors import RmqError, YesOption, require_confirmation
+from rmq.cli.errors import YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
@@ -67,35 +67,13 @@ def kv() -> None:
     """List, set and delete the name servers' KV config (namespace, key, value)."""
 
 
-async def only_cluster(admin: AdminClient, cluster: str | None) -> str:
-    """`cluster` if the name server knows it; without one, the only cluster it knows."""
-    from rmq.client.adminops.cluster import cluster_names
-
-    names = cluster_names(await admin.cluster_info())
-    if cluster is not None:
-        if cluster not in names:
-            raise RmqError(
-                f"cluster {cluster!r} not found: the name server knows {_listing(names)}",
-                "see 'rmq cluster list'",
-            )
-        return cluster
-    if len(names) != 1:
-        raise RmqError(f"the name server knows {_listing(names)}", "choose one with --cluster NAME")
-    return names[0]
-
-
-def _listing(names: Sequence[str]) -> str:
-    if not names:
-        return "no cluster"
-    return "the clusters " + ", ".join(repr(name) for name in names)
-
-
 async def _brokers(admin: AdminClient, broker: str | None, cluster: str | None) -> list[str]:
+    from rmq.cli.group import default_cluster
     from rmq.client.adminops.cluster import cluster_addrs
 
     if broker is not None:
         return [broker]
-    name = await only_cluster(admin, cluster)
+    name = await default_cluster(admin, cluster)
     return cluster_addrs(await admin.cluster_info(), name) or []
 
 

@@ -29,7 +29,7 @@ from rmq.cli.errors import RmqError
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
-from rmq.cli.topic import DryRunOption, run_admin, show
+from rmq.cli.topic import DryRunOption, run_admin, show, show_plan
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
@@ -288,17 +288,13 @@ def consume_directly(
 ) -> None:
     """Have a running member of GROUP consume one stored message now
     (CONSUME_MESSAGE_DIRECTLY through the broker that stored it) and print its verdict."""
+    from rmq.client.admin import PlannedRequest
     from rmq.remoting.codes import RequestCode
 
     if dry_run:
-        row = {
-            "request": RequestCode.CONSUME_MESSAGE_DIRECTLY.name,
-            "code": int(RequestCode.CONSUME_MESSAGE_DIRECTLY),
-            "target": "the broker that stored the message",
-            "extFields": {"consumerGroup": group, "clientId": client_id, "msgId": msg_id},
-        }
-        render([row], columns=list(row), output=output)
-        typer.echo("dry run: nothing was sent", err=True)
+        fields = {"consumerGroup": group, "clientId": client_id or "", "msgId": msg_id}
+        target = "the broker that stored the message"
+        show_plan([PlannedRequest(RequestCode.CONSUME_MESSAGE_DIRECTLY, target, fields)], output)
         return
 
     async def run(admin: AdminClient) -> dict[str, Any]:

@@ -83,8 +83,8 @@ def test_broker_config_failures(mqadmin_cluster: MqadminCluster) -> None:
     unknown = rmq(mqadmin_cluster, "broker-config", "get", "--cluster", "NoSuchCluster")
     assert unknown.returncode == 1
     assert unknown.stderr.splitlines() == [
-        "rmq: error: cluster 'NoSuchCluster' not found: the name server knows the clusters "
-        f"'{CLUSTER}'; see 'rmq cluster list'"
+        f"rmq: error: cluster 'NoSuchCluster' not found (clusters: {CLUSTER}); "
+        "see 'rmq cluster list' for the clusters and brokers"
     ]
     both = rmq(mqadmin_cluster, "broker-config", "get", "--cluster", CLUSTER, "--broker", "x:1")
     assert both.returncode == 2

@@ -157,6 +157,19 @@ def test_consume_directly(mqadmin_cluster: MqadminCluster) -> None:
         "-t", TOPIC, "-g", GROUP, "--client-id", verdict["clientId"], "-o", "json",
     )  # fmt: skip
     assert as_json(unique)["consumeResult"] == "CR_SUCCESS"
+    dry = rmq(
+        mqadmin_cluster, "message", "consume-directly", sent.offset_msg_id, "-g", GROUP,
+        "--dry-run", "-o", "json",
+    )  # fmt: skip
+    assert as_json(dry) == [
+        {
+            "request": "CONSUME_MESSAGE_DIRECTLY",
+            "code": 309,
+            "target": "the broker that stored the message",
+            "extFields": {"consumerGroup": GROUP, "clientId": "", "msgId": sent.offset_msg_id},
+        }
+    ]
+    assert "nothing was sent" in dry.stderr
     offline = _fails(
         mqadmin_cluster, "message", "consume-directly", sent.offset_msg_id, "-g", "NoSuchGroup"
     )
