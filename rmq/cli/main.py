@@ -73,6 +73,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "rmq.cli.cluster:app",
     "group": "rmq.cli.group:app",
     "producer": "rmq.cli.producer:app",
+    "monitor": "rmq.cli.monitor:app",
     "message": "rmq.cli.message:app",
     "broker-config": "rmq.cli.config_cmds:broker_config_app",
     "namesrv-config": "rmq.cli.config_cmds:namesrv_config_app",
