@@ -30,7 +30,7 @@ from rmq.cli.errors import RmqError, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
-from rmq.cli.topic import DryRunOption, human_time, run_admin, show, show_plan
+from rmq.cli.topic import DryRunOption, human_time, only_cluster, run_admin, show, show_plan
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient, PlannedRequest
@@ -90,19 +90,16 @@ def group_name(argument: str | None, option: str | None, what: str = "GROUP") ->
 
 
 async def default_cluster(admin: AdminClient, cluster: str | None) -> str:
-    """`cluster`, else the only cluster the name server knows (AdminError otherwise)."""
+    """`cluster` when the name server knows it (AdminError otherwise), else the only cluster
+    it knows (`rmq.cli.topic.only_cluster`)."""
     from rmq.client.admin import AdminError
-    from rmq.client.adminops.cluster import cluster_names
 
-    names = cluster_names(await admin.cluster_info())
-    if cluster is not None:
-        if cluster not in names:
-            raise AdminError(f"cluster {cluster!r} not found (clusters: {', '.join(names)})")
-        return cluster
-    if len(names) != 1:
-        listed = ", ".join(names) if names else "none"
-        raise AdminError(f"the name server knows {len(names)} clusters ({listed}): give --cluster")
-    return names[0]
+    if cluster is None:
+        return await only_cluster(admin)
+    names = sorted((await admin.cluster_info()).cluster_addr_table)
+    if cluster not in names:
+        raise AdminError(f"cluster {cluster!r} not found (clusters: {', '.join(names)})")
+    return cluster
 
 
 def _not_found(group: str) -> RmqError:
