@@ -29,7 +29,15 @@ from rmq.cli.errors import RmqError
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
-from rmq.cli.topic import DryRunOption, run_admin, show, show_plan
+from rmq.cli.topic import (
+    DryRunOption,
+    OptionalTopicArgument,
+    TopicOption,
+    pick_topic,
+    run_admin,
+    show,
+    show_plan,
+)
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
@@ -41,10 +49,6 @@ app = command_app(help="Look messages up, resend them, probe sends.")
 
 MsgIdArgument = Annotated[
     str, typer.Argument(metavar="MSGID", help="Offset message id (offsetMsgId).")
-]
-TopicOption = Annotated[
-    str | None,
-    typer.Option("--topic", "-t", metavar="TOPIC", help="The topic (instead of the argument)."),
 ]
 RECORD_COLUMNS = ("brokerName", "queueId", "queueOffset", "msgId", "tags", "keys", "body")
 RECORD_WIDE_COLUMNS = ("offsetMsgId", "storeTimestamp", "bornHost", "storeHost")
@@ -175,7 +179,7 @@ def by_unique_key(
 
 @app.command("by-offset")
 def by_offset(
-    first: Annotated[str | None, typer.Argument(metavar="TOPIC", show_default=False)] = None,
+    first: OptionalTopicArgument = None,
     broker: Annotated[
         str, typer.Option("--broker", metavar="NAME", help="Broker name (e.g. broker-a).")
     ] = "",
@@ -189,7 +193,7 @@ def by_offset(
     from rmq.client.adminops.message_friendly import message_at
     from rmq.common.jsonrecord import to_record_dict
 
-    topic_name = _one_topic(first, topic)
+    topic_name = pick_topic(first, topic)
     if not broker:
         raise click.UsageError("give the broker name with --broker NAME")
 
@@ -203,15 +207,6 @@ def by_offset(
             "see 'rmq topic status' for the queues' offsets",
         )
     _show_record(to_record_dict(found, broker), output)
-
-
-def _one_topic(argument: str | None, option: str | None) -> str:
-    if argument is not None and option is not None and argument != option:
-        raise click.UsageError("give TOPIC as the argument or with -t/--topic, not both")
-    name = argument if argument is not None else option
-    if not name:
-        raise click.UsageError("missing TOPIC")
-    return name
 
 
 @app.command("resend")
