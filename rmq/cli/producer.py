@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from rmq.cli.errors import RmqError
+from rmq.cli.group import BrokerOption, ClusterOption, default_cluster
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
@@ -41,19 +42,8 @@ def list_producers(
         str | None,
         typer.Option("--group", "-g", metavar="GROUP", help="Only this producer group."),
     ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            "--cluster",
-            metavar="NAME",
-            help="Cluster. Default: the only cluster of the name server.",
-            show_default=False,
-        ),
-    ] = None,
-    broker: Annotated[
-        str | None,
-        typer.Option("--broker", metavar="HOST:PORT", help="Only this broker.", show_default=False),
-    ] = None,
+    cluster: ClusterOption = None,
+    broker: BrokerOption = None,
     namesrv: NamesrvOption = None,
     output: OutputOption = None,
 ) -> None:
@@ -62,7 +52,6 @@ def list_producers(
     One row per producer group and client: its address, language and version; -o wide adds
     the brokers it is connected to and when it last sent a heartbeat.
     """
-    from rmq.cli.group import default_cluster
     from rmq.cli.mqadmin.consumertext import version_desc
     from rmq.client.adminops import consumer as ops
     from rmq.client.adminops.cluster import master_addrs
