@@ -314,41 +314,28 @@ MAINTENANCE_HELP = (
 )
 
 
-@app.command("clean-expired-cq", help="Delete expired consume queue files" + MAINTENANCE_HELP)
-def clean_expired_cq(
-    broker: BrokerOption = None,
-    cluster: ClusterOption = None,
-    yes: YesOption = False,
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    _maintenance("CLEAN_EXPIRED_CONSUMEQUEUE", broker, cluster, yes, dry_run, namesrv, output)
+def _maintenance_command(name: str, what: str, summary: str) -> None:
+    """Register `rmq cluster <name>`, sending the store maintenance request `what`."""
+
+    def command(
+        broker: BrokerOption = None,
+        cluster: ClusterOption = None,
+        yes: YesOption = False,
+        dry_run: DryRunOption = False,
+        namesrv: NamesrvOption = None,
+        output: OutputOption = None,
+    ) -> None:
+        _maintenance(what, broker, cluster, yes, dry_run, namesrv, output)
+
+    app.command(name, help=summary + MAINTENANCE_HELP)(command)
 
 
-@app.command(
-    "clean-unused-topic", help="Delete the stores of topics no longer served" + MAINTENANCE_HELP
+_maintenance_command(
+    "clean-expired-cq", "CLEAN_EXPIRED_CONSUMEQUEUE", "Delete expired consume queue files"
 )
-def clean_unused_topic(
-    broker: BrokerOption = None,
-    cluster: ClusterOption = None,
-    yes: YesOption = False,
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    _maintenance("CLEAN_UNUSED_TOPIC", broker, cluster, yes, dry_run, namesrv, output)
-
-
-@app.command(
-    "delete-expired-commitlog", help="Delete expired commitlog files now" + MAINTENANCE_HELP
+_maintenance_command(
+    "clean-unused-topic", "CLEAN_UNUSED_TOPIC", "Delete the stores of topics no longer served"
 )
-def delete_expired_commitlog(
-    broker: BrokerOption = None,
-    cluster: ClusterOption = None,
-    yes: YesOption = False,
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    _maintenance("DELETE_EXPIRED_COMMITLOG", broker, cluster, yes, dry_run, namesrv, output)
+_maintenance_command(
+    "delete-expired-commitlog", "DELETE_EXPIRED_COMMITLOG", "Delete expired commitlog files now"
+)

@@ -152,58 +152,52 @@ def pick_topic(argument: str | None, option: str | None) -> str:
     return _topic_name(topic)
 
 
-@app.command("update")
-def update(
-    topic_argument: OptionalTopicArgument = None,
-    topic_option: TopicOption = None,
-    broker: BrokerTargetOption = None,
-    cluster: ClusterTargetOption = None,
-    read_queues: ReadQueuesOption = DEFAULT_QUEUE_NUMS,
-    write_queues: WriteQueuesOption = DEFAULT_QUEUE_NUMS,
-    perm: PermOption = 6,
-    order: OrderOption = False,
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    """Create or update a topic.
+def _put_command(name: str, *, must_be_new: bool, doc: str) -> None:
+    """Register `rmq topic <name>`: `update` (create or update) or `create` (new only)."""
+
+    def command(
+        topic_argument: OptionalTopicArgument = None,
+        topic_option: TopicOption = None,
+        broker: BrokerTargetOption = None,
+        cluster: ClusterTargetOption = None,
+        read_queues: ReadQueuesOption = DEFAULT_QUEUE_NUMS,
+        write_queues: WriteQueuesOption = DEFAULT_QUEUE_NUMS,
+        perm: PermOption = 6,
+        order: OrderOption = False,
+        dry_run: DryRunOption = False,
+        namesrv: NamesrvOption = None,
+        output: OutputOption = None,
+    ) -> None:
+        put_topic(
+            pick_topic(topic_argument, topic_option),
+            broker, cluster, read_queues, write_queues, perm, order, dry_run, namesrv, output,
+            must_be_new=must_be_new,
+        )  # fmt: skip
+
+    command.__doc__ = doc
+    app.command(name)(command)
+
+
+_put_command(
+    "update",
+    must_be_new=False,
+    doc="""Create or update a topic.
 
     The topic is created (or its queue counts and perm replaced) on the broker given by
     --broker or on every master of the cluster given by --cluster (at most one of the two;
     without either, the only cluster the name server knows).
-    """
-    put_topic(
-        pick_topic(topic_argument, topic_option),
-        broker, cluster, read_queues, write_queues, perm, order, dry_run, namesrv, output,
-        must_be_new=False,
-    )  # fmt: skip
-
-
-@app.command("create")
-def create(
-    topic_argument: OptionalTopicArgument = None,
-    topic_option: TopicOption = None,
-    broker: BrokerTargetOption = None,
-    cluster: ClusterTargetOption = None,
-    read_queues: ReadQueuesOption = DEFAULT_QUEUE_NUMS,
-    write_queues: WriteQueuesOption = DEFAULT_QUEUE_NUMS,
-    perm: PermOption = 6,
-    order: OrderOption = False,
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    """Create a topic; fails when it exists (use 'rmq topic update' to change one).
+    """,
+)
+_put_command(
+    "create",
+    must_be_new=True,
+    doc="""Create a topic; fails when it exists (use 'rmq topic update' to change one).
 
     The topic is created on the broker given by --broker or on every master of the cluster
     given by --cluster (at most one of the two; without either, the only cluster the name
     server knows).  A dry run does not check whether the topic exists.
-    """
-    put_topic(
-        pick_topic(topic_argument, topic_option),
-        broker, cluster, read_queues, write_queues, perm, order, dry_run, namesrv, output,
-        must_be_new=True,
-    )  # fmt: skip
+    """,
+)
 
 
 def put_topic(

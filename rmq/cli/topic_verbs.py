@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 import typer
 
+from rmq.cli.errors import RmqError
 from rmq.cli.output import OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.cli.topic import (
@@ -74,7 +75,10 @@ def perm(
     if dry_run:
 
         async def plan(admin: AdminClient) -> tuple[TopicConfig, str | None]:
-            first = (await admin.topic_route(name)).queue_datas[0]
+            queues = (await admin.topic_route(name)).queue_datas
+            if not queues:
+                raise RmqError(f"topic {name!r} has no queue data in its route")
+            first = queues[0]
             config = TopicConfig(
                 topic_name=name,
                 read_queue_nums=first.read_queue_nums,
