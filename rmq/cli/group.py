@@ -10,13 +10,14 @@
 
 The friendly face of mqadmin's consumerProgress, consumerConnection, updateSubGroup,
 deleteSubGroup, resetOffsetByTime / skipAccumulatedMessage and cloneGroupOffset: every verb
-calls the admin operations of `rmq.client.adminops` that `rmq mqadmin` calls.  The group is a
-positional argument (`-g/--group` is accepted too); `--cluster` defaults to the only cluster
-the name server knows.  `describe` is what `rpk group describe` is: the group's state
-(`Stable` with members online, `Empty` with committed offsets but no member) and members,
-then per queue the committed offset, the end offset, the lag, the client holding the queue
-and the last consume time.  State changes take `--dry-run` (the requests are printed, nothing
-is sent); `delete` and `reset-offsets` ask on a terminal and need `--yes` elsewhere.
+calls the admin operations of `rmq.client.adminops` that `rmq mqadmin` calls.  The offset
+verbs (reset-offsets, clone-offsets) live in rmq.cli.group_offsets, registered on this app.
+The group is a positional argument (`-g/--group` is accepted too); `--cluster` defaults to the
+only cluster the name server knows.  `describe` is what `rpk group describe` is: the group's
+state (`Stable` with members online, `Empty` with committed offsets but no member) and
+members, then per queue the committed offset, the end offset, the lag, the client holding the
+queue and the last consume time.  State changes take `--dry-run` (the requests are printed,
+nothing is sent); `delete` and `reset-offsets` ask on a terminal and need `--yes` elsewhere.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ async def default_cluster(admin: AdminClient, cluster: str | None) -> str:
     return cluster
 
 
-def _not_found(group: str) -> RmqError:
+def not_found(group: str) -> RmqError:
     return RmqError(
         f"consumer group {group!r} not found: no broker knows it (no route for its retry topic)",
         "check the name with 'rmq group list'",
@@ -124,7 +125,7 @@ def _member(conn: Any) -> dict[str, Any]:
     }
 
 
-def _queue_key(mq: MessageQueue) -> tuple[str, str, int]:
+def queue_key(mq: MessageQueue) -> tuple[str, str, int]:
     return (mq.topic, mq.broker_name, mq.queue_id)
 
 
@@ -232,7 +233,7 @@ def describe(
         try:
             await admin.topic_route(ops.retry_topic(name))
         except RouteNotFound:
-            raise _not_found(name) from None
+            raise not_found(name) from None
         connection = await _online_members(admin, name)
         holders: dict[tuple[str, str, int], str] = {}
         for conn in connection.connection_set if connection else []:
@@ -241,7 +242,7 @@ def describe(
             except (ClientError, RemotingError):
                 continue
             for mq in info.mq_table if info else {}:
-                holders[_queue_key(mq)] = conn.client_id
+                holders[queue_key(mq)] = conn.client_id
         try:
             stats = await ops.consume_stats(admin, name, topic)
             table = stats.offset_table
@@ -256,10 +257,10 @@ def describe(
                 "committedOffset": offsets.consumer_offset,
                 "endOffset": offsets.broker_offset,
                 "lag": max(0, offsets.broker_offset - offsets.consumer_offset),
-                "clientId": holders.get(_queue_key(mq)),
+                "clientId": holders.get(queue_key(mq)),
                 "lastConsumeTimestamp": offsets.last_timestamp,
             }
-            for mq, offsets in sorted(table.items(), key=lambda item: _queue_key(item[0]))
+            for mq, offsets in sorted(table.items(), key=lambda item: queue_key(item[0]))
         ]
         if connection is None and not queues:
             raise _offline(name, ops.GroupOffline("no member online and no committed offset"))
@@ -319,7 +320,7 @@ def connections(
         try:
             connection = await ops.consumer_connection(admin, name, broker)
         except RouteNotFound:
-            raise _not_found(name) from None
+            raise not_found(name) from None
         except (ops.GroupOffline, MQBrokerError) as exc:
             raise _offline(name, exc) from None
         return {
@@ -343,7 +344,7 @@ def connections(
 # -- changes --------------------------------------------------------------------------------
 
 
-def _plan(code: RequestCode, target: str, **fields: object) -> PlannedRequest:
+def plan_request(code: RequestCode, target: str, **fields: object) -> PlannedRequest:
     from rmq.client.admin import PlannedRequest
 
     return PlannedRequest(code, target, {key: str(value) for key, value in fields.items()})
@@ -406,7 +407,7 @@ def update(
     )
     target = _where(broker, cluster)
     if dry_run:
-        plan = _plan(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, target)
+        plan = plan_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, target)
         plan.ext_fields.update({"body": config.encode().decode()})
         show_plan([plan], output)
         return
@@ -455,7 +456,7 @@ def delete(
     target = _where(broker, cluster)
     if dry_run:
         plan = [
-            _plan(
+            plan_request(
                 RequestCode.DELETE_SUBSCRIPTIONGROUP,
                 target,
                 groupName=name,
@@ -464,7 +465,7 @@ def delete(
         ]
         if broker is None:
             plan += [
-                _plan(RequestCode.DELETE_TOPIC_IN_BROKER, target, topic=prefix + name)
+                plan_request(RequestCode.DELETE_TOPIC_IN_BROKER, target, topic=prefix + name)
                 for prefix in ("%RETRY%", "%DLQ%")
             ]
         show_plan(plan, output)
@@ -489,148 +490,4 @@ def delete(
     render(data, columns=list(data), output=output)
 
 
-def _reset_target(text: str) -> int:
-    """--to: `first` (0: the offsets at the oldest time), `last` (-1: the end) or `@<time>`
-    (ms since the epoch, or an ISO time)."""
-    import datetime
-
-    if text == "first":
-        return 0
-    if text == "last":
-        return -1
-    if text.startswith("@"):
-        moment = text[1:]
-        if moment.isdigit():
-            return int(moment)
-        try:
-            return int(datetime.datetime.fromisoformat(moment).timestamp() * 1000)
-        except ValueError:
-            pass
-    raise click.BadParameter(
-        f"{text!r}: use first, last, @<ms since the epoch> or @<ISO time>", param_hint="'--to'"
-    )
-
-
-@app.command("reset-offsets")
-def reset_offsets(
-    group: GroupArgument = None,
-    group_option: GroupOption = None,
-    topic: TopicOption = "",
-    to: Annotated[
-        str,
-        typer.Option("--to", metavar="first|last|@TIME", help="Where the offsets go."),
-    ] = "",
-    force: Annotated[
-        bool,
-        typer.Option("--force/--no-force", help="Also move offsets forward (not only back)."),
-    ] = True,
-    yes: YesOption = False,
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    """Move a group's committed offsets on a topic (mqadmin resetOffsetByTime).
-
-    --to first moves them to the oldest messages, last to the end (skipAccumulatedMessage),
-    @TIME to the first message stored at or after TIME.  Online members are told to move
-    (the broker asks them); a group without members gets its offsets committed directly.
-    Asks for confirmation on a terminal; elsewhere --yes is required.
-    """
-    from rmq.client.adminops import consumer as ops
-    from rmq.client.errors import RouteNotFound
-    from rmq.remoting.codes import RequestCode
-
-    name = group_name(group, group_option)
-    if not topic:
-        raise click.UsageError("missing --topic")
-    if not to:
-        raise click.UsageError("missing --to")
-    timestamp = _reset_target(to)
-    if dry_run:
-        plan = _plan(
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
-            f"every broker of topic {topic}",
-            topic=topic,
-            group=name,
-            timestamp=timestamp,
-            isForce=str(force).lower(),
-        )
-        show_plan([plan], output)
-        return
-    require_confirmation(f"reset the offsets of group {name!r} on topic {topic!r} to {to}", yes=yes)
-
-    async def change(admin: AdminClient) -> list[dict[str, Any]]:
-        try:
-            await admin.topic_route(ops.retry_topic(name))
-        except RouteNotFound:
-            raise _not_found(name) from None
-        try:
-            offsets = await ops.reset_offset_by_time(admin, topic, name, timestamp, force=force)
-        except ops.GroupOffline:
-            stats = await ops.reset_offset_offline(admin, name, topic, timestamp, force=force)
-            return [
-                {
-                    "topic": topic,
-                    "brokerName": row.broker_name,
-                    "queueId": row.queue_id,
-                    "offset": row.rollback_offset,
-                    "online": False,
-                }
-                for row in stats
-            ]
-        return [
-            {**_queue_row(mq), "offset": offset, "online": True}
-            for mq, offset in sorted(offsets.items(), key=lambda item: _queue_key(item[0]))
-        ]
-
-    rows = run_admin(resolve_namesrv(namesrv), change)
-    render(rows, columns=("topic", "brokerName", "queueId", "offset", "online"), output=output)
-
-
-def _queue_row(mq: MessageQueue) -> dict[str, Any]:
-    return {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id}
-
-
-@app.command("clone-offsets")
-def clone_offsets(
-    source: Annotated[str, typer.Argument(metavar="SRC", help="Group to copy from.")],
-    destination: Annotated[str, typer.Argument(metavar="DST", help="Group to copy to.")],
-    topic: TopicOption = "",
-    dry_run: DryRunOption = False,
-    namesrv: NamesrvOption = None,
-    output: OutputOption = None,
-) -> None:
-    """Copy one group's committed offsets to another (mqadmin cloneGroupOffset).
-
-    Every queue SRC has an offset for is committed for DST on the queue's broker in the
-    route of --topic.
-    """
-    from rmq.client.adminops import consumer as ops
-    from rmq.client.errors import RouteNotFound
-    from rmq.remoting.codes import RequestCode
-
-    if not topic:
-        raise click.UsageError("missing --topic")
-    if dry_run:
-        plan = _plan(
-            RequestCode.UPDATE_CONSUMER_OFFSET,
-            f"the broker of each queue of {source!r} in topic {topic}",
-            consumerGroup=destination,
-            topic=topic,
-        )
-        show_plan([plan], output)
-        return
-
-    async def change(admin: AdminClient) -> list[dict[str, Any]]:
-        try:
-            await admin.topic_route(ops.retry_topic(source))
-        except RouteNotFound:
-            raise _not_found(source) from None
-        written = await ops.clone_group_offset(admin, source, destination, topic)
-        return [
-            {**_queue_row(mq), "source": source, "destination": destination, "offset": offset}
-            for mq, offset in sorted(written.items(), key=lambda item: _queue_key(item[0]))
-        ]
-
-    rows = run_admin(resolve_namesrv(namesrv), change)
-    render(rows, columns=("topic", "brokerName", "queueId", "offset"), output=output)
+from rmq.cli import group_offsets  # noqa: E402, F401  (reset-offsets, clone-offsets)

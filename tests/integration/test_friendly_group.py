@@ -169,6 +169,9 @@ def test_group_reset_and_clone_offsets(mqadmin_cluster: MqadminCluster) -> None:
     consumed = rmq(mqadmin_cluster, "consume", topic, "-g", group, "--from", "first", "-c", "2")
     assert consumed.returncode == 0, consumed.stderr
     assert sum(_committed(mqadmin_cluster, group, topic).values()) == 2
+    offline = as_json(rmq(mqadmin_cluster, "group", "describe", group, "-o", "json"))
+    assert (offline["state"], offline["members"], offline["totalLag"]) == ("Empty", [], 6)
+    assert all(queue["clientId"] is None for queue in offline["queues"])
     args = ("group", "reset-offsets", group, "--topic", topic)
     assert "--yes" in _fails(mqadmin_cluster, *args, "--to", "last", code=2)
     assert "--to" in _fails(mqadmin_cluster, *args, "--to", "sideways", "--yes", code=2)
