@@ -218,27 +218,12 @@ async def _resend(inv: Invocation, msg_id: str) -> None:
     with its tags, keys, flag and user properties; it gets a new unique key (mqadmin keeps
     the old one)."""
     from rmq.client.adminops.message import view_message
-    from rmq.client.message import Message
-    from rmq.common.properties import user_property_error
+    from rmq.client.adminops.message_friendly import resend
 
     async with inv.admin() as admin:
         record = await view_message(admin, msg_id)
         jprintf(inv.out, "prepare resend msg. originalMsgId=%s", msg_id)
-        properties = {
-            name: value
-            for name, value in record.properties.items()
-            if user_property_error(name, value) is None
-        }
-        message = Message(
-            record.topic,
-            record.decompressed_body() or b"",
-            tags=record.tags,
-            keys=record.properties.get("KEYS"),
-            properties=properties,
-            flag=record.flag,
-        )
-        async with producer(inv, "ReSendMsgById") as resender:
-            result = await resender.send(message)
+        result = await resend(admin, record)
         jprintf(inv.out, "%s", send_result_text(result))
 
 

@@ -39,20 +39,16 @@ RULE = "======================================\n"
     Opt("c", "count", True, False, "send message count, Default: 50"),
 )
 async def send_msg_status(inv: Invocation) -> None:
-    from rmq.client.message import Message
+    from rmq.client.adminops.message_friendly import send_status
 
     with failing("SendMsgStatusCommand"):
         broker_name = inv.value("b") or ""
         size = parse_int(inv.value("s")) if inv.has("s") else 128
         count = parse_int(inv.value("c")) if inv.has("c") else 50
-        instance = f"PID_SMSC_{int(time.time() * 1000)}"
-        async with producer(inv, "PID_SMSC", instance) as sender:
-            await sender.send(Message(broker_name, b"a" * 16))
-            for _ in range(count):
-                begin = time.monotonic()
-                result = await sender.send(Message(broker_name, b"a" * size))
-                elapsed = int((time.monotonic() - begin) * 1000)
-                jprintf(inv.out, "rt=%sms, SendResult=%s%n", elapsed, send_result_text(result))
+        async with inv.admin() as admin:
+            sends = await send_status(admin, broker_name, size, count)
+        for sent in sends:
+            jprintf(inv.out, "rt=%sms, SendResult=%s%n", sent.rt_ms, send_result_text(sent.result))
 
 
 @subcommand(
