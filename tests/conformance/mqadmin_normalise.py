@@ -42,6 +42,8 @@ class Where:
     """How many of `foreign` are topics on the name server."""
     foreign_groups: int = 0
     """How many of `foreign` are subscription groups of the broker."""
+    foreign_broker_topics: int = 0
+    """How many topics of the broker's own table other conformance modules left."""
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -228,11 +230,14 @@ def object_ids(text: str, where: Where) -> str:
 
 
 def own_group_size(text: str, where: Where) -> str:
-    """exportMetrics' `groupSize` counts the broker's subscription groups, those other
-    conformance modules left too (not the same on both clusters: a module's scenario may stop
-    early on one): their number (`Where.foreign_groups`) is subtracted, the rest must match."""
-    own = lambda m: f'"groupSize": {int(m.group(1)) - where.foreign_groups} own'  # noqa: E731
-    return re.sub(r'"groupSize": (\d+)', own, text)
+    """exportMetrics' `groupSize` and `topicSize` count the broker's subscription groups and
+    topics, those other conformance modules left too (not the same on both clusters: a
+    module's scenario may stop early on one): their numbers (`Where.foreign_groups`,
+    `Where.foreign_broker_topics`) are subtracted, the rest must match."""
+    own_groups = lambda m: f'"groupSize": {int(m.group(1)) - where.foreign_groups} own'  # noqa: E731
+    own_topics = lambda m: f'"topicSize": {int(m.group(1)) - where.foreign_broker_topics} own'  # noqa: E731
+    text = re.sub(r'"groupSize": (\d+)', own_groups, text)
+    return re.sub(r'"topicSize": (\d+)', own_topics, text)
 
 
 def own_topic_count(text: str, where: Where) -> str:

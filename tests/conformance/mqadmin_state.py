@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rmq.remoting.bodies import KVTable, SubscriptionGroupWrapper, TopicList
+from rmq.remoting.bodies import (
+    KVTable,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
+    TopicList,
+)
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.headers import (
     AddWritePermOfBrokerRequestHeader,
@@ -44,6 +49,7 @@ class Target:
     foreign: frozenset[str] = frozenset()
     foreign_topics: int = 0
     foreign_groups: int = 0
+    foreign_broker_topics: int = 0
 
     def fill(self, template: str) -> str:
         """`template` with its `{name}` placeholders (`values`) filled in."""
@@ -75,6 +81,7 @@ class Target:
             foreign=self.foreign,
             foreign_topics=self.foreign_topics,
             foreign_groups=self.foreign_groups,
+            foreign_broker_topics=self.foreign_broker_topics,
         )
 
 
@@ -89,22 +96,26 @@ def _namesrv(target: Target, code: int, header: object, body: bytes | None = Non
     return bytes(response.body or b"")
 
 
-def foreign_names(target: Target) -> tuple[frozenset[str], int, int]:
+def foreign_names(target: Target) -> tuple[frozenset[str], int, int, int]:
     """The topics (name server) and groups (broker) other conformance modules left on the
-    target's cluster, how many of them are topics, and how many subscription groups of the
-    broker they are."""
+    target's cluster, how many of them are topics, how many subscription groups of the broker
+    they are, and how many topics of the broker's own table."""
     if target.namesrv_addr is None:
-        return frozenset(), 0, 0
+        return frozenset(), 0, 0, 0
     body = _namesrv(target, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None)
     topics = {name for name in TopicList.decode(body).topic_list if is_foreign(name)}
     with RemotingSession() as session:
         response = session.invoke(target.broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        topic_table = session.invoke(target.broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
     assert response.code == 0, f"{target.kind}: GET_ALL_SUBSCRIPTIONGROUP_CONFIG failed"
+    assert topic_table.code == 0, f"{target.kind}: GET_ALL_TOPIC_CONFIG failed"
+    broker_topics = TopicConfigSerializeWrapper.decode(topic_table.body or b"").topic_config_table
+    foreign_broker_topics = sum(1 for name in broker_topics if is_foreign(name))
     table = SubscriptionGroupWrapper.decode(response.body or b"").subscription_group_table
     groups = {name for name in table if is_foreign(name)}
     subscription_groups = len(groups)
     groups |= {re.sub(r"^%(?:RETRY|DLQ)%", "", name) for name in topics if name.startswith("%")}
-    return frozenset(topics | groups), len(topics), subscription_groups
+    return frozenset(topics | groups), len(topics), subscription_groups, foreign_broker_topics
 
 
 def wipe_write_perm(target: Target) -> None:

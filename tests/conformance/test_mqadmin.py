@@ -198,14 +198,20 @@ def _run(case: Case, target: Target, tool: Tool = APACHE) -> tuple[list[str], li
             (out / name).read_text(encoding="utf-8") if (out / name).exists() else "<no file>"
             for name in case.files
         ]
-        found, topics, groups = foreign_names(target)
+        found, topics, groups, broker_topics = foreign_names(target)
     finally:
         if case.after is not None:
             case.after(target)
     return (
         outputs,
         files,
-        dataclasses.replace(target, foreign=found, foreign_topics=topics, foreign_groups=groups),
+        dataclasses.replace(
+            target,
+            foreign=found,
+            foreign_topics=topics,
+            foreign_groups=groups,
+            foreign_broker_topics=broker_topics,
+        ),
     )
 
 

@@ -147,9 +147,13 @@ final class PushOrderly {
                 consumers.add(consumer);
                 consumer.start();
             }
+            // Settled: each consumer holds and has locked its even share (a moment where one
+            // still holds three queues and the other one also adds up to four).
+            int share = queues / consumers.size();
             boolean split = ConsumerSupport.awaitSplit(consumers, spec.topic(), queues, 30_000)
-                && Waits.until(() -> consumers.stream().mapToInt(c -> locked(c, spec.topic())).sum()
-                    == queues, 30_000);
+                && Waits.until(() -> consumers.stream().allMatch(c ->
+                    ConsumerSupport.held(c, spec.topic()).size() == share
+                        && locked(c, spec.topic()) == share), 30_000);
             List<Integer> lockedPerConsumer = new ArrayList<>();
             for (DefaultMQPushConsumer consumer : consumers) {
                 lockedPerConsumer.add(locked(consumer, spec.topic()));
