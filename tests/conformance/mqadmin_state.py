@@ -110,7 +110,12 @@ def foreign_names(target: Target) -> tuple[frozenset[str], int, int, int]:
     assert response.code == 0, f"{target.kind}: GET_ALL_SUBSCRIPTIONGROUP_CONFIG failed"
     assert topic_table.code == 0, f"{target.kind}: GET_ALL_TOPIC_CONFIG failed"
     broker_topics = TopicConfigSerializeWrapper.decode(topic_table.body or b"").topic_config_table
-    foreign_broker_topics = sum(1 for name in broker_topics if is_foreign(name))
+    # exportMetrics counts the user topics (getUserTopicConfig): retry and DLQ topics left out
+    foreign_broker_topics = sum(
+        1
+        for name in broker_topics
+        if is_foreign(name) and not name.startswith(("%RETRY%", "%DLQ%"))
+    )
     table = SubscriptionGroupWrapper.decode(response.body or b"").subscription_group_table
     groups = {name for name in table if is_foreign(name)}
     subscription_groups = len(groups)
