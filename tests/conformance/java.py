@@ -89,6 +89,8 @@ def java_argv(
         "java",
         *heap,
         *JDK17_OPTIONS,
+        # no /tmp/hsperfdata file: a JVM finding another's locked there warns on stdout
+        "-XX:-UsePerfData",
         *(f"-D{key}={value}" for key, value in system.items()),
         "-cp",
         classpath(drivers=drivers),
