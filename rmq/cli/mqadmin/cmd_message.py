@@ -326,15 +326,12 @@ async def tools_consumer(inv: Invocation, group: str | None = None) -> AsyncIter
 
 
 @asynccontextmanager
-async def producer(
-    inv: Invocation, group: str | None = None, instance_name: str | None = None
-) -> AsyncIterator[Producer]:
-    """A producer on the name servers, for group `group` (the current time in ms unless
-    given, as mqadmin names its throw-away producer groups)."""
+async def producer(inv: Invocation) -> AsyncIterator[Producer]:
+    """A producer on the name servers, its group named after the current time in ms, as
+    mqadmin names its throw-away producer groups."""
     from rmq.client.producer import Producer
 
-    name = group or str(int(time.time() * 1000))
-    async with Producer(name, await _namesrv(inv), instance_name=instance_name) as running:
+    async with Producer(str(int(time.time() * 1000)), await _namesrv(inv)) as running:
         yield running
 
 
