@@ -6,7 +6,8 @@
   orderly, and the send-back of failed messages);
 * :mod:`.pull`: :class:`PullConsumer`, explicit reads of chosen queues and offsets;
 * :mod:`.rebalance`: which queues a push consumer owns and where each starts;
-* :mod:`.allocate`: the allocation strategies (averagely, by circle, consistent hash);
+* :mod:`.allocate`: the allocation strategies (averagely, by circle, consistent hash), and
+  :mod:`.allocate_rooms` those with parameters (by config, by machine room, machine-room nearby);
 * :mod:`.offsetstore`: offsets on the brokers (clustering) or in a local file (broadcasting);
 * :mod:`.processqueue`: the in-memory state of one owned queue;
 * :mod:`.message`: :class:`MessageExt`, the consumed message, and pull-body decoding.
@@ -18,6 +19,12 @@ from rmq.client.consumer.allocate import (
     AllocateMessageQueueConsistentHash,
     AllocateStrategy,
     strategy_by_name,
+)
+from rmq.client.consumer.allocate_rooms import (
+    AllocateMachineRoomNearby,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
+    MachineRoomResolver,
 )
 from rmq.client.consumer.consume import ConsumeStatus, MessageListener
 from rmq.client.consumer.message import MessageExt
@@ -32,13 +39,17 @@ from rmq.client.consumer.push import PushConsumer
 from rmq.remoting.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 __all__ = [
+    "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateStrategy",
     "ConsumeFromWhere",
     "ConsumeStatus",
     "LocalFileOffsetStore",
+    "MachineRoomResolver",
     "MessageExt",
     "MessageListener",
     "MessageModel",

@@ -17,7 +17,9 @@ every queue exactly once.  The strategies are RocketMQ's, with its names:
 
 A strategy raises ``ValueError`` for an empty client id, queue list or client list, and
 returns nothing for a client id that is not in the list (the broker's view of the group is
-older than this client's heartbeat), as Java does.
+older than this client's heartbeat), as Java does.  The three strategies that take
+parameters (by config, by machine room, machine-room nearby) are in
+:mod:`rmq.client.consumer.allocate_rooms`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueConsistentHash",
     "AllocateStrategy",
+    "index_of",
     "strategy_by_name",
 ]
 
@@ -55,7 +58,7 @@ class AllocateStrategy(Protocol):
         ...
 
 
-def _index_of(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> int:
+def index_of(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> int:
     """The position of ``current_cid`` in ``cid_all`` (-1 when absent), after the argument
     checks every strategy makes."""
     if not current_cid:
@@ -81,7 +84,7 @@ class _ShareByIndex:
         mq_all: Sequence[MessageQueue],
         cid_all: Sequence[str],
     ) -> list[MessageQueue]:
-        index = _index_of(current_cid, mq_all, cid_all)
+        index = index_of(current_cid, mq_all, cid_all)
         if index < 0:
             return []
         return self._share(index, mq_all, len(cid_all))
@@ -142,7 +145,7 @@ class AllocateMessageQueueConsistentHash:
         mq_all: Sequence[MessageQueue],
         cid_all: Sequence[str],
     ) -> list[MessageQueue]:
-        if _index_of(current_cid, mq_all, cid_all) < 0:
+        if index_of(current_cid, mq_all, cid_all) < 0:
             return []
         ring: dict[int, str] = {}
         for cid in cid_all:
