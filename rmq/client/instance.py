@@ -48,6 +48,7 @@ from typing import Protocol, TypeVar
 from rmq.client import api
 from rmq.client.consumerrequests import ConsumerAnswers, register_consumer_requests
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
+from rmq.client.requestreply import RequestFutures, register_reply_requests
 from rmq.common.config import local_address
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
 from rmq.common.perm import is_readable, is_writeable
@@ -268,6 +269,7 @@ class ClientInstance:
         self._broker_addrs: dict[str, dict[int, str]] = {}
         self._route_fetches: dict[str, asyncio.Task[TopicRouteData]] = {}
         self._producer_groups: set[str] = set()
+        self.request_futures = RequestFutures()  # requests waiting for replies (326)
         self._consumers: dict[str, RegisteredConsumer] = {}
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeats_asked = 0  # calls of send_heartbeat_to_all_brokers so far
@@ -283,6 +285,7 @@ class ClientInstance:
             return
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._consumer_ids_changed)
         register_consumer_requests(self.remoting, self._answering_consumer, self._namesrv_list)
+        register_reply_requests(self.remoting, self.request_futures)
         self._tasks = [
             self._spawn(
                 self.poll_name_server_interval,

@@ -22,6 +22,8 @@ instance's one connection per broker.  The ways to send:
   count (Java's `SelectMessageQueueByHash`), or `selector=` picks it with any function of
   the queue list and the message; `Message.queue_id` pins a queue id.  Such sends go to the
   chosen queue once, without retries, since another queue would break the order.
+* `request`: sends a message as a request and waits for its reply
+  (`rmq.client.requestreply`); `request_async` does it in a task.
 * `send_batch`: a list of messages of one topic in one SEND_BATCH_MESSAGE request; each
   keeps its own properties and unique id, and the broker stores them with consecutive queue
   offsets.
@@ -44,7 +46,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rmq.client import api
 from rmq.client.api import SendResult, SendStatus
@@ -52,6 +54,7 @@ from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError
 from rmq.client.instance import DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance, TopicPublishInfo
 from rmq.client.member import ClientMember
 from rmq.client.message import DEFAULT_MAX_MESSAGE_SIZE, Message, wait_property_text
+from rmq.client.requestreply import is_reply
 from rmq.common.compression import (
     DEFAULT_COMPRESS_BODY_OVER,
     DEFAULT_COMPRESS_LEVEL,
@@ -68,6 +71,9 @@ from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+
+if TYPE_CHECKING:
+    from rmq.client.consumer.message import MessageExt
 
 __all__ = [
     "Message",
@@ -193,7 +199,7 @@ class Producer(ClientMember):
         self.create_topic_key = create_topic_key
         self.default_topic_queue_nums = default_topic_queue_nums
         self._faults = _BrokerFaults(fault_isolation)
-        self._templates: dict[tuple[str, str, int], api.SendRequestTemplate] = {}
+        self._templates: dict[tuple[str, str, int, bool], api.SendRequestTemplate] = {}
         self._ids = unique_ids()
         self._async_sends: set[asyncio.Task[SendResult]] = set()
 
@@ -321,6 +327,28 @@ class Producer(ClientMember):
             retry_broker_errors=True,
         )
 
+    # --- request-reply ------------------------------------------------------------------------
+
+    async def request(self, msg: Message, timeout: float) -> MessageExt:
+        """Send `msg` as a request and wait up to `timeout` seconds for its reply
+        (`rmq.client.requestreply`); raises `RequestTimeoutError` when none comes."""
+        from rmq.client.requestreply import request
+
+        return await request(self, msg, timeout)
+
+    def request_async(
+        self,
+        msg: Message,
+        timeout: float,
+        on_success: Callable[[MessageExt], None] | None = None,
+        on_exception: ExceptionCallback | None = None,
+    ) -> asyncio.Task[MessageExt]:
+        """`request` in a task; `on_success(reply)` or `on_exception(error)` runs when it
+        ends."""
+        from rmq.client.requestreply import request_async
+
+        return request_async(self, msg, timeout, on_success, on_exception)
+
     # --- building requests --------------------------------------------------------------------
 
     def _check_running(self) -> None:
@@ -342,7 +370,7 @@ class Producer(ClientMember):
             sys_flag = _COMPRESSED_ZLIB
         msg_id = self._ids.next_id()
         return _Outgoing(
-            self._template(msg.topic),
+            self._template(msg.topic, reply=is_reply(msg)),
             msg.topic,
             body,
             sys_flag,
@@ -391,9 +419,10 @@ class Producer(ClientMember):
             ",".join(ids),
         )
 
-    def _template(self, topic: str) -> api.SendRequestTemplate:
-        """The request template of this producer's sends to `topic`."""
-        key = (topic, self.create_topic_key, self.default_topic_queue_nums)
+    def _template(self, topic: str, *, reply: bool = False) -> api.SendRequestTemplate:
+        """The request template of this producer's sends to `topic` (of its replies, sent
+        with SEND_REPLY_MESSAGE_V2, with `reply`)."""
+        key = (topic, self.create_topic_key, self.default_topic_queue_nums, reply)
         template = self._templates.get(key)
         if template is None:
             template = api.SendRequestTemplate(self.group, *key)

@@ -83,11 +83,17 @@ class SendRequestTemplate:
     per-send fields, giving the request `send_request` gives for the equal header.
     """
 
-    __slots__ = ("_shared",)
+    __slots__ = ("_reply", "_shared")
 
     def __init__(
-        self, producer_group: str, topic: str, default_topic: str, default_topic_queue_nums: int
+        self,
+        producer_group: str,
+        topic: str,
+        default_topic: str,
+        default_topic_queue_nums: int,
+        reply: bool = False,
     ) -> None:
+        self._reply = reply  # replies go as SEND_REPLY_MESSAGE_V2
         header = SendMessageRequestHeader(
             producer_group=producer_group,
             topic=topic,
@@ -124,7 +130,8 @@ class SendRequestTemplate:
         ext_fields[_SEND_KEY["properties"]] = properties
         ext_fields[_SEND_KEY["batch"]] = "true" if batch else "false"
         ext_fields[_SEND_KEY["bname"]] = queue.broker_name
-        request = create_request(_send_code(batch), body=body)
+        code = RequestCode.SEND_REPLY_MESSAGE_V2 if self._reply else _send_code(batch)
+        request = create_request(code, body=body)
         request.ext_fields = ext_fields
         return request
 

@@ -11,7 +11,7 @@ through the context's ``register_broker`` callback.  The controller owns:
 * ``registration``, the name server registration (:class:`BrokerRegistration`), and
   ``transaction_check_service``, which asks producers about unresolved half messages;
 * ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
-  every processor (admin, send, send-back, pull, query, consumer offsets, consumer and
+  every processor (admin, send, reply, send-back, pull, query, consumer offsets, consumer and
   producer queries, client management, end transaction, store maintenance); codes nobody
   serves get the admin processor's REQUEST_CODE_NOT_SUPPORTED;
 * ``fast_server``, a second :class:`RemotingServer` on ``bindAddress:listenPort - 2``: the
@@ -73,6 +73,7 @@ from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
 from rmq.server.broker.pullprocessor import PullMessageProcessor
 from rmq.server.broker.queryprocessor import QueryMessageProcessor
 from rmq.server.broker.registration import BrokerRegistration
+from rmq.server.broker.replyprocessor import ReplyMessageProcessor
 from rmq.server.broker.sendback import SendBackProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
 from rmq.server.broker.statsitems import (
@@ -145,6 +146,7 @@ class BrokerController:
         processors = (
             self.admin_processor,
             SendMessageProcessor(context),
+            ReplyMessageProcessor(context),
             SendBackProcessor(context),
             PullMessageProcessor(context),
             QueryMessageProcessor(context),
