@@ -5,8 +5,10 @@ A `ClientInstance` is Java's `MQClientInstance` in asyncio form.  It owns
 * one `RemotingClient` (one pooled connection per broker and name server) and the handlers
   for requests brokers send to clients: NOTIFY_CONSUMER_IDS_CHANGED makes every registered
   consumer rebalance now; the offset reset, offset status, running info and direct
-  consumption calls are answered by the consumer of the group (`consumerrequests.py`); every
-  other code is answered REQUEST_CODE_NOT_SUPPORTED by the remoting layer;
+  consumption calls are answered by the consumer of the group (`consumerrequests.py`);
+  CHECK_TRANSACTION_STATE by the transactional producer of the message's group
+  (`transactionrequests.py`); every other code is answered REQUEST_CODE_NOT_SUPPORTED by the
+  remoting layer;
 * the name server list (`"host:port;host:port"`), used one at a time through a
   `NameServerList` (also the admin client's): a request goes to the current name server and
   moves on to the next when it cannot connect or times out;
@@ -48,6 +50,7 @@ from typing import Protocol, TypeVar
 from rmq.client import api
 from rmq.client.consumerrequests import ConsumerAnswers, register_consumer_requests
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
+from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
 from rmq.client.requestreply import RequestFutures, register_reply_requests
 from rmq.common.config import local_address
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -269,6 +272,7 @@ class ClientInstance:
         self._broker_addrs: dict[str, dict[int, str]] = {}
         self._route_fetches: dict[str, asyncio.Task[TopicRouteData]] = {}
         self._producer_groups: set[str] = set()
+        self._transaction_checkers: dict[str, TransactionChecker] = {}
         self.request_futures = RequestFutures()  # requests waiting for replies (326)
         self._consumers: dict[str, RegisteredConsumer] = {}
         self._heartbeat_lock = asyncio.Lock()
@@ -285,6 +289,7 @@ class ClientInstance:
             return
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._consumer_ids_changed)
         register_consumer_requests(self.remoting, self._answering_consumer, self._namesrv_list)
+        register_transaction_requests(self.remoting, self._transaction_checkers.get)
         register_reply_requests(self.remoting, self.request_futures)
         self._tasks = [
             self._spawn(
@@ -323,6 +328,7 @@ class ClientInstance:
         ]
         leaving += [(None, group) for group in self._consumers]
         self._producer_groups.clear()
+        self._transaction_checkers.clear()
         self._consumers.clear()
         await asyncio.gather(*(self._unregister_client(p, c) for p, c in leaving))
         await self.remoting.close()
@@ -508,8 +514,10 @@ class ClientInstance:
 
     # --- groups and heartbeats ----------------------------------------------------------------
 
-    def register_producer(self, group: str) -> None:
-        """Add a producer group to the heartbeats; a group may be registered once."""
+    def register_producer(self, group: str, checker: TransactionChecker | None = None) -> None:
+        """Add a producer group to the heartbeats; a group may be registered once.  A
+        transactional producer gives its `checker`, which answers the group's transaction
+        checks."""
         if group in self._producer_groups:
             raise MQClientError(
                 -1,
@@ -517,11 +525,14 @@ class ClientInstance:
                 f"specify another name please.",
             )
         self._producer_groups.add(group)
+        if checker is not None:
+            self._transaction_checkers[group] = checker
 
     async def unregister_producer(self, group: str) -> None:
         """Remove a producer group and tell every broker (UNREGISTER_CLIENT)."""
         if group in self._producer_groups:
             self._producer_groups.discard(group)
+            self._transaction_checkers.pop(group, None)
             await self._unregister_client(group, None)
 
     def _answering_consumer(self, group: str) -> ConsumerAnswers | None:

@@ -23,7 +23,9 @@ from rmq.common.msgconst import (
     KEY_SEPARATOR,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
+    PROPERTY_PRODUCER_GROUP,
     PROPERTY_TAGS,
+    PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
 )
@@ -99,3 +101,12 @@ class Message:
 def wait_property_text(wait_store_msg_ok: bool) -> str:
     """The WAIT property alone: the properties of a batch's header."""
     return _WAIT_TRUE if wait_store_msg_ok else _WAIT_FALSE
+
+
+def half_properties_text(producer_group: str) -> str:
+    """What a transaction's half message adds to its property string: TRAN_MSG=true and
+    PGROUP, the group whose producers the broker asks about it."""
+    return (
+        f"{PROPERTY_SEPARATOR}{PROPERTY_TRANSACTION_PREPARED}{NAME_VALUE_SEPARATOR}true"
+        f"{PROPERTY_SEPARATOR}{PROPERTY_PRODUCER_GROUP}{NAME_VALUE_SEPARATOR}{producer_group}"
+    )

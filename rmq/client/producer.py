@@ -53,7 +53,12 @@ from rmq.client.api import SendResult, SendStatus
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError
 from rmq.client.instance import DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance, TopicPublishInfo
 from rmq.client.member import ClientMember
-from rmq.client.message import DEFAULT_MAX_MESSAGE_SIZE, Message, wait_property_text
+from rmq.client.message import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    Message,
+    half_properties_text,
+    wait_property_text,
+)
 from rmq.client.requestreply import is_reply
 from rmq.common.compression import (
     DEFAULT_COMPRESS_BODY_OVER,
@@ -65,7 +70,7 @@ from rmq.common.javahash import java_hash
 from rmq.common.message import encode_batch
 from rmq.common.msgid import UniqueIdGenerator
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_PRODUCER_GROUP, is_retry_topic
-from rmq.common.sysflag import COMPRESSED_FLAG
+from rmq.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.codes import ResponseCode
@@ -263,9 +268,13 @@ class Producer(ClientMember):
         timeout: float | None,
         retries: int,
         retry_broker_errors: bool,
+        *,
+        half: bool = False,
     ) -> SendResult:
+        """Send `msg` as the public sends do; `half` makes it a transaction's half message
+        (the transactional producer's send)."""
         deadline = self._deadline(timeout)
-        outgoing = self._prepare(msg)
+        outgoing = self._prepare(msg, half=half)
         info = self.instance.cached_publish_info(msg.topic) or await self._publish_info(msg.topic)
         chooser = self._chooser(msg, sharding_key, selector)
         if chooser is not None:
@@ -360,7 +369,9 @@ class Producer(ClientMember):
     def _deadline(self, timeout: float | None) -> float:
         return _now() + (self.send_timeout if timeout is None else timeout)
 
-    def _prepare(self, msg: Message) -> _Outgoing:
+    def _prepare(self, msg: Message, *, half: bool = False) -> _Outgoing:
+        """Encode one send; a `half` message carries TRAN_MSG=true and the group in PGROUP
+        and is flagged TRANSACTION_PREPARED_TYPE, as Java's transactional send does."""
         self._check_running()
         msg.validate(self.max_message_size)
         body = msg.body
@@ -369,13 +380,17 @@ class Producer(ClientMember):
             body = compress(body, CompressionType.ZLIB, self.compress_level)
             sys_flag = _COMPRESSED_ZLIB
         msg_id = self._ids.next_id()
+        properties = msg.properties_text(msg_id)
+        if half:
+            sys_flag |= TRANSACTION_PREPARED_TYPE
+            properties += half_properties_text(self.group)
         return _Outgoing(
             self._template(msg.topic, reply=is_reply(msg)),
             msg.topic,
             body,
             sys_flag,
             msg.flag,
-            msg.properties_text(msg_id),
+            properties,
             False,
             msg_id,
         )

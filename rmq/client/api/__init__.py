@@ -33,7 +33,8 @@ One module per request family, all re-exported here so callers write `api.send_m
 * `brokeradmin`: creating and deleting topics on a broker, topic stats, runtime info;
 * `consumerqueries`: who consumes a topic, group progress and time spans, consume queue
   entries, producers, correction and cloned offsets, system topics;
-* `storeadmin`: a broker's store maintenance, stats items and half-message resume.
+* `storeadmin`: a broker's store maintenance, stats items and half-message resume;
+* `transaction`: END_TRANSACTION, a transactional producer's commit / rollback / unknown.
 """
 
 from rmq.client.api.brokeradmin import (
@@ -117,6 +118,7 @@ from rmq.client.api.storeadmin import (
     resume_check_half_message,
     view_broker_stats_data,
 )
+from rmq.client.api.transaction import end_transaction_oneway, end_transaction_request
 
 __all__ = [
     "PullResult",
@@ -137,6 +139,8 @@ __all__ = [
     "delete_topic_in_broker_request",
     "delete_topic_in_namesrv",
     "delete_topic_in_namesrv_request",
+    "end_transaction_oneway",
+    "end_transaction_request",
     "fetch_consume_stats_in_broker",
     "get_all_producer_info",
     "get_all_topic_list",
