@@ -8,6 +8,7 @@ broker's sends.
     rmq message resend MSGID [--dry-run]                queryMsgById -s true
     rmq message consume-directly MSGID -g GROUP [--client-id ID] [-t TOPIC]   queryMsgById -g -d
     rmq message send-status BROKER_NAME [--size N] [--count N]               sendMsgStatus
+    rmq message trace MSGID [--trace-topic TOPIC]       queryMsgTraceById
 
 The lookups print the message record of docs/cli.md (`rmq.common.jsonrecord`, the object
 `rmq consume` prints): one object for `get`, `by-unique-key` and `by-offset`, a list for
@@ -351,5 +352,62 @@ def send_status(
         [{"rtMs": send.rt_ms, **_sent(send.result)} for send in sends],
         columns=SEND_COLUMNS,
         wide_columns=("topic", "queueOffset"),
+        output=output,
+    )
+
+
+@app.command("trace")
+def trace(
+    msg_id: Annotated[str, typer.Argument(metavar="MSGID", help="Message id (msgId).")],
+    trace_topic: Annotated[
+        str | None,
+        typer.Option(
+            "--trace-topic",
+            metavar="TOPIC",
+            help="Trace topic. Default: RMQ_SYS_TRACE_TOPIC.",
+            show_default=False,
+        ),
+    ] = None,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
+) -> None:
+    """Print the trace of message MSGID: its Pub, SubBefore and SubAfter records.
+
+    The records are those traced clients (`rmq produce --trace`, `rmq consume --trace`,
+    Apache's clients with message trace on) wrote to the trace topic.  -o wide adds the
+    topic, tags, keys, store host and offset id.
+    """
+    from rmq.cli.topic import human_time
+    from rmq.client.adminops.trace import query_trace
+    from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
+
+    topic_name = trace_topic or RMQ_SYS_TRACE_TOPIC
+
+    async def lookup(admin: AdminClient) -> list[Any]:
+        return await query_trace(admin, msg_id, topic_name)
+
+    views = _run(namesrv, lookup, f"trace of message {msg_id!r} in topic {topic_name!r}")
+    rows = [
+        {
+            "type": view.msg_type,
+            "msgId": view.msg_id,
+            "group": view.group,
+            "clientHost": view.client_host,
+            "timestamp": view.timestamp,
+            "costTimeMs": view.cost_time,
+            "status": view.status,
+            "topic": view.topic,
+            "tags": view.tags,
+            "keys": view.keys,
+            "storeHost": view.store_host,
+            "offsetMsgId": view.offset_msg_id,
+        }
+        for view in views
+    ]
+    show(
+        rows,
+        columns=("type", "group", "clientHost", "time", "costTimeMs", "status"),
+        wide_columns=("topic", "tags", "keys", "storeHost", "offsetMsgId"),
+        table_rows=[{**row, "time": human_time(row["timestamp"])} for row in rows],
         output=output,
     )

@@ -63,6 +63,7 @@ from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat
 from rmq.cli.produce_send import InputLines, Sender, SendMode, SendOptions
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
+from rmq.cli.tracing import TraceOption, TraceTopicOption, trace_topic
 from rmq.common.jsonrecord import (
     MessageFields,
     RecordDefaults,
@@ -228,6 +229,8 @@ def produce(
     summary: Annotated[
         bool, typer.Option("--summary", help="Print only a summary, not a result per message.")
     ] = False,
+    trace: TraceOption = False,
+    trace_topic_name: TraceTopicOption = None,
     namesrv: NamesrvOption = None,
     output: Annotated[
         OutputFormat,
@@ -270,8 +273,11 @@ def produce(
     )
     results = ResultWriter(sys.stdout.buffer, output, summary, per_message=not oneway)
     addrs = resolve_namesrv(namesrv)
+    traced = trace_topic(trace, trace_topic_name)
     return run_server(
-        _produce(topic, addrs, group, input_format, defaults, options, results, sys.stdin.buffer)
+        _produce(
+            topic, addrs, group, input_format, defaults, options, results, sys.stdin.buffer, traced
+        )
     )
 
 
@@ -367,14 +373,17 @@ async def _produce(
     options: SendOptions,
     results: ResultWriter,
     stdin: BinaryIO,
+    trace_to: str | None = None,
 ) -> int:
 
+    from rmq.cli.tracing import trace_producer
     from rmq.client.producer import Producer
     from rmq.server.runtime import exit_code_for, shutdown_signals
 
     with shutdown_signals() as interrupted:
         producer = Producer(group, namesrv_addrs)
         await producer.start()
+        dispatcher = await trace_producer(producer, namesrv_addrs, trace_to)
         try:
             await check_topic(producer, topic, namesrv_addrs)
             results.started = time.monotonic()
@@ -385,6 +394,8 @@ async def _produce(
             await sender.finish()
         finally:
             await producer.shutdown()
+            if dispatcher is not None:
+                await dispatcher.shutdown()
         results.finish(topic)
     failed = results.failed_lines
     if failed:

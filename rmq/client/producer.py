@@ -80,6 +80,9 @@ from rmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTim
 if TYPE_CHECKING:
     from rmq.client.consumer.message import MessageExt
 
+if TYPE_CHECKING:
+    from rmq.client.trace.hooks import SendTraceHook
+
 __all__ = [
     "Message",
     "Producer",
@@ -207,6 +210,7 @@ class Producer(ClientMember):
         self._templates: dict[tuple[str, str, int, bool], api.SendRequestTemplate] = {}
         self._ids = unique_ids()
         self._async_sends: set[asyncio.Task[SendResult]] = set()
+        self.send_trace: SendTraceHook | None = None  # rmq.client.trace: Pub records
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -506,6 +510,10 @@ class Producer(ClientMember):
             )
         try:
             addr = await self.instance.broker_address(queue)
+            trace = self.send_trace
+            traced = None
+            if trace is not None:
+                traced = trace.before(outgoing.topic, outgoing.properties, len(outgoing.body), addr)
             result = await api.send_message(
                 self.instance.remoting,
                 addr,
@@ -518,6 +526,8 @@ class Producer(ClientMember):
             self._faults.failed(queue.broker_name)
             raise
         self._faults.succeeded(queue.broker_name)
+        if trace is not None and traced is not None:
+            trace.after(traced, result)
         return result
 
     async def _send_with_retries(

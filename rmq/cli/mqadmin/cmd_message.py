@@ -15,7 +15,7 @@ way the Java commands of mqadmin 4.9.8 do, including the Java `toString` forms t
 * `SendResult [...]`, `MessageQueue [...]`, `ConsumeQueueData{...}` and
   `ConsumeMessageDirectlyResult [...]`.
 
-queryMsgTraceById (message trace) is not registered: rmq has no message trace yet.
+queryMsgTraceById (message trace) is cmd_trace.py's.
 """
 
 from __future__ import annotations

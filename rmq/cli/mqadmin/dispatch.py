@@ -25,7 +25,7 @@ from rmq.cli.mqadmin import commonscli
 from rmq.cli.mqadmin.javafmt import jprintf
 from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
 
-MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message")
+MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace")
 EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
 
 

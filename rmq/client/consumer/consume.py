@@ -219,9 +219,13 @@ class ConsumeService:
         """The listener's verdict on a batch of ``mq``'s messages, counted in the stats."""
         for message in messages:
             message.restore_retry_topic(self.group)
+        trace = self.consumer.consume_trace
+        traced = trace.before(messages) if trace is not None else None
         begin = time.monotonic()
         status = await self._verdict(messages)
         ok = len(messages) if status is ConsumeStatus.CONSUME_SUCCESS else 0
+        if trace is not None:
+            trace.after(traced, len(messages), ok > 0)
         self.consumer.stats.inc_consume(mq.topic, millis_since(begin), ok, len(messages) - ok)
         return status
 

@@ -61,7 +61,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmq.client import api
 from rmq.client.consumer import runstate
@@ -107,6 +107,9 @@ from rmq.remoting.bodies.consumerinfo import ConsumeMessageDirectlyResult, Consu
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import PullMessageRequestHeader
+
+if TYPE_CHECKING:
+    from rmq.client.trace.hooks import ConsumeTraceHook
 
 __all__ = ["PushConsumer"]
 
@@ -183,6 +186,7 @@ class PushConsumer(ClientMember):
         self.offset_store_dir = offset_store_dir
         self.orderly = False
         self.stats = ConsumerStats()
+        self.consume_trace: ConsumeTraceHook | None = None  # rmq.client.trace: Sub records
         self.start_timestamp = now_millis()
         self._listener: MessageListener | None = None
         self._subscriptions: dict[str, SubscriptionData] = {}
