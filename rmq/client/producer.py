@@ -79,8 +79,6 @@ from rmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTim
 
 if TYPE_CHECKING:
     from rmq.client.consumer.message import MessageExt
-
-if TYPE_CHECKING:
     from rmq.client.trace.hooks import SendTraceHook
 
 __all__ = [
