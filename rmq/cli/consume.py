@@ -1,7 +1,7 @@
 """`rmq consume TOPIC`: messages of TOPIC on stdout, as NDJSON records or through a template.
 
     rmq consume TOPIC [-n NS] [-g GROUP [--reset]] [--from POS] [--filter 'TagA || TagB']
-                      [--broadcast] [--orderly] [-c N] [-e] [-f TEMPLATE]
+                      [--broadcast] [--orderly] [--allocate STRATEGY] [-c N] [-e] [-f TEMPLATE]
 
 Output.  One message record per line (the schema of docs/cli.md, `MessageExt.to_record_dict`:
 the body decompressed, base64 with `"bodyEncoding":"base64"` when it is not UTF-8), or with
@@ -33,6 +33,8 @@ Two ways to read, picked by the options:
   other consumers (`--broadcast`: every consumer gets every message, offsets in a local
   file; `--orderly`: queue locks on the brokers and per-queue order).  Messages are handed
   to the output one at a time, so what is committed is exactly what was printed.
+  `--allocate averagely|circle|consistent-hash` picks the queue allocation strategy of the
+  rebalance (RocketMQ's AVG, AVG_BY_CIRCLE, CONSISTENT_HASH; default averagely).
 
 With `-g`, a queue starts at the group's committed offset; a queue the group has no offset
 for (or offset 0: a broker answers 0 for a group it does not know while the queue's first
@@ -70,7 +72,6 @@ from rmq.cli.consume_read import (
 )
 from rmq.cli.main import command_app
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
-from rmq.cli.tracing import TraceOption, TraceTopicOption, trace_topic
 
 if TYPE_CHECKING:
     import asyncio
@@ -80,6 +81,13 @@ if TYPE_CHECKING:
 
 
 app = command_app()
+
+ALLOCATE_STRATEGIES = {
+    "averagely": "AVG",
+    "circle": "AVG_BY_CIRCLE",
+    "consistent-hash": "CONSISTENT_HASH",
+}
+"""`--allocate` words and the RocketMQ names of their strategies (rmq.client.consumer.allocate)."""
 
 
 # --- output ----------------------------------------------------------------------------------
@@ -279,6 +287,16 @@ def consume(
     orderly: Annotated[
         bool, typer.Option("--orderly", help="With -g: consume each queue in order, locked.")
     ] = False,
+    allocate: Annotated[
+        str,
+        typer.Option(
+            "--allocate",
+            metavar="STRATEGY",
+            click_type=click.Choice(list(ALLOCATE_STRATEGIES)),
+            help="With -g: how the group's consumers share the queues: averagely (blocks), "
+            "circle (round-robin) or consistent-hash.",
+        ),
+    ] = "averagely",
     count: Annotated[
         int | None,
         typer.Option(
@@ -302,8 +320,6 @@ def consume(
             show_default=False,
         ),
     ] = None,
-    trace: TraceOption = False,
-    trace_topic_name: TraceTopicOption = None,
     namesrv: NamesrvOption = None,
 ) -> int:
     """Print the messages of TOPIC: NDJSON message records or a --format template.
@@ -324,6 +340,8 @@ def consume(
             raise click.BadParameter(error, param_hint="'-g' / '--group'")
     elif reset:
         raise click.UsageError("--reset needs -g GROUP")
+    elif allocate != "averagely":
+        raise click.UsageError("--allocate needs -g GROUP")
     options = ConsumeOptions(
         topic=topic,
         group=group,
@@ -333,11 +351,11 @@ def consume(
         broadcast=broadcast,
         orderly=orderly,
         exit_at_end=exit_at_end,
+        allocate=ALLOCATE_STRATEGIES[allocate],
     )
     render = compile_template(template) if template is not None else render_record
     printer_args = (sys.stdout.buffer, render, count)
-    traced = trace_topic(trace, trace_topic_name)
-    return run_server(_consume(resolve_namesrv(namesrv), options, printer_args, traced))
+    return run_server(_consume(resolve_namesrv(namesrv), options, printer_args))
 
 
 @dataclass(frozen=True)
@@ -350,15 +368,12 @@ class ConsumeOptions:
     broadcast: bool
     orderly: bool
     exit_at_end: bool
+    allocate: str = "AVG"
 
 
 async def _consume(
-    namesrv_addrs: str,
-    options: ConsumeOptions,
-    printer_args: tuple[BinaryIO, Render, int | None],
-    trace_to: str | None = None,
+    namesrv_addrs: str, options: ConsumeOptions, printer_args: tuple[BinaryIO, Render, int | None]
 ) -> int:
-    from rmq.cli.consume_trace import traced_printer
     from rmq.cli.errors import EXIT_FAILURE
     from rmq.cli.topic import admin_error
     from rmq.client.errors import ClientError
@@ -366,10 +381,8 @@ async def _consume(
     from rmq.remoting.errors import RemotingError
     from rmq.server.runtime import exit_code_for, shutdown_signals
 
+    printer = Printer(*printer_args)
     with shutdown_signals() as interrupted:
-        printer, dispatcher = await traced_printer(
-            namesrv_addrs, options.group, trace_to, printer_args
-        )
         # Broadcasting keeps offsets in a file named after the client id: a fixed instance
         # name finds them again in the next run.
         instance = ClientInstance(namesrv_addrs, "DEFAULT" if options.broadcast else None)
@@ -380,8 +393,6 @@ async def _consume(
             raise admin_error(exc, namesrv_addrs) from exc
         finally:
             await instance.shutdown()
-            if dispatcher is not None:
-                await dispatcher.shutdown()
     if interrupted.done():
         return exit_code_for(interrupted.result())
     return EXIT_FAILURE if printer.broken_pipe else 0

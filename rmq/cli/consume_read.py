@@ -270,7 +270,13 @@ async def consume_group(
     arrives; its shutdown commits what was printed."""
     import asyncio
 
-    from rmq.client.consumer import ConsumeFromWhere, ConsumeStatus, MessageModel, PushConsumer
+    from rmq.client.consumer import (
+        ConsumeFromWhere,
+        ConsumeStatus,
+        MessageModel,
+        PushConsumer,
+        strategy_by_name,
+    )
 
     assert options.group is not None
     where = {
@@ -287,6 +293,7 @@ async def consume_group(
         else None,
         consume_concurrency=1,
         consume_message_batch_max_size=1,
+        allocate_strategy=strategy_by_name(options.allocate),
     )
     consumer.subscribe(options.topic, options.expression)
 
