@@ -72,6 +72,7 @@ from rmq.cli.consume_read import (
 )
 from rmq.cli.main import command_app
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
+from rmq.cli.tracing import TraceOption, TraceTopicOption, trace_topic
 
 if TYPE_CHECKING:
     import asyncio
@@ -320,6 +321,8 @@ def consume(
             show_default=False,
         ),
     ] = None,
+    trace: TraceOption = False,
+    trace_topic_name: TraceTopicOption = None,
     namesrv: NamesrvOption = None,
 ) -> int:
     """Print the messages of TOPIC: NDJSON message records or a --format template.
@@ -355,7 +358,8 @@ def consume(
     )
     render = compile_template(template) if template is not None else render_record
     printer_args = (sys.stdout.buffer, render, count)
-    return run_server(_consume(resolve_namesrv(namesrv), options, printer_args))
+    traced = trace_topic(trace, trace_topic_name)
+    return run_server(_consume(resolve_namesrv(namesrv), options, printer_args, traced))
 
 
 @dataclass(frozen=True)
@@ -372,8 +376,12 @@ class ConsumeOptions:
 
 
 async def _consume(
-    namesrv_addrs: str, options: ConsumeOptions, printer_args: tuple[BinaryIO, Render, int | None]
+    namesrv_addrs: str,
+    options: ConsumeOptions,
+    printer_args: tuple[BinaryIO, Render, int | None],
+    trace_to: str | None = None,
 ) -> int:
+    from rmq.cli.consume_trace import traced_printer
     from rmq.cli.errors import EXIT_FAILURE
     from rmq.cli.topic import admin_error
     from rmq.client.errors import ClientError
@@ -381,8 +389,10 @@ async def _consume(
     from rmq.remoting.errors import RemotingError
     from rmq.server.runtime import exit_code_for, shutdown_signals
 
-    printer = Printer(*printer_args)
     with shutdown_signals() as interrupted:
+        printer, dispatcher = await traced_printer(
+            namesrv_addrs, options.group, trace_to, printer_args
+        )
         # Broadcasting keeps offsets in a file named after the client id: a fixed instance
         # name finds them again in the next run.
         instance = ClientInstance(namesrv_addrs, "DEFAULT" if options.broadcast else None)
@@ -393,6 +403,8 @@ async def _consume(
             raise admin_error(exc, namesrv_addrs) from exc
         finally:
             await instance.shutdown()
+            if dispatcher is not None:
+                await dispatcher.shutdown()
     if interrupted.done():
         return exit_code_for(interrupted.result())
     return EXIT_FAILURE if printer.broken_pipe else 0
