@@ -144,6 +144,8 @@ def test_printer_stops_when_the_reader_goes_away() -> None:
         (["--reset"], "--reset needs -g GROUP"),
         (["-g", "bad group"], "Invalid value for '-g' / '--group'"),
         (["-c", "0"], "Invalid value for '--count' / '-c'"),
+        (["-g", "G", "--allocate", "hash"], "Invalid value for '--allocate'"),
+        (["--allocate", "circle"], "--allocate needs -g GROUP"),
     ],
 )
 def test_bad_usage_exits_2_before_connecting(rmq: RunRmq, args: list[str], error: str) -> None:
@@ -151,3 +153,15 @@ def test_bad_usage_exits_2_before_connecting(rmq: RunRmq, args: list[str], error
     assert result.returncode == 2, result.stderr
     assert error in result.stderr
     assert result.stdout == ""
+
+
+def test_every_allocate_word_names_a_strategy_of_the_client() -> None:
+    from rmq.cli.consume import ALLOCATE_STRATEGIES
+    from rmq.client.consumer import strategy_by_name
+
+    names = {word: strategy_by_name(name).name for word, name in ALLOCATE_STRATEGIES.items()}
+    assert names == {
+        "averagely": "AVG",
+        "circle": "AVG_BY_CIRCLE",
+        "consistent-hash": "CONSISTENT_HASH",
+    }
