@@ -43,6 +43,11 @@ Ctrl-C stops reading, waits for the sends under way and exits 130.  A topic the 
 does not know (and no broker auto-creates) or an unreachable name server fails before any
 input is read.
 
+Transactions.  `--transaction --exec CMD [--check CMD]` sends every message in a transaction
+that CMD decides from the message's record on its stdin (exit 0 commits, 1 rolls back, other
+statuses leave it unknown for the broker's check-back, which the `--check` CMD answers);
+`rmq.cli.produce_tx` runs them and waits for the check-backs after the input.
+
 The record schema is parsed by `rmq.common.jsonrecord`; stdin is read, and messages sent,
 by `rmq.cli.produce_send` (a daemon thread hands complete lines to the event loop in chunks).
 """
@@ -76,6 +81,7 @@ from rmq.common.jsonrecord import (
 if TYPE_CHECKING:
     import asyncio
 
+    from rmq.cli.produce_tx import TransactionOptions
     from rmq.client.message import Message
     from rmq.client.producer import Producer
 
@@ -231,6 +237,44 @@ def produce(
     ] = False,
     trace: TraceOption = False,
     trace_topic_name: TraceTopicOption = None,
+    transaction: Annotated[
+        bool,
+        typer.Option(
+            "--transaction",
+            help="Send each message in a transaction that the --exec command decides.",
+        ),
+    ] = False,
+    exec_cmd: Annotated[
+        str | None,
+        typer.Option(
+            "--exec",
+            metavar="CMD",
+            help="With --transaction: shell command run per message, its record on stdin; "
+            "exit 0 commits, 1 rolls back, other statuses leave it unknown.",
+            show_default=False,
+        ),
+    ] = None,
+    check_cmd: Annotated[
+        str | None,
+        typer.Option(
+            "--check",
+            metavar="CMD",
+            help="With --transaction: answers the broker's check-backs of unknown "
+            "transactions as --exec decides.",
+            show_default=False,
+        ),
+    ] = None,
+    check_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--check-timeout",
+            min=0,
+            metavar="SECONDS",
+            help="With --check: how long to wait after the input for check-backs to decide "
+            "the unknown transactions. Default: 90.",
+            show_default=False,
+        ),
+    ] = None,
     namesrv: NamesrvOption = None,
     output: Annotated[
         OutputFormat,
@@ -244,7 +288,12 @@ def produce(
     messages and failed sends are reported on stderr by line number and make the exit
     code 1; a failed send also stops reading.  Ctrl-C stops reading, waits for the sends
     under way and exits 130.
+
+    With --transaction every message is a transaction: --exec CMD decides it (exit 0
+    commit, 1 rollback, else unknown), --check CMD answers the broker's check-backs, and
+    transactions still unknown at the end make the exit code 1.
     """
+    from rmq.cli.produce_tx import transaction_options
     from rmq.common.naming import client_topic_error, group_error
     from rmq.server.runtime import run_server
 
@@ -260,6 +309,9 @@ def produce(
         raise click.UsageError("--in-flight applies to --async only")
     if batch > 1 and (oneway or sharding_key_field is not None):
         raise click.UsageError("--batch cannot be combined with --oneway or --sharding-key-field")
+    in_transaction = transaction_options(
+        transaction, exec_cmd, check_cmd, check_timeout, batch=batch, oneway=oneway
+    )
     defaults = RecordDefaults(
         tags=tags or None,
         keys=tuple(keys.split()) if keys else (),
@@ -276,7 +328,16 @@ def produce(
     traced = trace_topic(trace, trace_topic_name)
     return run_server(
         _produce(
-            topic, addrs, group, input_format, defaults, options, results, sys.stdin.buffer, traced
+            topic,
+            addrs,
+            group,
+            input_format,
+            defaults,
+            options,
+            results,
+            sys.stdin.buffer,
+            traced,
+            in_transaction,
         )
     )
 
@@ -294,6 +355,7 @@ class ResultWriter:
         self.per_message = per_message and not summary_only
         self.broken_pipe = False
         self.rows: list[dict[str, Any]] = []
+        self.columns: tuple[str, ...] = RESULT_COLUMNS
         self.sent = 0
         self.failed_lines: list[int] = []
         self.started = time.monotonic()
@@ -343,7 +405,7 @@ class ResultWriter:
             }
             self._render(summary, SUMMARY_COLUMNS, ())
         elif self.per_message and self.output is not OutputFormat.NDJSON:
-            self._render(self.rows, RESULT_COLUMNS, WIDE_COLUMNS)
+            self._render(self.rows, self.columns, WIDE_COLUMNS)
         self.flush()
 
     def _render(self, data: Any, columns: tuple[str, ...], wide: tuple[str, ...]) -> None:
@@ -374,29 +436,41 @@ async def _produce(
     results: ResultWriter,
     stdin: BinaryIO,
     trace_to: str | None = None,
+    transaction: TransactionOptions | None = None,
 ) -> int:
 
+    from rmq.cli.produce_tx import TransactionRun
     from rmq.cli.tracing import trace_producer
     from rmq.client.producer import Producer
     from rmq.server.runtime import exit_code_for, shutdown_signals
 
     with shutdown_signals() as interrupted:
-        producer = Producer(group, namesrv_addrs)
+        run = TransactionRun(transaction, results) if transaction else None
+        producer = (
+            run.start_producer(group, namesrv_addrs) if run else Producer(group, namesrv_addrs)
+        )
         await producer.start()
         dispatcher = await trace_producer(producer, namesrv_addrs, trace_to)
         try:
             await check_topic(producer, topic, namesrv_addrs)
             results.started = time.monotonic()
-            sender = Sender(producer, options, results)
+            sender = (
+                Sender(producer, options, results, send=run.send, rows=run.rows)
+                if run
+                else Sender(producer, options, results)
+            )
             last_line = await _feed(
                 InputLines(stdin), sender, results, interrupted, topic, input_format, defaults
             )
             await sender.finish()
+            if run is not None:
+                await run.settle(interrupted)
         finally:
             await producer.shutdown()
             if dispatcher is not None:
                 await dispatcher.shutdown()
         results.finish(topic)
+    unknown_left = run is not None and run.report()
     failed = results.failed_lines
     if failed:
         plural = "s" if len(failed) > 1 else ""
@@ -414,7 +488,7 @@ async def _produce(
         print(error.line(), file=sys.stderr)
     if interrupted.done():
         return exit_code_for(interrupted.result())
-    return EXIT_FAILURE if results.broken_pipe else 0
+    return EXIT_FAILURE if results.broken_pipe or unknown_left else 0
 
 
 async def _feed(

@@ -8,7 +8,8 @@ holds up the exit).
 `Sender` sends each parsed line as the `SendOptions` say (sync, async with a window of
 sends under way, oneway, or in batches), keeps messages with one sharding key in order, and
 hands each outcome to the command's `ResultWriter` in input order: `result_rows` turns a
-send's result into the result rows of its lines.
+send's result into the result rows of its lines.  A transactional run (`produce_tx.py`) gives
+the Sender its own send and rows.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import enum
 import os
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from rmq.client.producer import Producer
 
 READ_SIZE = 1 << 16
+
+SendOne = Callable[["Outgoing"], Coroutine[Any, Any, "SendResult"]]
+RowsOf = Callable[[list[int], "SendResult"], list[dict[str, Any]]]
 
 
 class SendMode(enum.Enum):
@@ -103,10 +107,20 @@ class Sender:
     """Sends parsed messages as the options say and hands each outcome to the result writer,
     in input order (see the module docstring)."""
 
-    def __init__(self, producer: Producer, options: SendOptions, results: ResultWriter) -> None:
+    def __init__(
+        self,
+        producer: Producer,
+        options: SendOptions,
+        results: ResultWriter,
+        *,
+        send: SendOne | None = None,
+        rows: RowsOf | None = None,
+    ) -> None:
         self.producer = producer
         self.options = options
         self.results = results
+        self._send_one = send or self._send
+        self._rows = rows or result_rows
         self.failed_send_line: int | None = None
         self._pending: deque[_Job] = deque()
         self._batch: list[Outgoing] = []
@@ -132,7 +146,7 @@ class Sender:
         elif key is not None:
             send = self._after(self._last_of_key.get(key), item)
         else:
-            send = self.producer.send(item.message, sharding_key=item.sharding_key)
+            send = self._send_one(item)
         task = self._start([item.line], send)
         if key is not None:
             self._last_of_key[key] = task
@@ -163,7 +177,10 @@ class Sender:
 
         if previous is not None:
             await asyncio.wait([previous])
-        return await self.producer.send(item.message, sharding_key=item.sharding_key)
+        return await self._send_one(item)
+
+    def _send(self, item: Outgoing) -> Coroutine[Any, Any, SendResult]:
+        return self.producer.send(item.message, sharding_key=item.sharding_key)
 
     def _forget_key(self, key: str, task: asyncio.Task[SendResult | None]) -> None:
         if self._last_of_key.get(key) is task:
@@ -196,7 +213,7 @@ class Sender:
             for _ in job.lines:
                 self.results.sent_one(None)
             return
-        for row in result_rows(job.lines, result):
+        for row in self._rows(job.lines, result):
             self.results.sent_one(row)
 
 

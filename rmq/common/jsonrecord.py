@@ -41,15 +41,6 @@ def to_record_dict(record: MessageRecord, broker_name: str | None = None) -> dic
     The body is always the decompressed one: UTF-8 text when it decodes, else base64 with
     ``"bodyEncoding": "base64"``; None when the record was decoded without its body.
     """
-    body = record.decompressed_body()
-    body_fields: dict[str, Any]
-    if body is None:
-        body_fields = {"body": None}
-    else:
-        try:
-            body_fields = {"body": body.decode("utf-8")}
-        except UnicodeDecodeError:
-            body_fields = {"body": base64.b64encode(body).decode("ascii"), "bodyEncoding": "base64"}
     return {
         "topic": record.topic,
         "brokerName": broker_name,
@@ -61,7 +52,7 @@ def to_record_dict(record: MessageRecord, broker_name: str | None = None) -> dic
         "tags": record.tags,
         "keys": record.keys,
         "properties": dict(record.properties),
-        **body_fields,
+        **body_fields(record.decompressed_body()),
         "bodyCrc": record.body_crc,
         "flag": record.flag,
         "sysFlag": record.sys_flag,
@@ -72,6 +63,17 @@ def to_record_dict(record: MessageRecord, broker_name: str | None = None) -> dic
         "reconsumeTimes": record.reconsume_times,
         "preparedTransactionOffset": record.prepared_transaction_offset,
     }
+
+
+def body_fields(body: bytes | None) -> dict[str, Any]:
+    """A record's body fields: UTF-8 text when it decodes, else base64 with
+    ``"bodyEncoding": "base64"``; ``{"body": None}`` for a body not read."""
+    if body is None:
+        return {"body": None}
+    try:
+        return {"body": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body": base64.b64encode(body).decode("ascii"), "bodyEncoding": "base64"}
 
 
 class RecordJsonError(ValueError):
