@@ -36,6 +36,7 @@ __all__ = [
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueConsistentHash",
     "AllocateStrategy",
+    "ShareByIndex",
     "index_of",
     "strategy_by_name",
 ]
@@ -73,7 +74,7 @@ def index_of(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence
         return -1
 
 
-class _ShareByIndex:
+class ShareByIndex:
     """A strategy whose share depends only on the client's position in the sorted client
     list: the argument checks and the "not in the list" case are made once, here."""
 
@@ -96,7 +97,7 @@ class _ShareByIndex:
         raise NotImplementedError
 
 
-class AllocateMessageQueueAveragely(_ShareByIndex):
+class AllocateMessageQueueAveragely(ShareByIndex):
     """Consecutive blocks of nearly equal size (RocketMQ's default strategy)."""
 
     name = "AVG"
@@ -112,7 +113,7 @@ class AllocateMessageQueueAveragely(_ShareByIndex):
         return list(mq_all[start : start + size])
 
 
-class AllocateMessageQueueAveragelyByCircle(_ShareByIndex):
+class AllocateMessageQueueAveragelyByCircle(ShareByIndex):
     """Queues dealt to the clients one at a time, round-robin."""
 
     name = "AVG_BY_CIRCLE"

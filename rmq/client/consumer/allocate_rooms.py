@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from rmq.client.consumer.allocate import AllocateStrategy, index_of
+from rmq.client.consumer.allocate import AllocateStrategy, ShareByIndex, index_of
 from rmq.remoting.bodies import MessageQueue
 
 __all__ = [
@@ -67,7 +67,7 @@ def _machine_room(broker_name: str) -> str | None:
     return parts[0] if len(parts) == 2 else None
 
 
-class AllocateMessageQueueByMachineRoom:
+class AllocateMessageQueueByMachineRoom(ShareByIndex):
     """The queues of the brokers in the consumer's machine rooms (``consumer_idcs``)."""
 
     name = "MACHINE_ROOM"
@@ -75,21 +75,14 @@ class AllocateMessageQueueByMachineRoom:
     def __init__(self, consumer_idcs: Iterable[str]) -> None:
         self.consumer_idcs = frozenset(consumer_idcs)
 
-    def allocate(
-        self,
-        consumer_group: str,
-        current_cid: str,
-        mq_all: Sequence[MessageQueue],
-        cid_all: Sequence[str],
+    def _share(
+        self, index: int, mq_all: Sequence[MessageQueue], clients: int
     ) -> list[MessageQueue]:
-        index = index_of(current_cid, mq_all, cid_all)
-        if index < 0:
-            return []
         in_rooms = [mq for mq in mq_all if _machine_room(mq.broker_name) in self.consumer_idcs]
-        mod, rem = divmod(len(in_rooms), len(cid_all))
+        mod, rem = divmod(len(in_rooms), clients)
         result = in_rooms[index * mod : index * mod + mod]
         if rem > index:
-            result.append(in_rooms[index + mod * len(cid_all)])
+            result.append(in_rooms[index + mod * clients])
         return result
 
 
