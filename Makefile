@@ -23,9 +23,10 @@ run: $(VENV)/.core-installed
 	$(BIN)/rmq standalone
 
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check rmq tests bench
-	$(BIN)/ruff format --check rmq tests bench
+	$(BIN)/ruff check rmq tests bench examples
+	$(BIN)/ruff format --check rmq tests bench examples
 	$(BIN)/mypy
+	$(BIN)/mypy examples/shop
 	$(BIN)/lint-imports
 
 unit: $(VENV)/.test-installed
