@@ -218,6 +218,43 @@ def _topic_delete(cluster: Cluster) -> Any:
     return {"delete": out, "stillListed": TOPIC in listed}
 
 
+TX_TOPIC = "ConfToolsTx"
+DECIDE = 'read -r record; case "$record" in *commit*) exit 0;; *rollback*) exit 1;; esac; exit 3'
+"""Commits "commit*" bodies, rolls back "rollback*" ones and leaves the others unknown."""
+
+
+def _produce_transaction(cluster: Cluster) -> Any:
+    """Commit, rollback and two unknowns the broker checks back (one committed, one rolled
+    back by --check); the states per line and the bodies a consumer sees."""
+    rmq_json(cluster, "topic", "update", "-t", TX_TOPIC, "--cluster", CLUSTER, "-r", "4", "-w", "4")
+    rows = _ndjson(
+        rmq_cli(
+            cluster,
+            "produce",
+            TX_TOPIC,
+            "--transaction",
+            "--exec",
+            DECIDE,
+            "--check",
+            "grep -q later-yes",
+            "--check-timeout",
+            "60",
+            stdin="commit-1\nrollback-1\nlater-yes\nlater-no\n",
+        )
+    )
+    visible = _until(
+        lambda: sorted(
+            r["body"]
+            for r in _ndjson(rmq_cli(cluster, "consume", TX_TOPIC, "--from", "first", "-e"))
+        ),
+        lambda bodies: len(bodies) >= 2,
+    )
+    return {
+        "transactions": [(row["line"], row["status"], row["transaction"]) for row in rows],
+        "visible": visible,
+    }
+
+
 def _expect_topic(result: Any) -> None:
     assert result["topic"] == TOPIC and result["brokerAddrs"] == ["<broker>"], result
 
@@ -235,6 +272,11 @@ CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], object]]] = [
     ("rmq consume -g (commits)", _consume_group_commits, lambda r: r == {"first": 13, "again": 0}),
     ("rmq bench produce/consume", _bench, lambda r: r["sendTotal"] == 300 and r["sendFailed"] == 0),
     ("rmq topic delete", _topic_delete, lambda r: not r["stillListed"]),
+    (
+        "rmq produce --transaction --exec --check",
+        _produce_transaction,
+        lambda r: r["visible"] == ["commit-1", "later-yes"],
+    ),
 ]
 
 
