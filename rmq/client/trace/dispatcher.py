@@ -12,9 +12,10 @@ Apache's dispatcher does.  Sends are asynchronous, at most `max_in_flight` (20) 
 The trace producer is a producer of its own, group `_INNER_TRACE_PRODUCER-<group>-<kind>-<n>`
 on a client instance named `PID_CLIENT_INNER_TRACE_PRODUCER_<name servers>`, with a 5 s send
 timeout, as Java names and configures it.  A trace message's keys are the traced message ids
-and keys (duplicates dropped), so a key query for a message id finds its traces; its queue is
-picked round-robin over the trace topic's route (the brokers whose `traceTopicEnable`
-created it), or the default topic's when the trace topic has no route yet.
+and keys, in the order of the Java HashSet Apache's dispatcher collects them in, so a key query
+for a message id finds its traces; its queue is picked round-robin over the trace topic's
+route (the brokers whose `traceTopicEnable` created it), or the default topic's when the trace
+topic has no route yet.
 
 `shutdown` sends what is queued and waits up to `flush_timeout` (5 s) for the sends.
 """
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Self
 from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.client.trace.hooks import ConsumeTraceHook, SendTraceHook
+from rmq.common.javahash import java_hash_order
 from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
 from rmq.common.trace import (
     TRACE_INSTANCE_NAME,
@@ -179,9 +181,9 @@ class TraceDispatcher:
         if len(self._in_flight) >= self._max_in_flight:
             self.dropped += len(records)
             return
-        keys = dict.fromkeys(key for _, record_keys in records for key in record_keys)
+        keys = java_hash_order(key for _, record_keys in records for key in record_keys)
         body = "".join(data for data, _ in records).encode()
-        message = Message(self.trace_topic, body, keys=list(keys))
+        message = Message(self.trace_topic, body, keys=keys)
         started = time.monotonic()
         task = self.producer.send_async(
             message, self._sent, lambda exc: self._send_failed(exc, started)
