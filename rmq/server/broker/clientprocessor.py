@@ -9,14 +9,15 @@ current, after Apache's ``ClientManageProcessor`` and ``ConsumerManageProcessor`
   id and the request's language and version.  For each consumer group the subscription group
   is looked up, auto-created when ``autoCreateSubscriptionGroup`` allows, and then its
   ``%RETRY%<group>`` topic is created if absent (the group's ``retryQueueNums`` queues, perm
-  RW, unit-sub flag for unit-mode consumers).
+  RW, unit-sub flag for unit-mode consumers); its SQL92 subscriptions are registered with the
+  consumer filter manager, which forgets the group's filters when its last consumer leaves.
 * UNREGISTER_CLIENT (35): header ``clientID`` with ``producerGroup`` and/or
   ``consumerGroup``; the client's channel leaves those groups.
 * GET_CONSUMER_LIST_BY_GROUP (38): the client ids of the group's online consumers, or
   SYSTEM_ERROR "no consumer for this group, <group>".
-* CHECK_CLIENT_CONFIG (46): a TAG subscription is accepted; any other expression type gets
-  the SYSTEM_ERROR Apache answers while ``enablePropertyFilter`` is off (rmq has no property
-  filter).
+* CHECK_CLIENT_CONFIG (46): a TAG subscription is accepted; an SQL92 one needs
+  ``enablePropertyFilter`` and an expression that compiles
+  (:func:`~rmq.server.broker.consumerfilter.check_client_config`).
 * LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumers' queue locks, kept by a
   :class:`~rmq.server.broker.rebalancelock.RebalanceLockManager` (60 s expiry).
 
@@ -61,7 +62,7 @@ from rmq.remoting.headers import (
     UnregisterClientResponseHeader,
 )
 from rmq.server.broker.clientmanager import ClientChannel, ClientChannelInfo
-from rmq.server.broker.pullprocessor import unsupported_filter_response
+from rmq.server.broker.consumerfilter import check_client_config
 from rmq.server.broker.rebalancelock import RebalanceLockManager
 
 if TYPE_CHECKING:
@@ -119,6 +120,8 @@ class ClientProcessor:
         """A client connection closed: it leaves every group, and the consumer groups it was
         in are told."""
         for change in self.context.client_manager.channel_closed(connection):
+            if change.group_removed:
+                self.context.consumer_filter_manager.unregister(change.group)
             self.notify_consumer_ids_changed(change.group, change.notify)
 
     # -- HEART_BEAT, UNREGISTER_CLIENT ------------------------------------------------------
@@ -148,6 +151,7 @@ class ClientProcessor:
                 consumer.subscription_data_set,
                 is_notify,
             )
+            context.consumer_filter_manager.register_group(group, consumer.subscription_data_set)
             if change.changed:
                 log.info("consumer group %s changed by a heartbeat from %s", group, connection)
             self.notify_consumer_ids_changed(group, change.notify)
@@ -170,6 +174,8 @@ class ClientProcessor:
             is_notify = group_config is None or group_config.notify_consumer_ids_changed_enable
             change = context.client_manager.unregister_consumer(group, connection, is_notify)
             if change is not None:
+                if change.group_removed:
+                    context.consumer_filter_manager.unregister(group)
                 self.notify_consumer_ids_changed(group, change.notify)
         return create_response(ResponseCode.SUCCESS, header=UnregisterClientResponseHeader())
 
@@ -194,13 +200,10 @@ class ClientProcessor:
     async def check_client_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
+        subscription = None
         if request.body:
             subscription = CheckClientRequestBody.decode(request.body).subscription_data
-            if subscription is not None:
-                unsupported = unsupported_filter_response(subscription)
-                if unsupported is not None:
-                    return unsupported
-        return create_response(ResponseCode.SUCCESS)
+        return check_client_config(self.context.broker_config, subscription)
 
     # -- LOCK_BATCH_MQ, UNLOCK_BATCH_MQ ----------------------------------------------------
 

@@ -14,14 +14,13 @@ broker.
 :func:`build_broker_context` opens the :class:`~rmq.store.store.MessageStore` of
 ``storePathRootDir`` (not started: the controller starts it in a worker thread) with
 ``brokerIP1:listenPort`` as its store host, sizes the consume-queue extension's bloom filter as
-Apache does (:func:`bloom_filter_bits`) and points the managers at the store's ``config/``
+Apache does (the consumer filter manager's) and points the managers at the store's ``config/``
 directory.  A topic the name servers must learn (created by an admin request, on send or on
 heartbeat) calls ``register_broker`` through the topic manager's ``on_register`` hook.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 from rmq.common.config import BrokerConfig, BrokerConfigs, MessageStoreConfig, NettyServerConfig
 from rmq.common.timeutil import now_millis
 from rmq.server.broker.clientmanager import ClientManager
+from rmq.server.broker.consumerfilter import ConsumerFilterManager
 from rmq.server.broker.consumeroffset import ConsumerOffsetManager
 from rmq.server.broker.longpolling import PullRequestHoldService
 from rmq.server.broker.schedule import ScheduleMessageService
@@ -37,6 +37,8 @@ from rmq.server.broker.statsitems import BrokerStatsItems
 from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
 from rmq.server.broker.topicconfig import TopicConfigManager
 from rmq.store.layout import (
+    CONFIG_DIR,
+    CONSUMER_FILTER_JSON,
     CONSUMER_OFFSET_JSON,
     DELAY_OFFSET_JSON,
     SUBSCRIPTION_GROUP_JSON,
@@ -46,16 +48,6 @@ from rmq.store.store import MessageStore
 
 BROKER_CONFIG_FILE = "broker.properties"
 """The settings file UPDATE_BROKER_CONFIG writes when the broker was started without ``-c``."""
-
-
-def bloom_filter_bits(error_rate_percent: int, expected: int) -> int:
-    """Bits of the bloom filter Apache's ConsumerFilterManager builds for ``expected``
-    consumers at ``error_rate_percent`` % false positives (``n * log2(1/f) * log2(e)``, rounded
-    up to whole bytes); Apache's broker writes it into ``bitMapLengthConsumeQueueExt`` at start,
-    whatever the configuration said (defaults 20 %, 32 consumers: 112)."""
-    rate = error_rate_percent / 100
-    bits = math.ceil(expected * math.log2(1 / rate) * math.log2(math.e))
-    return 8 * math.ceil(bits / 8)
 
 
 @dataclass(eq=False)
@@ -75,6 +67,7 @@ class BrokerContext:
     topic_config_manager: TopicConfigManager
     subscription_group_manager: SubscriptionGroupManager
     consumer_offset_manager: ConsumerOffsetManager
+    consumer_filter_manager: ConsumerFilterManager
     client_manager: ClientManager
     stats: BrokerStats
     pull_hold: PullRequestHoldService
@@ -113,10 +106,13 @@ def build_broker_context(
     """The context of a broker configured by ``configs`` (see the module docstring); its
     store is not started yet."""
     broker_config, store_config = configs.broker, configs.store
-    store_config.bit_map_length_consume_queue_ext = bloom_filter_bits(
-        broker_config.max_error_rate_of_bloom_filter,
-        broker_config.expect_consumer_num_use_filter,
+    consumer_filter_manager = ConsumerFilterManager(
+        Path(store_config.store_path_root_dir) / CONFIG_DIR / CONSUMER_FILTER_JSON,
+        broker_config,
+        clock,
     )
+    # Apache's broker writes its bloom filter's size here at start, whatever was configured.
+    store_config.bit_map_length_consume_queue_ext = consumer_filter_manager.bloom_filter.bits
     broker_addr = f"{broker_config.broker_ip1}:{configs.server.listen_port}"
     store = MessageStore(store_config, store_host=broker_addr, clock=clock)
     layout = store.layout
@@ -148,6 +144,7 @@ def build_broker_context(
             broker_config, layout.config_file(SUBSCRIPTION_GROUP_JSON)
         ),
         consumer_offset_manager=ConsumerOffsetManager(layout.config_file(CONSUMER_OFFSET_JSON)),
+        consumer_filter_manager=consumer_filter_manager,
         client_manager=ClientManager(broker_config),
         stats=stats,
         pull_hold=PullRequestHoldService(store, broker_config),

@@ -92,6 +92,7 @@ log = logging.getLogger("rmq.broker")
 STATS_SAMPLE_INTERVAL_S = 1.0
 HOLD_CHECK_INTERVAL_S = 5.0
 CLIENT_SCAN_INTERVAL_S = 10.0
+CONSUMER_FILTER_PERSIST_INTERVAL_S = 10.0
 FIRST_CLEANUP_DELAY_S = 60.0
 MAIN_PORT_ONLY = frozenset({RequestCode.PULL_MESSAGE})
 """The request codes the fast port (``listenPort - 2``) does not serve."""
@@ -186,6 +187,7 @@ class BrokerController:
         context.topic_config_manager.load()
         context.subscription_group_manager.load()
         context.consumer_offset_manager.load()
+        context.consumer_filter_manager.load()
         recovery = await asyncio.to_thread(context.store.start)
         if recovery.abnormal:
             log.warning("the previous run did not shut down cleanly; recovered the store")
@@ -231,6 +233,7 @@ class BrokerController:
             with contextlib.suppress(Exception):
                 await self._cleanup
         context.consumer_offset_manager.persist()
+        context.consumer_filter_manager.persist()
         context.topic_config_manager.persist()
         context.subscription_group_manager.persist()
         await asyncio.to_thread(context.store.shutdown)
@@ -256,6 +259,11 @@ class BrokerController:
                 "consumer offset persist",
                 broker_config.flush_consumer_offset_interval / 1000,
                 context.consumer_offset_manager.persist,
+            ),
+            self._every(
+                "consumer filter persist",
+                CONSUMER_FILTER_PERSIST_INTERVAL_S,
+                context.consumer_filter_manager.persist,
             ),
             self._every(
                 "pull hold check", HOLD_CHECK_INTERVAL_S, context.pull_hold.check_hold_requests

@@ -8,12 +8,13 @@
 2. The subscription: from the request (``subscription`` / ``expressionType``) when the pull
    sysFlag has FLAG_SUBSCRIPTION, otherwise the one the group's heartbeats registered for the
    topic (group online, broadcasting allowed, subscription known and not older than the
-   request's ``subVersion``).  Only TAG expressions are supported: rmq has no property filter,
-   so an SQL92 subscription gets SYSTEM_ERROR "The broker does not support consumer to filter
-   message by SQL92", what Apache answers with its default ``enablePropertyFilter=false``.
-3. The store read (:meth:`MessageStore.get_messages`) with the subscription's tags filter: a
+   request's ``subVersion``), and its filters (:func:`~.consumerfilter.pull_filters`): for
+   SQL92 the group's registered filter, which must exist and be as new as the request, and
+   ``enablePropertyFilter`` must be on.
+3. The store read (:meth:`MessageStore.get_messages`) with the subscription's filters: a TAG
    consume-queue entry matches when its tags code is in the subscription's code set, or
-   always for ``*`` (consumers re-check the tag strings).  The store status becomes the
+   always for ``*`` (consumers re-check the tag strings); an SQL92 message matches when its
+   properties make the expression true.  The store status becomes the
    response code (spec §2.3) and the remark; the header carries the next begin offset and the
    queue's min and max offsets, all as JSON strings.  Found messages go out as the response
    body straight from the commitlog mapping: one memoryview per record in ``body_segments``,
@@ -48,17 +49,12 @@ from rmq.common.faq import (
 )
 from rmq.common.perm import is_readable
 from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
-from rmq.remoting.bodies import (
-    EXPRESSION_TYPE_TAG,
-    SUB_ALL,
-    MessageModel,
-    SubscriptionData,
-    SubscriptionGroupConfig,
-)
+from rmq.remoting.bodies import MessageModel, SubscriptionData, SubscriptionGroupConfig
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rmq.server.broker.consumerfilter import pull_filters
 from rmq.store.store import GetMessageResult, GetMessageStatus, TagsFilter
 
 if TYPE_CHECKING:
@@ -91,25 +87,6 @@ def _response_code(status: GetMessageStatus, request_offset: int) -> ResponseCod
             ResponseCode.PULL_OFFSET_MOVED if request_offset != 0 else ResponseCode.PULL_NOT_FOUND
         )
     return _STATUS_CODES[status]
-
-
-def _tags_filter(subscription: SubscriptionData) -> TagsFilter | None:
-    """The consume-queue test of a TAG subscription: tags code in its code set; None when
-    every message matches (``*``, class filter mode)."""
-    if subscription.class_filter_mode or subscription.sub_string == SUB_ALL:
-        return None
-    return frozenset(subscription.code_set).__contains__
-
-
-def unsupported_filter_response(subscription: SubscriptionData) -> RemotingCommand | None:
-    """SYSTEM_ERROR for a subscription that is not a TAG expression (rmq has no property
-    filter, as Apache with ``enablePropertyFilter=false``); None for a TAG one."""
-    if subscription.expression_type == EXPRESSION_TYPE_TAG:
-        return None
-    return create_response(
-        ResponseCode.SYSTEM_ERROR,
-        f"The broker does not support consumer to filter message by {subscription.expression_type}",
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,13 +173,25 @@ class PullMessageProcessor:
         subscription = self._subscription(header, group_config)
         if isinstance(subscription, RemotingCommand):
             return subscription
-        unsupported = unsupported_filter_response(subscription)
-        if unsupported is not None:
-            return unsupported
-        tags_filter = _tags_filter(subscription)
+        filters = pull_filters(
+            context.consumer_filter_manager,
+            broker_config,
+            subscription,
+            group=group,
+            from_request=bool(header.sys_flag & PULL_SUBSCRIPTION),
+            request_version=header.sub_version,
+        )
+        if isinstance(filters, RemotingCommand):
+            return filters
+        tags_filter, record_filter = filters
         started = time.monotonic_ns()
         result = context.store.get_messages(
-            topic, header.queue_id, header.queue_offset, header.max_msg_nums, tags_filter
+            topic,
+            header.queue_id,
+            header.queue_offset,
+            header.max_msg_nums,
+            tags_filter,
+            record_filter,
         )
         elapsed_ms = (time.monotonic_ns() - started) // 1_000_000
         context.stats.on_get(result.message_count, elapsed_ms)

@@ -38,7 +38,6 @@ from rmq.remoting.headers import (
     SearchOffsetRequestHeader,
 )
 from rmq.server.broker.clientmanager import ClientChannelInfo
-from rmq.server.broker.context import bloom_filter_bits
 from rmq.server.broker.controller import BrokerController
 from rmq.server.broker.stats import BrokerStats
 from rmq.server.namesrv.kvconfig import KVConfigManager
@@ -739,10 +738,3 @@ def test_get_all_topic_config_answers_an_empty_ext_fields_header(
     response = call(controller, RequestCode.GET_ALL_TOPIC_CONFIG)
     assert response.ext_fields == {}
     assert time.time() * 1000 >= json_body(response)["dataVersion"]["timestamp"]
-
-
-def test_bloom_filter_bits_as_apaches_bloom_filter() -> None:
-    # BloomFilter.createByFn(f, n).getM(): n * log2(100 / f) * log2(e), rounded up to bytes
-    assert bloom_filter_bits(20, 32) == 112
-    assert bloom_filter_bits(10, 64) == 312
-    assert bloom_filter_bits(1, 1) == 16
