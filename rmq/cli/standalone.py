@@ -64,7 +64,7 @@ def standalone(
 
     from rmq.server.standalone import run_standalone, standalone_configs
 
-    namesrv_configs = standalone_configs(configs, namesrv_port)
+    namesrv_configs = standalone_configs(configs, namesrv_port, file_props)
     source = str(config_file) if config_file is not None else None
     main = run_standalone(namesrv_configs, configs, config_file=source, file_properties=file_props)
     return serve(ctx, main, configs, unknown, source)

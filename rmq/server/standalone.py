@@ -1,7 +1,9 @@
 """A name server and a broker in one process and one event loop: ``rmq standalone``.
 
 For development and small set-ups rmq runs both roles together.  :func:`standalone_configs`
-derives the name server's settings from the broker's: it listens on the broker's
+derives the name server's settings from the broker's (and turns ``enablePropertyFilter`` on
+unless the ``-c`` file says otherwise: a deliberate difference from Apache's default, so that
+SQL92 subscriptions work in the embedded default): it listens on the broker's
 ``bindAddress`` at its own port, and the broker's ``namesrvAddr`` becomes that name server
 (over loopback when the bind address is the wildcard), so the broker registers with it through
 the same REGISTER_BROKER requests a separate name server would get.  Clients see an ordinary
@@ -27,8 +29,13 @@ log = logging.getLogger("rmq.standalone")
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
 
 
-def standalone_configs(broker: BrokerConfigs, namesrv_port: int) -> NamesrvConfigs:
-    """The name server's settings for ``broker``; points the broker's ``namesrvAddr`` at it."""
+def standalone_configs(
+    broker: BrokerConfigs, namesrv_port: int, file_properties: Mapping[str, str] | None = None
+) -> NamesrvConfigs:
+    """The name server's settings for ``broker``; points the broker's ``namesrvAddr`` at it
+    and turns ``enablePropertyFilter`` on unless the ``-c`` file (``file_properties``) sets it."""
+    if "enablePropertyFilter" not in (file_properties or {}):
+        broker.broker.enable_property_filter = True
     namesrv, _ = build_namesrv_configs({})
     bind_address = broker.server.bind_address
     namesrv.server.listen_port = namesrv_port
