@@ -68,6 +68,8 @@ COMMANDS: dict[str, str] = {
     "standalone": "rmq.cli.standalone:app",
     "produce": "rmq.cli.produce:app",
     "consume": "rmq.cli.consume:app",
+    "request": "rmq.cli.request:app",
+    "reply": "rmq.cli.reply:app",
     "bench": "rmq.cli.bench:app",
     "topic": "rmq.cli.topic:app",
     "cluster": "rmq.cli.cluster:app",

@@ -7,8 +7,10 @@ with three system properties added, as Java's ``DefaultMQProducerImpl.request`` 
 * ``REPLY_TO_CLIENT``: the requester's client id, by which the broker finds its connection;
 * ``TTL``: the timeout in milliseconds.
 
-A topic without a route yet is looked up first and followed by a heartbeat to every broker,
-so the brokers know the requester's connection before any reply can come.  The request is
+The first request to a topic looks its route up if needed and sends a heartbeat to every
+broker (Java sends it only when the route was not known yet, which misses the brokers of a
+route fetched before without one), so the brokers know the requester's connection before any
+reply can come.  The request is
 sent as an async send is (retries only on connection failures).  The reply arrives on the
 instance's connection to a broker as PUSH_REPLY_MESSAGE_TO_CLIENT (326): the header carries
 what the replier sent (topic, queue id, flags, properties, birth time and host) and the
@@ -144,6 +146,8 @@ class RequestFutures:
 
     def __init__(self) -> None:
         self._waiting: dict[str, asyncio.Future[MessageExt]] = {}
+        self.ready_topics: set[str] = set()
+        """Topics requested before: their brokers had a heartbeat after the route was known."""
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -240,10 +244,13 @@ async def request(producer: Producer, msg: Message, timeout: float) -> MessageEx
             PROPERTY_MESSAGE_TTL: str(round(timeout * 1000)),
         },
     )
-    if instance.cached_publish_info(msg.topic) is None:
-        await instance.publish_info(msg.topic)
-        await instance.send_heartbeat_to_all_brokers()
     futures = instance.request_futures
+    if msg.topic not in futures.ready_topics:
+        # The brokers must know this client's connection before a reply can come back.
+        if instance.cached_publish_info(msg.topic) is None:
+            await instance.publish_info(msg.topic)
+        await instance.send_heartbeat_to_all_brokers()
+        futures.ready_topics.add(msg.topic)
     reply = futures.expect(correlation_id)
     try:
         remaining = timeout - (loop.time() - started)

@@ -1,0 +1,263 @@
+"""`rmq request TOPIC [BODY]`: send requests to TOPIC and print each reply (request-reply).
+
+    rmq request TOPIC [BODY] [-n NS] [-f auto|json|lines] [--tags T] [-k KEYS] [-H k=v]...
+                             [--timeout SECONDS] [-g GROUP]
+
+Each request is a message of TOPIC sent by rmq's producer as ``Producer.request`` sends it
+(``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL`` added, see
+:mod:`rmq.client.requestreply`); the command then waits up to ``--timeout`` seconds (3) for
+the reply the broker pushes back, and prints the reply as ``rmq consume`` prints a message:
+one NDJSON message record per line (docs/cli.md).
+
+Input.  With BODY, one request with that text as its body.  Without it, every line of stdin
+is one request, in the formats of ``rmq produce`` (``-f auto|json|lines``: a ``{`` line is a
+message record, any other line a plain body; ``--tags``, ``-k`` and ``-H`` are defaults), sent
+one after the other, each waiting for its reply before the next is sent.
+
+Failures.  A request nobody replies to within the timeout stops the command with one line
+naming it (``no reply to line N within S s``) and exit 1; so does a request that could not be
+sent; a line that is not a valid message is reported and skipped (exit 1 at the end).
+Ctrl-C stops at once (exit 130).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+
+import click
+import typer
+
+from rmq.cli.errors import PROG_NAME, RmqError
+from rmq.cli.main import command_app
+from rmq.cli.produce import InputFormat, Outgoing, parse_header, parse_line
+from rmq.cli.settings import NamesrvOption, resolve_namesrv
+from rmq.common.jsonrecord import RecordDefaults, RecordJsonError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from rmq.client.producer import Producer
+
+DEFAULT_GROUP = "rmq-request"
+DEFAULT_TIMEOUT = 3.0
+"""Seconds a request waits for its reply (Java's examples use 3000 ms)."""
+
+app = command_app()
+
+
+@dataclass(slots=True)
+class RequestOutcome:
+    """What the requests of one run came to."""
+
+    replies: int = 0
+    invalid_lines: int = 0
+
+
+@app.command()
+def request(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to send the requests to.")],
+    body: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[BODY]", help="Body of one request; without it, stdin lines are requests."
+        ),
+    ] = None,
+    input_format: Annotated[
+        InputFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            case_sensitive=False,
+            help="Input: json records, plain lines, or auto (json for lines starting with '{').",
+        ),
+    ] = InputFormat.AUTO,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            metavar="SECONDS",
+            help="How long each request waits for its reply.",
+        ),
+    ] = DEFAULT_TIMEOUT,
+    tags: Annotated[
+        str | None,
+        typer.Option(
+            "--tags", metavar="TAG", help="Tag of requests that set none.", show_default=False
+        ),
+    ] = None,
+    keys: Annotated[
+        str | None,
+        typer.Option(
+            "--keys",
+            "-k",
+            metavar="KEYS",
+            help="Space-separated keys of requests that set none.",
+            show_default=False,
+        ),
+    ] = None,
+    headers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            metavar="NAME=VALUE",
+            help="User property of every request (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    group: Annotated[str, typer.Option("--group", "-g", help="Producer group.")] = DEFAULT_GROUP,
+    namesrv: NamesrvOption = None,
+) -> int:
+    """Send requests to TOPIC and print each reply as a message record (NDJSON).
+
+    BODY is one request; without it every stdin line is one (a message record or a plain
+    body, as rmq produce reads them), each waiting for its reply before the next is sent.
+    No reply within --timeout exits 1 with a line saying so.
+    """
+    from rmq.common.naming import client_topic_error, group_error
+    from rmq.server.runtime import run_server
+
+    error = client_topic_error(topic)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="TOPIC")
+    error = group_error(group)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="'-g' / '--group'")
+    defaults = RecordDefaults(
+        tags=tags or None,
+        keys=tuple(keys.split()) if keys else (),
+        properties=dict(parse_header(item) for item in headers or ()),
+    )
+    first: Outgoing | None = None
+    if body is not None:
+        try:
+            first = parse_line(topic, 1, body.encode(), InputFormat.LINES, defaults)
+        except RecordJsonError as exc:
+            raise click.BadParameter(str(exc), param_hint="BODY") from None
+    addrs = resolve_namesrv(namesrv)
+    stdin = sys.stdin.buffer if first is None else None
+    return run_server(
+        _request(topic, addrs, group, timeout, first, stdin, input_format, defaults, sys.stdout)
+    )
+
+
+async def _request(
+    topic: str,
+    namesrv_addrs: str,
+    group: str,
+    timeout: float,
+    first: Outgoing | None,
+    stdin: BinaryIO | None,
+    input_format: InputFormat,
+    defaults: RecordDefaults,
+    out: Any,
+) -> int:
+    from rmq.cli.produce import check_topic
+    from rmq.cli.produce_send import InputLines
+    from rmq.client.producer import Producer
+    from rmq.server.runtime import exit_code_for, shutdown_signals
+
+    outcome = RequestOutcome()
+    with shutdown_signals() as interrupted:
+        producer = Producer(group, namesrv_addrs)
+        await producer.start()
+        try:
+            await check_topic(producer, topic, namesrv_addrs)
+            if first is not None:
+                await _one(producer, first, timeout, interrupted, out, outcome)
+            else:
+                assert stdin is not None
+                reader = InputLines(stdin)
+                await _each_line(
+                    producer, reader, topic, input_format, defaults, timeout, interrupted, out
+                )
+        finally:
+            await producer.shutdown()
+    if interrupted.done():
+        return exit_code_for(interrupted.result())
+    return 0
+
+
+async def _each_line(
+    producer: Producer,
+    reader: Any,
+    topic: str,
+    input_format: InputFormat,
+    defaults: RecordDefaults,
+    timeout: float,
+    interrupted: asyncio.Future[Any],
+    out: Any,
+) -> None:
+    """One request per input line, one at a time, until the input ends or one fails."""
+    import asyncio
+
+    outcome = RequestOutcome()
+    line_no = 0
+    while not interrupted.done():
+        next_chunk = asyncio.ensure_future(reader.next_chunk())
+        await asyncio.wait({next_chunk, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+        if interrupted.done():
+            next_chunk.cancel()
+            break
+        chunk = next_chunk.result()
+        if chunk is None:
+            break
+        for raw in chunk:
+            line_no += 1
+            try:
+                item = parse_line(topic, line_no, raw, input_format, defaults)
+            except RecordJsonError as exc:
+                outcome.invalid_lines += 1
+                print(f"{PROG_NAME}: error: line {line_no}: {exc}", file=sys.stderr, flush=True)
+                continue
+            if item is not None:
+                await _one(producer, item, timeout, interrupted, out, outcome)
+            if interrupted.done():
+                break
+    if outcome.invalid_lines:
+        raise RmqError(
+            f"{outcome.invalid_lines} line(s) were not valid messages and were not sent",
+            "see the errors above",
+        )
+
+
+async def _one(
+    producer: Producer,
+    item: Outgoing,
+    timeout: float,
+    interrupted: asyncio.Future[Any],
+    out: Any,
+    outcome: RequestOutcome,
+) -> None:
+    """Send one request and print its reply; RmqError when none comes or it cannot go."""
+    import asyncio
+
+    import orjson
+
+    from rmq.client.errors import ClientError
+    from rmq.client.requestreply import RequestTimeoutError
+    from rmq.remoting.errors import RemotingError
+
+    task = asyncio.ensure_future(producer.request(item.message, timeout))
+    await asyncio.wait({task, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+    if not task.done():
+        task.cancel()
+        return
+    try:
+        reply = task.result()
+    except RequestTimeoutError:
+        raise RmqError(
+            f"no reply to line {item.line} within {timeout:g} s "
+            f"(the request to {item.message.topic} was sent)",
+            "check that a replier (rmq reply, or a consumer answering with "
+            "createReplyMessage) consumes the topic, or raise --timeout",
+        ) from None
+    except (ClientError, RemotingError) as exc:
+        cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+        raise RmqError(f"the request of line {item.line} failed: {exc}{cause}") from exc
+    outcome.replies += 1
+    out.buffer.write(orjson.dumps(reply.to_record_dict()) + b"\n")
+    out.buffer.flush()
