@@ -186,7 +186,6 @@ SCENARIOS: list[Scenario] = [
         "RequestScenarios.requestReply",
         {"count": 3, "timeout": 15, "topics": {"ConfRequest": 2}, "topic": "ConfRequest"},
         _replies,
-        missing="request-reply (SEND_REPLY_MESSAGE 324/325, PUSH_REPLY_MESSAGE_TO_CLIENT 326)",
     ),
     Scenario(
         "message trace (enableMsgTrace producer and consumer)",
