@@ -3,7 +3,8 @@
 * `rmq produce --trace` then `rmq consume --trace -g G` write Pub, SubBefore and SubAfter
   records to RMQ_SYS_TRACE_TOPIC, and `rmq message trace MSGID` shows them for each message
   id (json and table), as `rmq mqadmin queryMsgTraceById` does in mqadmin's layout;
-* `--trace-topic` writes to a custom topic, read back with `--trace-topic`;
+* `--trace-topic` writes to a custom topic, read back with `--trace-topic`; `rmq mqadmin
+  sendMessage -m true` traces its send to RMQ_SYS_TRACE_TOPIC;
 * the client API: a PushConsumer hooked to a TraceDispatcher traces its listener calls, and a
   dispatcher whose queue is full drops records (counted) instead of blocking a send;
 * an id nobody traced is one line on stderr, exit 1.
@@ -113,6 +114,12 @@ def test_custom_trace_topic(standalone: StandaloneProcess) -> None:
     (sent, *_) = produce(standalone, "TracedCustom", "--trace-topic", "MyTraces")
     rows = trace_rows(standalone, sent["msgId"], "--trace-topic", "MyTraces", types=1)
     assert [row["type"] for row in rows] == ["Pub"]
+    sent_by_mqadmin = ok(
+        standalone, "mqadmin", "sendMessage", "-t", "TracedCustom", "-p", "hi", "-m", "true"
+    )
+    mqadmin_id = sent_by_mqadmin.splitlines()[1].split()[-1]
+    (pub,) = trace_rows(standalone, mqadmin_id, types=1)
+    assert (pub["type"], pub["topic"], pub["status"]) == ("Pub", "TracedCustom", "success")
     missing = rmq(standalone, "message", "trace", sent["msgId"])
     assert missing.returncode == 1
     assert missing.stderr.splitlines() == [

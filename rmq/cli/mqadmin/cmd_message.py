@@ -326,13 +326,22 @@ async def tools_consumer(inv: Invocation, group: str | None = None) -> AsyncIter
 
 
 @asynccontextmanager
-async def producer(inv: Invocation) -> AsyncIterator[Producer]:
+async def producer(inv: Invocation, *, trace: bool = False) -> AsyncIterator[Producer]:
     """A producer on the name servers, its group named after the current time in ms, as
-    mqadmin names its throw-away producer groups."""
+    mqadmin names its throw-away producer groups; `trace` traces its sends to
+    RMQ_SYS_TRACE_TOPIC (sendMessage -m true)."""
+    from rmq.cli.tracing import trace_producer
     from rmq.client.producer import Producer
+    from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
 
-    async with Producer(str(int(time.time() * 1000)), await _namesrv(inv)) as running:
-        yield running
+    namesrv = await _namesrv(inv)
+    async with Producer(str(int(time.time() * 1000)), namesrv) as running:
+        traces = await trace_producer(running, namesrv, RMQ_SYS_TRACE_TOPIC if trace else None)
+        try:
+            yield running
+        finally:
+            if traces is not None:
+                await traces.shutdown()
 
 
 def pull_status_line(inv: Invocation, mq: MessageQueue, status: PullStatus, offset: int) -> None:

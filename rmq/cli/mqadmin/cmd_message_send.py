@@ -119,13 +119,11 @@ async def send_message(inv: Invocation) -> None:
             inv.out.write("Broker name must be set if the queue is chosen!")
             return
         queue_id = parse_int(inv.value("i")) if inv.has("i") else -1
-        if parse_bool(inv.value("m")):
-            raise MqadminFailure("SendMessageCommand command failed: rmq has no message trace yet")
         message = Message(topic, body.encode(), tags=inv.value("c"), keys=inv.value("k"))
         target = (
             MessageQueue(topic, broker_name, queue_id) if broker_name and queue_id > -1 else None
         )
-        async with producer(inv) as sender:
+        async with producer(inv, trace=parse_bool(inv.value("m"))) as sender:
             if target is None:
                 result = await sender.send(message)
             else:
