@@ -9,6 +9,7 @@ comparison mean something.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -19,14 +20,23 @@ from typing import Any
 
 import pytest
 
+from rmq.common.naming import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 from tests.conformance.clusters import BROKER_NAME, CLUSTER, Cluster
+from tests.integration.test_client_producer import pull_topic
 
 SECTION = "rmq tools against both clusters"
 TOPIC = "ConfTools"
 
 
-def rmq_cli(cluster: Cluster, *args: str, stdin: str | None = None, timeout: float = 90) -> Any:
-    """`python -m rmq ARGS -n <cluster's name server>`; returns stdout (exit 0 asserted)."""
+def rmq_cli(
+    cluster: Cluster,
+    *args: str,
+    stdin: str | None = None,
+    timeout: float = 90,
+    returncode: int = 0,
+) -> Any:
+    """`python -m rmq ARGS -n <cluster's name server>`; returns stdout (exit `returncode`
+    asserted)."""
     done = subprocess.run(
         [sys.executable, "-m", "rmq", *args, "-n", cluster.namesrv_addr],
         input=stdin,
@@ -36,7 +46,9 @@ def rmq_cli(cluster: Cluster, *args: str, stdin: str | None = None, timeout: flo
         env={**os.environ, "HOME": str(cluster.root / "cli-home")},
         check=False,
     )
-    assert done.returncode == 0, f"rmq {' '.join(args)} exited {done.returncode}: {done.stderr}"
+    assert done.returncode == returncode, (
+        f"rmq {' '.join(args)} exited {done.returncode}: {done.stderr}"
+    )
     return done.stdout
 
 
@@ -255,6 +267,61 @@ def _produce_transaction(cluster: Cluster) -> Any:
     }
 
 
+def _transaction_discarded(cluster: Cluster) -> Any:
+    """With transactionCheckMax 2 for the while, a transaction that every check leaves
+    unknown: how often the broker asked, the exit status, and the copy the broker moved to
+    TRANS_CHECK_MAX_TIME_TOPIC (pulled from the broker: the topic is not routed at once)."""
+    topic, checks = f"{TX_TOPIC}Max", cluster.root / "tx-max-checks.ndjson"
+    rmq_json(cluster, "topic", "update", "-t", topic, "--cluster", CLUSTER, "-r", "4", "-w", "4")
+    rmq_cli(cluster, "broker-config", "set", "transactionCheckMax", "2", "--cluster", CLUSTER)
+    try:
+        rows = _ndjson(
+            rmq_cli(
+                cluster,
+                "produce",
+                topic,
+                "-g",
+                "conf-tx-max",
+                "--transaction",
+                "--exec",
+                "exit 3",
+                "--check",
+                f"cat >> {checks}; exit 3",
+                "--check-timeout",
+                "10",
+                stdin="never decided\n",
+                returncode=1,
+            )
+        )
+        msg_id = rows[0]["msgId"]
+        discarded = _until(
+            lambda: [
+                record
+                for record in asyncio.run(
+                    pull_topic(cluster.broker_addr, RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, 1)
+                )
+                if record.msg_id == msg_id
+            ],
+            bool,
+        )
+    finally:
+        rmq_cli(cluster, "broker-config", "set", "transactionCheckMax", "15", "--cluster", CLUSTER)
+    names = ("TRAN_MSG", "PGROUP", "REAL_TOPIC", "TRANSACTION_CHECK_TIMES")
+    return {
+        "transaction": rows[0]["transaction"],
+        "checkedTransactions": [check["msgId"] == msg_id for check in _ndjson(checks.read_text())],
+        "discarded": [
+            {
+                "body": record.body,
+                "sysFlag": record.sys_flag,
+                "properties": {name: record.properties.get(name) for name in names},
+            }
+            for record in discarded
+        ],
+        "visible": _ndjson(rmq_cli(cluster, "consume", topic, "--from", "first", "-e")),
+    }
+
+
 def _expect_topic(result: Any) -> None:
     assert result["topic"] == TOPIC and result["brokerAddrs"] == ["<broker>"], result
 
@@ -276,6 +343,11 @@ CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], object]]] = [
         "rmq produce --transaction --exec --check",
         _produce_transaction,
         lambda r: r["visible"] == ["commit-1", "later-yes"],
+    ),
+    (
+        "rmq produce transactionCheckMax reached",
+        _transaction_discarded,
+        lambda r: r["checkedTransactions"] == [True, True] and len(r["discarded"]) == 1,
     ),
 ]
 
