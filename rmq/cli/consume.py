@@ -1,6 +1,7 @@
 """`rmq consume TOPIC`: messages of TOPIC on stdout, as NDJSON records or through a template.
 
-    rmq consume TOPIC [-n NS] [-g GROUP [--reset]] [--from POS] [--filter 'TagA || TagB']
+    rmq consume TOPIC [-n NS] [-g GROUP [--reset]] [--from POS]
+                      [--filter 'TagA || TagB' | --sql "a > 14 AND region = 'eu'"]
                       [--broadcast] [--orderly] [--allocate STRATEGY] [-c N] [-e] [-f TEMPLATE]
 
 Output.  One message record per line (the schema of docs/cli.md, `MessageExt.to_record_dict`:
@@ -281,6 +282,16 @@ def consume(
             show_default=False,
         ),
     ] = None,
+    sql: Annotated[
+        str | None,
+        typer.Option(
+            "--sql",
+            metavar="EXPR",
+            help='SQL92 expression on the message properties, e.g. "a > 14 AND region = '
+            "'eu'\" (the brokers need enablePropertyFilter=true; not with --filter).",
+            show_default=False,
+        ),
+    ] = None,
     broadcast: Annotated[
         bool,
         typer.Option("--broadcast", help="With -g: every consumer of the group gets everything."),
@@ -345,12 +356,16 @@ def consume(
         raise click.UsageError("--reset needs -g GROUP")
     elif allocate != "averagely":
         raise click.UsageError("--allocate needs -g GROUP")
+    from rmq.cli.consume_sql import subscription_expression
+
+    expression, expression_type = subscription_expression(tag_filter, sql)
     options = ConsumeOptions(
         topic=topic,
         group=group,
         reset=reset,
         start=parse_start(start),
-        expression=tag_filter or "*",
+        expression=expression,
+        expression_type=expression_type,
         broadcast=broadcast,
         orderly=orderly,
         exit_at_end=exit_at_end,
@@ -373,6 +388,7 @@ class ConsumeOptions:
     orderly: bool
     exit_at_end: bool
     allocate: str = "AVG"
+    expression_type: str = "TAG"
 
 
 async def _consume(
@@ -417,6 +433,7 @@ async def _run(
     interrupted: asyncio.Future[Any],
 ) -> None:
     """Read the queues or run the group's push consumer, as the options say."""
+    from rmq.cli.consume_sql import check_with_brokers
     from rmq.cli.errors import RmqError
     from rmq.client.consumer import PullConsumer
     from rmq.common.naming import TOOLS_CONSUMER_GROUP
@@ -430,13 +447,29 @@ async def _run(
                 f"topic {options.topic!r} has no readable queue",
                 "check its perm with 'rmq topic route'",
             )
+        await check_with_brokers(
+            instance,
+            options.group or TOOLS_CONSUMER_GROUP,
+            options.topic,
+            options.expression,
+            options.expression_type,
+        )
         store = None if options.group is None else _offset_store(instance, options)
         starts = await start_offsets(reader, queues, options.start, store, options.reset)
         if store is None or options.exit_at_end:
             ends = None
             if options.exit_at_end:
                 ends = {mq: await reader.max_offset(mq) for mq in queues}
-            await read_queues(reader, starts, ends, options.expression, printer, store, interrupted)
+            await read_queues(
+                reader,
+                starts,
+                ends,
+                options.expression,
+                printer,
+                store,
+                interrupted,
+                expression_type=options.expression_type,
+            )
             return
     finally:
         await reader.shutdown()

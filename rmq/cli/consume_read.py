@@ -164,16 +164,26 @@ async def read_queues(
     printer: Printer,
     store: OffsetStore | None,
     interrupted: asyncio.Future[Any],
+    *,
+    expression_type: str = "TAG",
 ) -> None:
     """Read every queue from its start (to its end, when `ends` are given) until the
-    printer stops or a signal arrives; commit what was printed to `store`."""
+    printer stops or a signal arrives; commit what was printed to `store`.  `expression` is
+    a tag expression, or SQL92 when `expression_type` says so."""
     import asyncio
 
     loop = asyncio.get_running_loop()
     positions = dict(starts)
     readers = [
         loop.create_task(
-            _read_queue(reader, mq, ends[mq] if ends else None, expression, printer, positions)
+            _read_queue(
+                reader,
+                mq,
+                ends[mq] if ends else None,
+                (expression, expression_type),
+                printer,
+                positions,
+            )
         )
         for mq in starts
     ]
@@ -204,7 +214,7 @@ async def _read_queue(
     reader: PullConsumer,
     mq: MessageQueue,
     end: int | None,
-    expression: str,
+    subscription: tuple[str, str],
     printer: Printer,
     positions: dict[MessageQueue, int],
 ) -> None:
@@ -219,9 +229,17 @@ async def _read_queue(
 
     log = logging.getLogger("rmq.consume")
     offset = positions[mq]
+    expression, expression_type = subscription
     while (end is None or offset < end) and not printer.stopped.is_set():
         try:
-            result = await reader.pull(mq, offset, PULL_BATCH, expression, block=end is None)
+            result = await reader.pull(
+                mq,
+                offset,
+                PULL_BATCH,
+                expression,
+                expression_type=expression_type,
+                block=end is None,
+            )
         except (ClientError, RemotingError) as exc:
             log.warning("pulling queue %d of %s failed: %s", mq.queue_id, mq.broker_name, exc)
             await asyncio.sleep(PULL_RETRY_DELAY)
@@ -295,7 +313,7 @@ async def consume_group(
         consume_message_batch_max_size=1,
         allocate_strategy=strategy_by_name(options.allocate),
     )
-    consumer.subscribe(options.topic, options.expression)
+    consumer.subscribe(options.topic, options.expression, options.expression_type)
 
     async def listener(messages: list[MessageExt]) -> ConsumeStatus:
         if printer.write(messages) < len(messages):

@@ -26,7 +26,7 @@ One module per request family, all re-exported here so callers write `api.send_m
 * `namesrv`: routes, cluster and topic lists, topic deletion and KV config on name servers;
 * `send`: sends (`SendRequestTemplate`, `send_message`, `SendResult`) and send-back;
 * `pull`: pulls and a queue's offsets (`pull_message`, consumer offsets, min/max, search);
-* `group`: heartbeats, unregistering, a group's members, queue locks;
+* `group`: heartbeats, unregistering, a group's members, queue locks, CHECK_CLIENT_CONFIG;
 * `lookup`: messages by offset message id and by key;
 * `consumercalls`: what a broker asks a group's consumers for: offset reset, their offsets,
   running info, direct consumption;
@@ -62,6 +62,7 @@ from rmq.client.api.consumerqueries import (
     query_topic_consume_by_who,
 )
 from rmq.client.api.group import (
+    check_client_config,
     get_consumer_id_list,
     lock_batch_mq,
     send_heartbeat,
@@ -128,6 +129,7 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "body_of",
+    "check_client_config",
     "clean_expired_consume_queue",
     "clean_unused_topic",
     "clone_group_offset",

@@ -1,4 +1,5 @@
-"""A consumer group's requests: heartbeats, unregistering, the group's members, queue locks."""
+"""A consumer group's requests: heartbeats, unregistering, the group's members, queue locks,
+and CHECK_CLIENT_CONFIG of a subscription."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ from collections.abc import Iterable
 
 from rmq.client.api.request import body_of, request_broker
 from rmq.remoting.bodies import (
+    CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionData,
     UnlockBatchRequestBody,
 )
 from rmq.remoting.client import RemotingClient
@@ -93,3 +96,19 @@ async def unlock_batch_mq(
         await remoting.invoke_oneway(addr, request)
     else:
         await request_broker(remoting, addr, request, timeout)
+
+
+async def check_client_config(
+    remoting: RemotingClient,
+    addr: str,
+    client_id: str,
+    group: str,
+    subscription: SubscriptionData,
+    timeout: float,
+) -> None:
+    """CHECK_CLIENT_CONFIG: the broker validates a subscription (for SQL92: that it filters by
+    properties and the expression compiles); a refusal raises MQBrokerError with its reason."""
+    body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+    await request_broker(
+        remoting, addr, create_request(RequestCode.CHECK_CLIENT_CONFIG, body=body.encode()), timeout
+    )

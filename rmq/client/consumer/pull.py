@@ -34,6 +34,7 @@ from rmq.client.instance import ClientInstance
 from rmq.client.member import ClientMember
 from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import (
+    EXPRESSION_TYPE_TAG,
     SUB_ALL,
     ConsumeFromWhere,
     ConsumerData,
@@ -127,19 +128,20 @@ class PullConsumer(ClientMember):
         max_nums: int = 32,
         expression: str | None = SUB_ALL,
         *,
+        expression_type: str = EXPRESSION_TYPE_TAG,
         block: bool = False,
         timeout: float | None = None,
     ) -> PullResult:
         """Read up to ``max_nums`` messages of ``mq`` from queue offset ``offset`` that match
-        the tag ``expression``; with ``block`` wait for new messages (see the module
-        docstring).  Broker refusals raise MQBrokerError, connection trouble the remoting
-        errors."""
+        the tag ``expression`` (or, with ``expression_type`` "SQL92", the SQL92 expression on
+        their properties); with ``block`` wait for new messages (see the module docstring).
+        Broker refusals raise MQBrokerError, connection trouble the remoting errors."""
         self._check_running()
         if offset < 0:
             raise MQClientError(-1, "offset < 0")
         if max_nums <= 0:
             raise MQClientError(-1, "maxNums <= 0")
-        subscription = SubscriptionData.from_expression(mq.topic, expression)
+        subscription = SubscriptionData.from_expression(mq.topic, expression, expression_type)
         self._topics.setdefault(mq.topic, SubscriptionData.from_expression(mq.topic, SUB_ALL))
         header = PullMessageRequestHeader(
             consumer_group=self.group,

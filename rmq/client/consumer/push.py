@@ -74,6 +74,7 @@ from rmq.client.consumer.consume import (
     OrderlyConsumeService,
     millis_since,
 )
+from rmq.client.consumer.filtercheck import check_subscriptions
 from rmq.client.consumer.message import decode_pull_body
 from rmq.client.consumer.offsetstore import (
     LocalFileOffsetStore,
@@ -95,6 +96,7 @@ from rmq.common.naming import (
 from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import (
+    EXPRESSION_TYPE_TAG,
     SUB_ALL,
     ConsumeFromWhere,
     ConsumerData,
@@ -199,10 +201,18 @@ class PushConsumer(ClientMember):
 
     # --- configuration --------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str | None = SUB_ALL) -> None:
-        """Consume ``topic``, filtered by a tag expression ("*", "TagA || TagB"); a running
-        consumer rebalances at once."""
-        self._subscriptions[topic] = SubscriptionData.from_expression(topic, expression)
+    def subscribe(
+        self,
+        topic: str,
+        expression: str | None = SUB_ALL,
+        expression_type: str = EXPRESSION_TYPE_TAG,
+    ) -> None:
+        """Consume ``topic``, filtered by a tag expression ("*", "TagA || TagB") or, with
+        ``expression_type`` "SQL92", by an SQL92 expression on the message properties (which
+        the brokers check when the consumer starts); a running consumer rebalances at once."""
+        self._subscriptions[topic] = SubscriptionData.from_expression(
+            topic, expression, expression_type
+        )
         if self._running:
             self.rebalance_now()
 
@@ -281,6 +291,7 @@ class PushConsumer(ClientMember):
         if self._clustering:
             retry = retry_topic(self.group)
             self._subscriptions[retry] = SubscriptionData.from_expression(retry, SUB_ALL)
+        await check_subscriptions(self.instance, self.group, self._subscriptions.values())
         self._offset_store = self._create_offset_store()
         self._offset_store.load()
         assert self._listener is not None
