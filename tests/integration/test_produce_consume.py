@@ -98,15 +98,19 @@ def standalone(module_processes: RmqProcesses) -> Iterator[StandaloneProcess]:
     process.stop_cleanly()
 
 
-@pytest.fixture(scope="module")
-def cli(standalone: StandaloneProcess, tmp_path_factory: pytest.TempPathFactory) -> Cli:
-    home = tmp_path_factory.mktemp("cli-home")
+def cli_for(namesrv_addr: str, home: Path) -> Cli:
+    """A `Cli` for the name server, with HOME `home` and no RMQ_* or NAMESRV_ADDR settings."""
     env = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith("RMQ_") and name != "NAMESRV_ADDR"
     }
-    return Cli(standalone.namesrv_addr, {**env, "HOME": str(home)})
+    return Cli(namesrv_addr, {**env, "HOME": str(home)})
+
+
+@pytest.fixture(scope="module")
+def cli(standalone: StandaloneProcess, tmp_path_factory: pytest.TempPathFactory) -> Cli:
+    return cli_for(standalone.namesrv_addr, tmp_path_factory.mktemp("cli-home"))
 
 
 def test_ten_thousand_messages_round_trip_intact_and_once(cli: Cli, tmp_path: Path) -> None:

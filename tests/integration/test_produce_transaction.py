@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_produce_consume import Cli, ndjson
+from tests.integration.test_produce_consume import Cli, cli_for, ndjson
 from tests.procs import RmqProcesses, StandaloneProcess
 
 # Commits "commit*" bodies, rolls back "rollback*" ones, leaves every other one unknown.
@@ -44,13 +43,7 @@ def standalone(module_processes: RmqProcesses) -> Iterator[StandaloneProcess]:
 
 @pytest.fixture(scope="module")
 def cli(standalone: StandaloneProcess, tmp_path_factory: pytest.TempPathFactory) -> Cli:
-    home = tmp_path_factory.mktemp("tx-cli-home")
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("RMQ_") and name != "NAMESRV_ADDR"
-    }
-    return Cli(standalone.namesrv_addr, {**env, "HOME": str(home)})
+    return cli_for(standalone.namesrv_addr, tmp_path_factory.mktemp("tx-cli-home"))
 
 
 def lines(*bodies: str) -> bytes:
