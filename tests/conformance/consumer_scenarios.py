@@ -176,7 +176,6 @@ SCENARIOS: list[Scenario] = [
         "PushScenarios.sql92",
         {"sql": "index > 5 AND parity = 'even'", "expected": 7},
         _sql92,
-        missing="SQL92 filtering",
     ),
     _push(
         "push consume from first / last / timestamp",
