@@ -1,5 +1,5 @@
 """rmq's own tools against Apache's cluster and against rmq's: `rmq produce` / `rmq consume`,
-every `rmq topic` verb, `rmq cluster list` and `rmq bench`.
+every `rmq topic` verb, `rmq cluster list`, `rmq bench` and `rmq request` / `rmq reply`.
 
 Each case runs the same commands against both clusters and compares their JSON output after
 `_normalise` (addresses, times, message ids and load figures are what legitimately differs);
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -322,6 +323,63 @@ def _transaction_discarded(cluster: Cluster) -> Any:
     }
 
 
+REQUEST_TOPIC = "ConfToolsRequest"
+REPLY_ECHO = f"{shlex.quote(sys.executable)} -c " + shlex.quote(
+    "import json, sys; print('re:' + json.load(sys.stdin)['body'], end='')"
+)
+"""`rmq reply`'s command: the reply body is `re:` and the request's body."""
+
+
+def _request_reply(cluster: Cluster) -> Any:
+    """`rmq reply --exec` answering two `rmq request` lines: the replies as printed (without
+    what each run assigns) and whether the replier's rows name the same correlation ids."""
+    rmq_json(
+        cluster, "topic", "update", "-t", REQUEST_TOPIC, "--cluster", CLUSTER, "-r", "2", "-w", "2"
+    )
+    argv = ["reply", REQUEST_TOPIC, "--exec", REPLY_ECHO, "-g", "conf-reply", "-c", "2"]
+    replier = subprocess.Popen(
+        [sys.executable, "-m", "rmq", *argv, "-n", cluster.namesrv_addr],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(cluster.root / "cli-home")},
+    )
+    try:
+        replies = _ndjson(
+            rmq_cli(cluster, "request", REQUEST_TOPIC, "--timeout", "60", stdin="ping-1\nping-2\n")
+        )
+        out, err = replier.communicate(timeout=60)
+    finally:
+        replier.kill()
+    assert replier.returncode == 0, err
+    varying = {"CORRELATION_ID", "REPLY_TO_CLIENT", "UNIQ_KEY", "PUSH_REPLY_TIME", "ARRIVE_TIME"}
+    return {
+        "replies": [
+            {
+                **_record(reply),
+                "properties": {k: v for k, v in reply["properties"].items() if k not in varying},
+            }
+            for reply in replies
+        ],
+        "sameCorrelationIds": [row["correlationId"] for row in _ndjson(out)]
+        == [reply["properties"]["CORRELATION_ID"] for reply in replies],
+    }
+
+
+def _request_timeout(cluster: Cluster) -> Any:
+    """`rmq request` with nobody answering: exit 1 and the one line saying so."""
+    argv = [sys.executable, "-m", "rmq", "request", REQUEST_TOPIC, "unanswered"]
+    done = subprocess.run(
+        [*argv, "--timeout", "1", "-n", cluster.namesrv_addr],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(cluster.root / "cli-home")},
+        check=False,
+    )
+    return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
 def _expect_topic(result: Any) -> None:
     assert result["topic"] == TOPIC and result["brokerAddrs"] == ["<broker>"], result
 
@@ -348,6 +406,19 @@ CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], object]]] = [
         "rmq produce transactionCheckMax reached",
         _transaction_discarded,
         lambda r: r["checkedTransactions"] == [True, True] and len(r["discarded"]) == 1,
+    ),
+    (
+        "rmq request / rmq reply --exec",
+        _request_reply,
+        lambda r: (
+            [x["body"] for x in r["replies"]] == ["re:ping-1", "re:ping-2"]
+            and r["sameCorrelationIds"]
+        ),
+    ),
+    (
+        "rmq request timeout",
+        _request_timeout,
+        lambda r: r["exit"] == 1 and "no reply to line 1 within 1 s" in r["stderr"],
     ),
 ]
 
