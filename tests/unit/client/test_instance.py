@@ -1,7 +1,7 @@
 """ClientInstance against scripted name servers and brokers on 127.0.0.1: routes and their
 cache, publish and subscribe queues, broker addresses, name server failover, heartbeats
-(and how concurrent ones coalesce), unregistering and the broker's
-NOTIFY_CONSUMER_IDS_CHANGED."""
+(and how concurrent ones coalesce), unregistering, the broker's NOTIFY_CONSUMER_IDS_CHANGED
+and CHECK_TRANSACTION_STATE."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from rmq.client.instance import (
     TopicPublishInfo,
     parse_namesrv_addrs,
 )
+from rmq.client.transactionrequests import TransactionChecker
+from rmq.common.message import MessageRecord
+from rmq.common.msgconst import PROPERTY_PRODUCER_GROUP
 from rmq.remoting.bodies import (
     ConsumeFromWhere,
     ConsumerData,
@@ -34,7 +37,10 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection
 from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
-from rmq.remoting.headers import NotifyConsumerIdsChangedRequestHeader
+from rmq.remoting.headers import (
+    CheckTransactionStateRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader,
+)
 from tests.unit.client.fakes import (
     FakeBroker,
     FakeNamesrv,
@@ -43,6 +49,7 @@ from tests.unit.client.fakes import (
     run,
     until,
 )
+from tests.unit.client.test_processqueue import record_bytes
 
 
 def test_parse_namesrv_addrs_splits_on_semicolons_and_refuses_an_empty_list() -> None:
@@ -440,10 +447,11 @@ def test_without_groups_no_heartbeat_is_sent() -> None:
 
 @asynccontextmanager
 async def broker_connection(
-    consumers: list[FakeConsumer],
+    consumers: list[FakeConsumer], checker: TransactionChecker | None = None
 ) -> AsyncIterator[Connection]:
-    """A started instance with `consumers` (or a producer group when there are none)
-    registered, heartbeating to a fake broker: the broker's end of that connection."""
+    """A started instance with `consumers` (or producer group PG, with `checker`, when there
+    are none) registered, heartbeating to a fake broker: the broker's end of that
+    connection."""
     namesrv, broker = FakeNamesrv(), FakeBroker("broker-a")
     await started(namesrv, broker)
     namesrv.routes["T"] = route_of({"broker-a": broker.addr})
@@ -453,7 +461,7 @@ async def broker_connection(
         for consumer in consumers:
             instance.register_consumer(consumer)
         if not consumers:
-            instance.register_producer("PG")
+            instance.register_producer("PG", checker)
         await instance.get_route("T")
         await instance.send_heartbeat_to_all_brokers()
         [connection] = broker.server.connections
@@ -479,8 +487,46 @@ def test_notify_consumer_ids_changed_makes_every_consumer_rebalance() -> None:
 def test_other_broker_requests_are_answered_not_supported() -> None:
     async def scenario() -> None:
         async with broker_connection([]) as connection:
-            request = create_request(RequestCode.CHECK_TRANSACTION_STATE)
+            request = create_request(RequestCode.PULL_MESSAGE)
             response = await connection.send_request(request, 3.0)
         assert response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+    run(scenario())
+
+
+class RecordingChecker:
+    """A transactional producer that notes the checks it is handed."""
+
+    def __init__(self) -> None:
+        self.checks: list[tuple[MessageRecord, CheckTransactionStateRequestHeader]] = []
+
+    async def check_transaction_state(
+        self,
+        connection: Connection,
+        record: MessageRecord,
+        header: CheckTransactionStateRequestHeader,
+    ) -> None:
+        self.checks.append((record, header))
+
+
+def test_a_transaction_check_goes_to_the_producer_of_the_messages_group() -> None:
+    def check(group: str | None, body: bytes | None = None) -> RemotingCommand:
+        header = CheckTransactionStateRequestHeader(
+            tran_state_table_offset=7, commit_log_offset=1234, transaction_id=f"tx-{group}"
+        )
+        properties = {PROPERTY_PRODUCER_GROUP: group} if group else {}
+        body = record_bytes(7, b"half", properties) if body is None else body
+        return create_request(RequestCode.CHECK_TRANSACTION_STATE, header, body=body)
+
+    async def scenario() -> None:
+        checker = RecordingChecker()
+        async with broker_connection([], checker) as connection:
+            # another group, no group, an undecodable body: nobody is asked; then PG
+            for request in (check("OTHER"), check(None), check("PG", b"\0\0"), check("PG")):
+                await connection.send_oneway(request)
+            await until(lambda: bool(checker.checks))
+        [(record, header)] = checker.checks
+        assert record.body == b"half" and record.properties[PROPERTY_PRODUCER_GROUP] == "PG"
+        assert (header.transaction_id, header.tran_state_table_offset) == ("tx-PG", 7)
 
     run(scenario())
