@@ -127,6 +127,21 @@ def _record(*values: object, end: str = FIELD_SPLITOR) -> str:
     return CONTENT_SPLITOR.join(_text(value) for value in values) + end
 
 
+def _message_fields(ctx: TraceContext, bean: TraceBean) -> tuple[object, ...]:
+    """The fields a Pub and an EndTransaction record open with."""
+    return (
+        ctx.trace_type.value,
+        ctx.timestamp,
+        ctx.region_id,
+        ctx.group,
+        bean.topic,
+        bean.msg_id,
+        bean.tags,
+        bean.keys,
+        bean.store_host,
+    )
+
+
 def encode_context(ctx: TraceContext) -> tuple[str, list[str]]:
     """The records of `ctx` and the keys the trace message carries for it (each bean's
     msgId, then its own keys), as TraceDataEncoder.encoderFromContextBean makes them."""
@@ -134,15 +149,7 @@ def encode_context(ctx: TraceContext) -> tuple[str, list[str]]:
     if kind is TraceType.Pub:
         bean = ctx.beans[0]
         data = _record(
-            kind.value,
-            ctx.timestamp,
-            ctx.region_id,
-            ctx.group,
-            bean.topic,
-            bean.msg_id,
-            bean.tags,
-            bean.keys,
-            bean.store_host,
+            *_message_fields(ctx, bean),
             bean.body_length,
             ctx.cost_time,
             bean.msg_type,
@@ -176,15 +183,7 @@ def encode_context(ctx: TraceContext) -> tuple[str, list[str]]:
     else:
         bean = ctx.beans[0]
         data = _record(
-            kind.value,
-            ctx.timestamp,
-            ctx.region_id,
-            ctx.group,
-            bean.topic,
-            bean.msg_id,
-            bean.tags,
-            bean.keys,
-            bean.store_host,
+            *_message_fields(ctx, bean),
             bean.msg_type,
             bean.transaction_id,
             bean.transaction_state,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import pytest
 from tests.conformance.clusters import Cluster
 from tests.conformance.java import run_driver
 from tests.conformance.mqadmin_run import mqadmin, rmq_mqadmin
-from tests.conformance.test_rmq_tools import rmq_cli
+from tests.conformance.test_rmq_tools import _until, rmq_cli
 
 SECTION = "message trace"
 DEADLINE = 60.0
@@ -41,16 +40,6 @@ def _msg_ids(cluster: Cluster, topic: str) -> list[str]:
     return sorted(json.loads(line)["msgId"] for line in out.splitlines())
 
 
-def _until(probe: Callable[[], str], done: Callable[[str], bool]) -> str:
-    """Call `probe` until `done` holds for its output (or the deadline: the last output)."""
-    deadline = time.monotonic() + DEADLINE
-    while True:
-        out = probe()
-        if done(out) or time.monotonic() > deadline:
-            return out
-        time.sleep(0.3)
-
-
 def _complete(out: str) -> bool:
     """mqadmin's trace output shows a Pub row and a Sub row."""
     rows = [line.split()[0] for line in out.splitlines() if line.strip()]
@@ -59,7 +48,7 @@ def _complete(out: str) -> bool:
 
 def _compare(cluster: Cluster, msg_id: str, home: Path) -> str:
     args = ["queryMsgTraceById", "-i", msg_id, "-n", cluster.namesrv_addr]
-    theirs = _until(lambda: mqadmin(args, home=home / "apache"), _complete)
+    theirs: str = _until(lambda: mqadmin(args, home=home / "apache"), _complete, DEADLINE)
     assert _complete(theirs), f"Apache's mqadmin shows no complete trace of {msg_id}:\n{theirs}"
     mine = rmq_mqadmin(args, home=home / "rmq")
     assert mine == theirs
