@@ -36,13 +36,13 @@ import typer
 
 from rmq.cli.errors import PROG_NAME, RmqError
 from rmq.cli.main import command_app
+from rmq.cli.request import check_names
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 
 if TYPE_CHECKING:
     import asyncio
 
     from rmq.client.consumer import MessageExt
-    from rmq.client.instance import ClientInstance
     from rmq.client.producer import Producer
 
 DEFAULT_GROUP = "rmq-reply"
@@ -103,15 +103,9 @@ def reply(
     as it was at start.  A CMD that fails sends no reply and says so on stderr; exit 1 when
     any request got no reply.
     """
-    from rmq.common.naming import client_topic_error, group_error
     from rmq.server.runtime import run_server
 
-    error = client_topic_error(topic)
-    if error is not None:
-        raise click.BadParameter(error, param_hint="TOPIC")
-    error = group_error(group)
-    if error is not None:
-        raise click.BadParameter(error, param_hint="'-g' / '--group'")
+    check_names(topic, group)
     if not command.strip():
         raise click.BadParameter("the command is empty", param_hint="'--exec'")
     options = (topic, group, tag_filter or "*", count, exit_at_end)
@@ -121,10 +115,15 @@ def reply(
 class Replier:
     """Answers requests with the command's output, counting what it handled."""
 
-    def __init__(self, producer: Producer, command: str, limit: int | None) -> None:
+    def __init__(
+        self, producer: Producer, topic: str, expression: str, command: str, limit: int | None
+    ) -> None:
         import asyncio
 
         self.producer = producer
+        self.group = producer.group
+        self.topic = topic
+        self.expression = expression
         self.command = command
         self.limit = limit
         self.handled = 0
@@ -214,11 +213,8 @@ async def _reply(
         try:
             await producer.start()
             await check_topic(producer, topic, namesrv_addrs)
-            replier = Replier(producer, command, count)
-            if exit_at_end:
-                await _drain(instance, group, topic, expression, replier, interrupted)
-            else:
-                await _serve(instance, group, topic, expression, replier, interrupted)
+            replier = Replier(producer, topic, expression, command, count)
+            await (_drain if exit_at_end else _serve)(replier, interrupted)
         except (ClientError, RemotingError) as exc:
             raise admin_error(exc, namesrv_addrs) from exc
         finally:
@@ -234,23 +230,19 @@ async def _reply(
     return 0
 
 
-async def _serve(
-    instance: ClientInstance,
-    group: str,
-    topic: str,
-    expression: str,
-    replier: Replier,
-    interrupted: asyncio.Future[Any],
-) -> None:
+async def _serve(replier: Replier, interrupted: asyncio.Future[Any]) -> None:
     """Answer as a push consumer of the group until the count or a signal."""
     import asyncio
 
     from rmq.client.consumer import ConsumeStatus, PushConsumer
 
     consumer = PushConsumer(
-        group, instance=instance, consume_concurrency=1, consume_message_batch_max_size=1
+        replier.group,
+        instance=replier.producer.instance,
+        consume_concurrency=1,
+        consume_message_batch_max_size=1,
     )
-    consumer.subscribe(topic, expression)
+    consumer.subscribe(replier.topic, replier.expression)
 
     async def listener(messages: list[MessageExt]) -> ConsumeStatus:
         for msg in messages:
@@ -270,27 +262,20 @@ async def _serve(
         await consumer.shutdown()
 
 
-async def _drain(
-    instance: ClientInstance,
-    group: str,
-    topic: str,
-    expression: str,
-    replier: Replier,
-    interrupted: asyncio.Future[Any],
-) -> None:
+async def _drain(replier: Replier, interrupted: asyncio.Future[Any]) -> None:
     """Answer every queue's requests from the group's offset to the queue's end at start,
     committing the offsets reached."""
     from rmq.client.consumer import PullConsumer, PullStatus
 
-    reader = PullConsumer(group, instance=instance)
+    reader = PullConsumer(replier.group, instance=replier.producer.instance)
     await reader.start()
     try:
-        for mq in await reader.fetch_subscribe_message_queues(topic):
+        for mq in await reader.fetch_subscribe_message_queues(replier.topic):
             end = await reader.max_offset(mq)
             offset = max(await reader.fetch_consume_offset(mq), await reader.min_offset(mq), 0)
             start = offset
             while offset < end and not (interrupted.done() or replier.done.is_set()):
-                result = await reader.pull(mq, offset, PULL_BATCH, expression)
+                result = await reader.pull(mq, offset, PULL_BATCH, replier.expression)
                 if result.status is PullStatus.NO_NEW_MSG:
                     break
                 for msg in result.messages:

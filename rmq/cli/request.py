@@ -55,6 +55,18 @@ class RequestOutcome:
     invalid_lines: int = 0
 
 
+def check_names(topic: str, group: str) -> None:
+    """Usage errors (click's BadParameter) for an invalid topic or group name."""
+    from rmq.common.naming import client_topic_error, group_error
+
+    error = client_topic_error(topic)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="TOPIC")
+    error = group_error(group)
+    if error is not None:
+        raise click.BadParameter(error, param_hint="'-g' / '--group'")
+
+
 @app.command()
 def request(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to send the requests to.")],
@@ -117,15 +129,9 @@ def request(
     body, as rmq produce reads them), each waiting for its reply before the next is sent.
     No reply within --timeout exits 1 with a line saying so.
     """
-    from rmq.common.naming import client_topic_error, group_error
     from rmq.server.runtime import run_server
 
-    error = client_topic_error(topic)
-    if error is not None:
-        raise click.BadParameter(error, param_hint="TOPIC")
-    error = group_error(group)
-    if error is not None:
-        raise click.BadParameter(error, param_hint="'-g' / '--group'")
+    check_names(topic, group)
     defaults = RecordDefaults(
         tags=tags or None,
         keys=tuple(keys.split()) if keys else (),

@@ -46,7 +46,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from rmq.client import api
 from rmq.client.api import SendResult, SendStatus
@@ -114,6 +114,28 @@ QueueSelector = Callable[[Sequence[MessageQueue], Message], MessageQueue]
 
 SuccessCallback = Callable[[SendResult], None]
 ExceptionCallback = Callable[[BaseException], None]
+T = TypeVar("T")
+
+
+def run_callbacks(
+    on_success: Callable[[T], None] | None,
+    on_exception: ExceptionCallback | None,
+    task: asyncio.Task[T],
+    what: str,
+) -> None:
+    """Call `on_success(result)` or `on_exception(error)` for a finished `task` (neither when
+    it was cancelled); a callback that raises is logged as `what` failed."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    try:
+        if error is None:
+            if on_success is not None:
+                on_success(task.result())
+        elif on_exception is not None:
+            on_exception(error)
+    except Exception:
+        log.exception("%s failed", what)
 
 
 def select_by_hash(queues: Sequence[MessageQueue], key: str) -> MessageQueue:
@@ -293,17 +315,7 @@ class Producer(ClientMember):
         task: asyncio.Task[SendResult],
     ) -> None:
         self._async_sends.discard(task)
-        if task.cancelled():
-            return
-        error = task.exception()
-        try:
-            if error is None:
-                if on_success is not None:
-                    on_success(task.result())
-            elif on_exception is not None:
-                on_exception(error)
-        except Exception:
-            log.exception("a send callback of producer %s failed", self.group)
+        run_callbacks(on_success, on_exception, task, f"a send callback of producer {self.group}")
 
     async def send_oneway(
         self,

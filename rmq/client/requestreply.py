@@ -276,24 +276,9 @@ def request_async(
 ) -> asyncio.Task[MessageExt]:
     """:func:`request` in a task; ``on_success(reply)`` or ``on_exception(error)`` runs when
     it ends (Java's ``request(msg, RequestCallback, timeout)``)."""
+    from rmq.client.producer import run_callbacks  # the producer module imports this one
+
     task = asyncio.get_running_loop().create_task(request(producer, msg, timeout))
-    task.add_done_callback(functools.partial(_request_done, on_success, on_exception))
+    what = f"a request callback of producer {producer.group}"
+    task.add_done_callback(functools.partial(run_callbacks, on_success, on_exception, what=what))
     return task
-
-
-def _request_done(
-    on_success: Callable[[MessageExt], None] | None,
-    on_exception: Callable[[BaseException], None] | None,
-    task: asyncio.Task[MessageExt],
-) -> None:
-    if task.cancelled():
-        return
-    error = task.exception()
-    try:
-        if error is None:
-            if on_success is not None:
-                on_success(task.result())
-        elif on_exception is not None:
-            on_exception(error)
-    except Exception:
-        log.exception("a request callback failed")

@@ -13,8 +13,6 @@ timeout error.
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
 import os
 import shlex
 import signal
@@ -22,8 +20,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -32,10 +28,11 @@ from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.client.requestreply import RequestTimeoutError, create_reply_message
 from rmq.common.naming import reply_topic
+from tests.integration import test_produce_consume as produce_consume
+from tests.integration.test_produce_consume import ndjson, topic_name
 from tests.procs import RmqProcesses, StandaloneProcess
 
 CLUSTER = "DefaultCluster"
-_names = itertools.count()
 ECHO = shlex.join(
     [
         sys.executable,
@@ -46,43 +43,14 @@ ECHO = shlex.join(
 """A reply command: the reply body is `re:` and the request's body."""
 
 
-def topic_name(prefix: str) -> str:
-    return f"{prefix}{next(_names)}"
-
-
-@dataclass
-class Cli:
-    namesrv: str
-    env: dict[str, str]
-
-    def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "rmq", *args, "-n", self.namesrv]
-
-    def run(
-        self, *args: str, input: bytes = b"", timeout: float = 90
-    ) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            self.argv(*args), input=input, capture_output=True, env=self.env, timeout=timeout
-        )
-
-    def popen(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            self.argv(*args),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=self.env,
-        )
+class Cli(produce_consume.Cli):
+    """`rmq` subprocesses against the standalone (test_produce_consume's), creating topics."""
 
     def topic(self, prefix: str) -> str:
         topic = topic_name(prefix)
         result = self.run("topic", "create", topic)
         assert result.returncode == 0, result.stderr.decode()
         return topic
-
-
-def ndjson(data: bytes) -> list[Any]:
-    return [json.loads(line) for line in data.splitlines()]
 
 
 def finish(process: subprocess.Popen[bytes], timeout: float = 60) -> tuple[int, bytes, bytes]:
