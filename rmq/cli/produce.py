@@ -160,19 +160,48 @@ def parse_header(value: str) -> tuple[str, str]:
 
 # --- the command -----------------------------------------------------------------------------
 
+InputFormatOption = Annotated[
+    InputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="Input: json records, plain lines, or auto (json for lines starting with '{').",
+    ),
+]
+TagsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tags", metavar="TAG", help="Tag of messages that set none.", show_default=False
+    ),
+]
+KeysOption = Annotated[
+    str | None,
+    typer.Option(
+        "--keys",
+        "-k",
+        metavar="KEYS",
+        help="Space-separated keys of messages that set none.",
+        show_default=False,
+    ),
+]
+HeadersOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header",
+        "-H",
+        metavar="NAME=VALUE",
+        help="User property of every message (repeatable).",
+        show_default=False,
+    ),
+]
+"""The message options `rmq request` shares."""
+
 
 @app.command()
 def produce(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to send to.")],
-    input_format: Annotated[
-        InputFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            case_sensitive=False,
-            help="Input: json records, plain lines, or auto (json for lines starting with '{').",
-        ),
-    ] = InputFormat.AUTO,
+    input_format: InputFormatOption = InputFormat.AUTO,
     sync: Annotated[
         bool, typer.Option("--sync", help="Send one message at a time (the default).")
     ] = False,
@@ -205,32 +234,9 @@ def produce(
             show_default=False,
         ),
     ] = None,
-    tags: Annotated[
-        str | None,
-        typer.Option(
-            "--tags", metavar="TAG", help="Tag of messages that set none.", show_default=False
-        ),
-    ] = None,
-    keys: Annotated[
-        str | None,
-        typer.Option(
-            "--keys",
-            "-k",
-            metavar="KEYS",
-            help="Space-separated keys of messages that set none.",
-            show_default=False,
-        ),
-    ] = None,
-    headers: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--header",
-            "-H",
-            metavar="NAME=VALUE",
-            help="User property of every message (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
+    tags: TagsOption = None,
+    keys: KeysOption = None,
+    headers: HeadersOption = None,
     group: Annotated[str, typer.Option("--group", "-g", help="Producer group.")] = DEFAULT_GROUP,
     summary: Annotated[
         bool, typer.Option("--summary", help="Print only a summary, not a result per message.")

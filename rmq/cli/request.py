@@ -31,7 +31,16 @@ import typer
 
 from rmq.cli.errors import PROG_NAME, RmqError
 from rmq.cli.main import command_app
-from rmq.cli.produce import InputFormat, Outgoing, parse_header, parse_line
+from rmq.cli.produce import (
+    HeadersOption,
+    InputFormat,
+    InputFormatOption,
+    KeysOption,
+    Outgoing,
+    TagsOption,
+    parse_header,
+    parse_line,
+)
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.common.jsonrecord import RecordDefaults, RecordJsonError
 
@@ -76,15 +85,7 @@ def request(
             metavar="[BODY]", help="Body of one request; without it, stdin lines are requests."
         ),
     ] = None,
-    input_format: Annotated[
-        InputFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            case_sensitive=False,
-            help="Input: json records, plain lines, or auto (json for lines starting with '{').",
-        ),
-    ] = InputFormat.AUTO,
+    input_format: InputFormatOption = InputFormat.AUTO,
     timeout: Annotated[
         float,
         typer.Option(
@@ -94,32 +95,9 @@ def request(
             help="How long each request waits for its reply.",
         ),
     ] = DEFAULT_TIMEOUT,
-    tags: Annotated[
-        str | None,
-        typer.Option(
-            "--tags", metavar="TAG", help="Tag of requests that set none.", show_default=False
-        ),
-    ] = None,
-    keys: Annotated[
-        str | None,
-        typer.Option(
-            "--keys",
-            "-k",
-            metavar="KEYS",
-            help="Space-separated keys of requests that set none.",
-            show_default=False,
-        ),
-    ] = None,
-    headers: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--header",
-            "-H",
-            metavar="NAME=VALUE",
-            help="User property of every request (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
+    tags: TagsOption = None,
+    keys: KeysOption = None,
+    headers: HeadersOption = None,
     group: Annotated[str, typer.Option("--group", "-g", help="Producer group.")] = DEFAULT_GROUP,
     namesrv: NamesrvOption = None,
 ) -> int:
