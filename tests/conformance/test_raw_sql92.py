@@ -11,7 +11,6 @@ Java's parser messages on one side and rmq's on the other: only their codes are 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
@@ -34,6 +33,7 @@ from rmq.remoting.headers import (
     SendMessageRequestHeader,
 )
 from tests.conformance.clusters import Cluster
+from tests.conformance.test_raw_queries import Broker
 from tests.procs import RemotingSession
 
 TOPIC = "RawSqlTopic"
@@ -47,15 +47,8 @@ Outcome = tuple[int, str | None, list[int] | None, str | None]
 """Code, remark, the ``a`` of the messages delivered, and the next begin offset."""
 
 
-@dataclass
-class Broker:
-    cluster: Cluster
-    session: RemotingSession
-
-    def ask(
-        self, code: int, header: object | None = None, body: bytes | None = None
-    ) -> RemotingCommand:
-        return self.session.invoke(self.cluster.broker_addr, code, header, body=body)
+def _send(broker: Broker, code: int, header: object | None, body: bytes) -> RemotingCommand:
+    return broker.session.invoke(broker.cluster.broker_addr, code, header, body=body)
 
 
 def _heartbeat(group: str, expression: str) -> bytes:
@@ -98,10 +91,10 @@ def _prepare(broker: Broker) -> None:
             flag=0,
             properties=f"TAGS\x01T{a % 2}\x02a\x01{a}\x02WAIT\x01true",
         )
-        response = broker.ask(RequestCode.SEND_MESSAGE, send, body=b"raw-sql92")
+        response = _send(broker, RequestCode.SEND_MESSAGE, send, b"raw-sql92")
         assert response.code == ResponseCode.SUCCESS, response
     for group, expression in ((ONLINE, "a < 3 OR TAGS = 'T1'"), (BROKEN, "a >")):
-        response = broker.ask(RequestCode.HEART_BEAT, body=_heartbeat(group, expression))
+        response = _send(broker, RequestCode.HEART_BEAT, None, _heartbeat(group, expression))
         assert response.code == ResponseCode.SUCCESS, response
 
 
@@ -217,7 +210,7 @@ def test_check_client_config(
         client_id=CLIENT_ID, group="RawSqlCheck", subscription_data=subscription
     ).encode()
     apache, rmq = (
-        brokers[kind].ask(RequestCode.CHECK_CLIENT_CONFIG, body=body).code
+        _send(brokers[kind], RequestCode.CHECK_CLIENT_CONFIG, None, body).code
         for kind in ("apache", "rmq")
     )
     assert apache == code

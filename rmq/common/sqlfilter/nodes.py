@@ -108,10 +108,22 @@ class Negate(Node):
 
 
 @dataclass(frozen=True, slots=True)
-class Equal(Node):
+class _Binary(Node):
+    """A condition on two operands, printed ``(left <symbol> right)``."""
+
     left: Node
     right: Node
     is_boolean = True
+    symbol = ""
+
+    @property
+    def text(self) -> str:
+        return f"({self.left.text} {self.symbol} {self.right.text})"
+
+
+@dataclass(frozen=True, slots=True)
+class Equal(_Binary):
+    symbol = "=="
 
     def evaluate(self, properties: Properties) -> Value:
         left = self.left.evaluate(properties)
@@ -121,10 +133,6 @@ class Equal(Node):
                 return True
             return None if left is None else False
         return java_equals(left, right) or java_compare(left, right) == 0
-
-    @property
-    def text(self) -> str:
-        return f"({self.left.text} == {self.right.text})"
 
 
 _ORDERINGS: dict[str, Callable[[int], bool]] = {
@@ -136,11 +144,8 @@ _ORDERINGS: dict[str, Callable[[int], bool]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Compare(Node):
-    operator: str
-    left: Node
-    right: Node
-    is_boolean = True
+class Compare(_Binary):
+    operator: str = ">"
 
     def evaluate(self, properties: Properties) -> Value:
         left = self.left.evaluate(properties)
@@ -216,10 +221,8 @@ class BooleanCast(Node):
 
 
 @dataclass(frozen=True, slots=True)
-class And(Node):
-    left: Node
-    right: Node
-    is_boolean = True
+class And(_Binary):
+    symbol = "&&"
 
     def evaluate(self, properties: Properties) -> Value:
         left = self.left.evaluate(properties)
@@ -230,16 +233,10 @@ class And(Node):
             return False
         return None if left is None or right is None else True
 
-    @property
-    def text(self) -> str:
-        return f"({self.left.text} && {self.right.text})"
-
 
 @dataclass(frozen=True, slots=True)
-class Or(Node):
-    left: Node
-    right: Node
-    is_boolean = True
+class Or(_Binary):
+    symbol = "||"
 
     def evaluate(self, properties: Properties) -> Value:
         left = self.left.evaluate(properties)
@@ -249,10 +246,6 @@ class Or(Node):
         if right is True:
             return True
         return None if left is None or right is None else False
-
-    @property
-    def text(self) -> str:
-        return f"({self.left.text} || {self.right.text})"
 
 
 def is_number(value: Value) -> bool:

@@ -132,7 +132,7 @@ class _Parser:
     def _ordered(self, operator: str, left: Node, right: Node, position: int) -> Node:
         self._check_ordered(left, position)
         self._check_ordered(right, position)
-        return Compare(operator, left, right)
+        return Compare(left, right, operator)
 
     @staticmethod
     def _equal(left: Node, right: Node, position: int) -> Node:
