@@ -221,31 +221,33 @@ class BooleanCast(Node):
 
 
 @dataclass(frozen=True, slots=True)
-class And(_Binary):
-    symbol = "&&"
+class _Logic(_Binary):
+    """AND / OR: the ``decisive`` value on either side decides (the right side is not
+    evaluated when the left one did); otherwise null on a side makes the outcome null."""
+
+    decisive = False
 
     def evaluate(self, properties: Properties) -> Value:
+        decisive = self.decisive
         left = self.left.evaluate(properties)
-        if left is False:
-            return False
+        if left is decisive:
+            return decisive
         right = self.right.evaluate(properties)
-        if right is False:
-            return False
-        return None if left is None or right is None else True
+        if right is decisive:
+            return decisive
+        return None if left is None or right is None else not decisive
 
 
 @dataclass(frozen=True, slots=True)
-class Or(_Binary):
-    symbol = "||"
+class And(_Logic):
+    symbol = "&&"
+    decisive = False
 
-    def evaluate(self, properties: Properties) -> Value:
-        left = self.left.evaluate(properties)
-        if left is True:
-            return True
-        right = self.right.evaluate(properties)
-        if right is True:
-            return True
-        return None if left is None or right is None else False
+
+@dataclass(frozen=True, slots=True)
+class Or(_Logic):
+    symbol = "||"
+    decisive = True
 
 
 def is_number(value: Value) -> bool:
