@@ -23,6 +23,7 @@ import pytest
 
 from rmq.common.naming import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
 from tests.conformance.clusters import BROKER_NAME, CLUSTER, Cluster
+from tests.conformance.java import run_driver
 from tests.integration.test_client_producer import pull_topic
 
 SECTION = "rmq tools against both clusters"
@@ -380,6 +381,38 @@ def _request_timeout(cluster: Cluster) -> Any:
     return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
+def _java_requester(cluster: Cluster) -> Any:
+    """Apache's Java client's `DefaultMQProducer.request` (three async requests) answered by
+    `rmq reply --exec`: the replies the Java requester got."""
+    topic = f"{REQUEST_TOPIC}Java"
+    rmq_json(cluster, "topic", "update", "-t", topic, "--cluster", CLUSTER, "-r", "2", "-w", "2")
+    argv = ["reply", topic, "--exec", REPLY_ECHO, "-g", "conf-reply-java", "-c", "3"]
+    replier = subprocess.Popen(
+        [sys.executable, "-m", "rmq", *argv, "-n", cluster.namesrv_addr],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HOME": str(cluster.root / "cli-home")},
+    )
+    try:
+        spec = {
+            "namesrv": cluster.namesrv_addr,
+            "topic": topic,
+            "group": "CG-java-requester",
+            "count": 3,
+            "timeout": 60,
+            "noResponder": True,
+        }
+        result = run_driver(
+            "RequestScenarios.requestReply", spec, home=cluster.root / "java-requester"
+        )
+        out, err = replier.communicate(timeout=60)
+    finally:
+        replier.kill()
+    assert replier.returncode == 0, err
+    return {**result, "answered": len(_ndjson(out))}
+
+
 def _expect_topic(result: Any) -> None:
     assert result["topic"] == TOPIC and result["brokerAddrs"] == ["<broker>"], result
 
@@ -413,6 +446,16 @@ CASES: list[tuple[str, Callable[[Cluster], Any], Callable[[Any], object]]] = [
         lambda r: (
             [x["body"] for x in r["replies"]] == ["re:ping-1", "re:ping-2"]
             and r["sameCorrelationIds"]
+        ),
+    ),
+    (
+        "rmq reply answering Java's DefaultMQProducer.request",
+        _java_requester,
+        lambda r: (
+            r["answered"] == 3
+            and not r["failures"]
+            and {k: v["body"] for k, v in r["replies"].items()}
+            == {f"request-{i}": f"re:question {i}" for i in range(3)}
         ),
     ),
     (

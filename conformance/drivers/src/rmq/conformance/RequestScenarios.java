@@ -29,16 +29,17 @@ final class RequestScenarios {
     /**
      * `count` asynchronous requests; the responder answers request `i` with body "reply to i".
      * Waits until every request completed (reply or exception) or the responder failed to send
-     * a reply; the result lists the replies and every failure.
+     * a reply; the result lists the replies and every failure.  With `noResponder` another
+     * process answers (rmq reply): only the requests are sent.
      */
     static JSONObject requestReply(Spec spec) throws Exception {
         spec.createTopics();
         int count = spec.integer("count", 3);
         long timeout = spec.seconds("timeout", 30);
         List<String> responderErrors = new ArrayList<>();
+        boolean ownResponder = !spec.flag("noResponder");
         DefaultMQProducer replier = spec.producer();
         replier.setProducerGroup(spec.group() + "-replier");
-        replier.start();
         DefaultMQPushConsumer responder = spec.pushConsumer(spec.group());
         responder.subscribe(spec.topic(), "*");
         responder.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
@@ -57,7 +58,10 @@ final class RequestScenarios {
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
-        responder.start();
+        if (ownResponder) {
+            replier.start();
+            responder.start();
+        }
         DefaultMQProducer requester = spec.producer();
         requester.start();
         Map<String, JSONObject> replies = new ConcurrentHashMap<>();
@@ -96,8 +100,10 @@ final class RequestScenarios {
             }
         } finally {
             requester.shutdown();
-            responder.shutdown();
-            replier.shutdown();
+            if (ownResponder) {
+                responder.shutdown();
+                replier.shutdown();
+            }
         }
         JSONObject out = new JSONObject();
         out.put("replies", new TreeMap<>(replies));
