@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from rmq.cli.consume import Printer, Render
 from rmq.cli.tracing import start_dispatcher
+from rmq.common.trace import ConsumeReturnType
 
 if TYPE_CHECKING:
     from rmq.client.consumer.message import MessageExt
@@ -33,7 +34,8 @@ class TracedPrinter(Printer):
             return super().write(messages)
         before = self.hook.before(messages)
         printed = super().write(messages)
-        self.hook.after(before, len(messages), printed == len(messages))
+        done = ConsumeReturnType.SUCCESS if printed == len(messages) else ConsumeReturnType.FAILED
+        self.hook.after(before, len(messages), done)
         return printed
 
 

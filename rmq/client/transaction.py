@@ -50,6 +50,11 @@ from rmq.client.errors import MQClientError
 from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.common.message import MessageRecord
+from rmq.common.msgconst import (
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+)
 from rmq.common.msgid import decode_offset_msg_id
 from rmq.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
@@ -160,7 +165,7 @@ class TransactionProducer(Producer):
             state = LocalTransactionState.ROLLBACK_MESSAGE
         remark = f"executeLocalTransactionBranch exception: {error!r}" if error else None
         try:
-            await self._end(result, state, remark)
+            await self._end(msg, result, state, remark)
         except (RemotingError, MQClientError) as exc:
             log.warning(
                 "local transaction %s ended %s, but telling the broker failed: %s",
@@ -172,9 +177,10 @@ class TransactionProducer(Producer):
         return TransactionSendResult(**fields, local_transaction_state=state)
 
     async def _end(
-        self, result: SendResult, state: LocalTransactionState, remark: str | None
+        self, msg: Message, result: SendResult, state: LocalTransactionState, remark: str | None
     ) -> None:
-        """END_TRANSACTION for the half message `result` names."""
+        """END_TRANSACTION for the half message `result` names (traced first when the
+        producer is, as Java's end-transaction hook runs before the request)."""
         queue = result.message_queue
         header = EndTransactionRequestHeader(
             producer_group=self.group,
@@ -186,6 +192,15 @@ class TransactionProducer(Producer):
             bname=queue.broker_name,
         )
         addr = await self.instance.broker_address(queue)
+        if self.send_trace is not None:
+            properties = {**msg.properties, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX: result.msg_id}
+            if msg.tags:
+                properties[PROPERTY_TAGS] = msg.tags
+            if msg.keys_text:
+                properties[PROPERTY_KEYS] = msg.keys_text
+            self.send_trace.end_transaction(
+                properties, msg.topic, result.msg_id, addr, state.name, False
+            )
         await api.end_transaction_oneway(self.instance.remoting, addr, header, remark)
 
     async def check_transaction_state(
@@ -211,6 +226,15 @@ class TransactionProducer(Producer):
             bname=header.bname,
         )
         remark = f"checkLocalTransactionState Exception: {error!r}" if error else None
+        if self.send_trace is not None:
+            self.send_trace.end_transaction(
+                record.properties,
+                record.topic,
+                record.properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, record.msg_id),
+                connection.remote_addr,
+                state.name,
+                True,
+            )
         try:
             await connection.send_oneway(api.end_transaction_request(answer, remark))
         except RemotingError as exc:

@@ -44,6 +44,7 @@ from rmq.client import api
 from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.processqueue import ProcessQueue
 from rmq.client.errors import ClientError
+from rmq.common.trace import ConsumeReturnType
 from rmq.remoting.bodies import MessageModel, MessageQueue
 from rmq.remoting.bodies.consumerinfo import (
     CMResult,
@@ -222,14 +223,17 @@ class ConsumeService:
         trace = self.consumer.consume_trace
         traced = trace.before(messages) if trace is not None else None
         begin = time.monotonic()
-        status = await self._verdict(messages)
+        status, return_type = await self._verdict(messages)
         ok = len(messages) if status is ConsumeStatus.CONSUME_SUCCESS else 0
         if trace is not None:
-            trace.after(traced, len(messages), ok > 0)
+            trace.after(traced, len(messages), return_type)
         self.consumer.stats.inc_consume(mq.topic, millis_since(begin), ok, len(messages) - ok)
         return status
 
-    async def _verdict(self, messages: list[MessageExt]) -> ConsumeStatus:
+    async def _verdict(self, messages: list[MessageExt]) -> tuple[ConsumeStatus, ConsumeReturnType]:
+        """The listener's verdict (an exception or a non-status answer is RECONSUME_LATER)
+        and how it came, as Java's consume services classify it for the trace: EXCEPTION,
+        RETURNNULL, FAILED (RECONSUME_LATER) or SUCCESS."""
         try:
             status: object = await self.listener(messages)
         except asyncio.CancelledError:
@@ -238,13 +242,15 @@ class ConsumeService:
             log.exception(
                 "group %s: the listener failed on %d message(s)", self.group, len(messages)
             )
-            return ConsumeStatus.RECONSUME_LATER
+            return ConsumeStatus.RECONSUME_LATER, ConsumeReturnType.EXCEPTION
         if not isinstance(status, ConsumeStatus):
             log.warning(
                 "group %s: the listener returned %r, not a ConsumeStatus", self.group, status
             )
-            return ConsumeStatus.RECONSUME_LATER
-        return status
+            return ConsumeStatus.RECONSUME_LATER, ConsumeReturnType.RETURNNULL
+        if status is ConsumeStatus.CONSUME_SUCCESS:
+            return status, ConsumeReturnType.SUCCESS
+        return status, ConsumeReturnType.FAILED
 
     async def consume_directly(self, message: MessageExt) -> ConsumeMessageDirectlyResult:
         """CONSUME_MESSAGE_DIRECTLY: the listener's verdict on ``message`` alone."""

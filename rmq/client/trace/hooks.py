@@ -6,11 +6,16 @@ SendMessageTraceHookImpl and ConsumeMessageTraceHookImpl record it.
   message type (transactional half, delayed, or normal); `after` a send the broker answered
   it completes the Pub record with the message ids, the cost, the status and the broker's
   region, and queues it, unless the broker said trace is off (TRACE_ON false).  A failed
-  send, a oneway send and a send to the trace topic itself record nothing.
+  send, a oneway send and a send to the trace topic itself record nothing.  A
+  transactional producer's hook also records each END_TRANSACTION it sends
+  (:meth:`SendTraceHook.end_transaction`, Apache's EndTransactionTraceHookImpl): after the
+  local transaction and after answering a check-back.
 * :class:`ConsumeTraceHook` (a push consumer's `consume_trace`): `before` the listener sees
   a batch it queues a SubBefore record per message (a message sent with trace off is left
   out), `after` it a SubAfter record per message with the listener's verdict, the cost per
-  message and the verdict's code (ConsumeReturnType: SUCCESS or FAILED).
+  message and the verdict's code (ConsumeReturnType: SUCCESS, FAILED for RECONSUME_LATER,
+  EXCEPTION for a listener that raised, RETURNNULL for one that answered no status; Java's
+  TIME_OUT, a listener call longer than consumeTimeout, is not recorded).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from rmq.common.msgconst import (
     PROPERTY_TAGS,
     PROPERTY_TRACE_SWITCH,
     PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
+from rmq.common.naming import DEFAULT_TRACE_REGION_ID
 from rmq.common.properties import decode_properties
 from rmq.common.timeutil import now_millis
 from rmq.common.trace import (
@@ -85,6 +92,41 @@ class SendTraceHook:
         bean.offset_msg_id = result.offset_msg_id
         self.dispatcher.append(ctx)
 
+    def end_transaction(
+        self,
+        msg_properties: dict[str, str],
+        topic: str,
+        msg_id: str | None,
+        broker_addr: str,
+        state: str,
+        from_check: bool,
+    ) -> None:
+        """Queue the EndTransaction record of a transaction ended as `state` (the local
+        transaction state's name); `msg_properties` are the message's (its tags, keys,
+        unique key and region)."""
+        if topic.startswith(self.dispatcher.trace_topic):
+            return
+        bean = TraceBean(
+            topic=topic,
+            msg_id=msg_id,
+            tags=msg_properties.get(PROPERTY_TAGS),
+            keys=msg_properties.get(PROPERTY_KEYS),
+            store_host=broker_addr,
+            msg_type=TraceMessageType.Trans_msg_Commit,
+            transaction_id=msg_properties.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
+            transaction_state=state,
+            from_transaction_check=from_check,
+        )
+        self.dispatcher.append(
+            TraceContext(
+                TraceType.EndTransaction,
+                timestamp=now_millis(),
+                region_id=msg_properties.get(PROPERTY_MSG_REGION) or DEFAULT_TRACE_REGION_ID,
+                group=self.group,
+                beans=[bean],
+            )
+        )
+
 
 class ConsumeTraceHook:
     """SubBefore / SubAfter records of consumer group `group` (see the module docstring)."""
@@ -127,8 +169,11 @@ class ConsumeTraceHook:
         self.dispatcher.append(ctx)
         return ctx
 
-    def after(self, before: TraceContext | None, count: int, success: bool) -> None:
-        """Queue the SubAfter records of the batch `before` started (`count` messages)."""
+    def after(
+        self, before: TraceContext | None, count: int, return_type: ConsumeReturnType
+    ) -> None:
+        """Queue the SubAfter records of the batch `before` started (`count` messages) that
+        the listener answered as `return_type` (success only for SUCCESS)."""
         if before is None:
             return
         now = now_millis()
@@ -139,9 +184,9 @@ class ConsumeTraceHook:
                 region_id=before.region_id,
                 group=before.group,
                 request_id=before.request_id,
-                success=success,
+                success=return_type is ConsumeReturnType.SUCCESS,
                 cost_time=(now - before.timestamp) // max(count, 1),
-                context_code=ConsumeReturnType.SUCCESS if success else ConsumeReturnType.FAILED,
+                context_code=return_type,
                 beans=before.beans,
             )
         )
