@@ -9,7 +9,9 @@ the outcome, then runs the pull once more and answers whatever it finds (Apache'
 * by :meth:`~PullRequestHoldService.notify_message_arriving`, which the broker calls whenever
   the store dispatches a message to a queue: every request parked on that queue whose offset
   is now below the queue's max offset, and whose subscription may match the new message's tags
-  code, is woken.  The waiting handler resumes in the next turn of the event loop, so a
+  code, is woken; a request of an SQL92 subscription only when a message from its offset on
+  makes the expression true (read back from the store: Apache evaluates the dispatched
+  message's properties).  The waiting handler resumes in the next turn of the event loop, so a
   consumer learns of a message as soon as it is stored;
 * when its timeout expires (one timer per parked request), to answer "not found";
 * by :meth:`~PullRequestHoldService.channel_closed` when its connection closes: nobody is left
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 from rmq.common.config import BrokerConfig
 from rmq.remoting.connection import Connection
-from rmq.store.store import MessageStore, TagsFilter
+from rmq.store.store import MessageStore, RecordFilter, TagsFilter
 
 log = logging.getLogger("rmq.broker")
 
@@ -47,6 +49,7 @@ class _HeldPull:
     connection: Connection
     pull_from_offset: int
     tags_filter: TagsFilter | None
+    record_filter: RecordFilter | None
     outcome: asyncio.Future[bool]
 
     def release(self, run_again: bool) -> None:
@@ -70,16 +73,21 @@ class PullRequestHoldService:
         pull_from_offset: int,
         tags_filter: TagsFilter | None,
         timeout_ms: int,
+        *,
+        record_filter: RecordFilter | None = None,
     ) -> bool:
         """Park a pull of ``topic``/``queue_id`` that found nothing at ``pull_from_offset``.
 
         Returns True when the pull should run again (a message arrived or the timeout
         expired), False when the connection closed meanwhile.  ``tags_filter`` is the
-        subscription's test of a tags code (None: every message matches).
+        subscription's test of a tags code (None: every message matches), ``record_filter``
+        its test of a stored record (SQL92; None: none).
         """
         loop = asyncio.get_running_loop()
         key = (topic, queue_id)
-        held = _HeldPull(connection, pull_from_offset, tags_filter, loop.create_future())
+        held = _HeldPull(
+            connection, pull_from_offset, tags_filter, record_filter, loop.create_future()
+        )
         self._held.setdefault(key, {})[held] = None
         timer = loop.call_later(max(timeout_ms, 0) / 1000, held.release, True)
         try:
@@ -119,8 +127,19 @@ class PullRequestHoldService:
             tags_filter = held.tags_filter
             if tags_code is not None and tags_filter is not None and not tags_filter(tags_code):
                 continue
+            if tags_code is not None and not self._record_arrived(topic, queue_id, held):
+                continue
             self._forget(key, held)
             held.release(True)
+
+    def _record_arrived(self, topic: str, queue_id: int, held: _HeldPull) -> bool:
+        """Whether a message from the request's offset on passes its record filter."""
+        if held.record_filter is None:
+            return True
+        result = self._store.get_messages(
+            topic, queue_id, held.pull_from_offset, 1, None, held.record_filter
+        )
+        return bool(result.messages)
 
     def check_hold_requests(self) -> None:
         """Wake every parked request whose queue has grown past its offset, whatever the tags

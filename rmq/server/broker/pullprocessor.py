@@ -54,8 +54,8 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rmq.server.broker.consumerfilter import pull_filters
-from rmq.store.store import GetMessageResult, GetMessageStatus, TagsFilter
+from rmq.server.broker.consumerfilter import PullFilters, pull_filters
+from rmq.store.store import GetMessageResult, GetMessageStatus
 
 if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext
@@ -93,7 +93,7 @@ def _response_code(status: GetMessageStatus, request_offset: int) -> ResponseCod
 class _Park:
     """A pull that found nothing and may wait (FLAG_SUSPEND) for ``timeout_ms``."""
 
-    tags_filter: TagsFilter | None
+    filters: PullFilters
     timeout_ms: int
 
 
@@ -118,8 +118,9 @@ class PullMessageProcessor:
             header.topic,
             header.queue_id,
             header.queue_offset,
-            outcome.tags_filter,
+            outcome.filters[0],
             outcome.timeout_ms,
+            record_filter=outcome.filters[1],
         )
         if not run_again:
             return None
@@ -200,9 +201,7 @@ class PullMessageProcessor:
             items.get(group, topic, result.message_count, result.buffer_total_size)
             if context.broker_config.transfer_msg_by_heap:
                 items.pull_latency(group, topic, header.queue_id, elapsed_ms)
-        outcome = self._respond(
-            connection, header, group_config, result, allow_suspend, tags_filter
-        )
+        outcome = self._respond(connection, header, group_config, result, allow_suspend, filters)
         if (
             allow_suspend
             and header.sys_flag & PULL_COMMIT_OFFSET
@@ -267,7 +266,7 @@ class PullMessageProcessor:
         group_config: SubscriptionGroupConfig,
         result: GetMessageResult,
         allow_suspend: bool,
-        tags_filter: TagsFilter | None,
+        filters: PullFilters,
     ) -> RemotingCommand | _Park:
         context = self.context
         broker_config = context.broker_config
@@ -285,7 +284,7 @@ class PullMessageProcessor:
                 if broker_config.long_polling_enable
                 else broker_config.short_polling_time_mills
             )
-            return _Park(tags_filter, timeout_ms)
+            return _Park(filters, timeout_ms)
         if code is ResponseCode.PULL_OFFSET_MOVED:
             store_config = context.store_config
             if (

@@ -3,6 +3,7 @@ filtered by message properties, and CHECK_CLIENT_CONFIG, with ``enablePropertyFi
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from rmq.common import fastjson
 from rmq.common.properties import encode_properties_bytes
+from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import CheckClientRequestBody, SubscriptionData
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import create_request
@@ -22,9 +24,11 @@ from tests.unit.broker.helpers import (
     Clock,
     Serving,
     heartbeat_request,
+    pull_request,
     records,
     run,
     serving_broker,
+    until,
 )
 
 
@@ -217,3 +221,33 @@ def test_loaded_live_filters_count_as_dead(
     one = reloaded.get(TOPIC, GROUP)
     assert one is not None and one.dead
     assert one.data.dead_time == clock() - 30_000
+
+
+def _arrive(broker: BrokerContext, a: int) -> None:
+    properties = encode_properties_bytes({"a": str(a)})
+    result = broker.store.put_message(InnerMessage(TOPIC, 0, b"late", properties=properties))
+    broker.pull_hold.notify_message_arriving(TOPIC, 0, result.queue_offset + 1, 0)
+
+
+def test_parked_sql_pull_wakes_only_for_a_matching_message(sql_broker: BrokerContext) -> None:
+    put_numbered(sql_broker, 2)
+
+    async def scenario() -> None:
+        async with Serving(sql_broker) as serving:
+            request = pull_request(
+                offset=2,
+                sys_flag=PULL_SUSPEND | PULL_SUBSCRIPTION,
+                suspend_ms=20_000,
+                subscription="a = 5",
+                expression_type="SQL92",
+            )
+            parked = asyncio.create_task(serving.invoke(request, timeout=30.0))
+            await until(lambda: sql_broker.pull_hold.held_count() == 1)
+            _arrive(sql_broker, 3)
+            assert sql_broker.pull_hold.held_count() == 1, "a message that does not match"
+            _arrive(sql_broker, 5)
+            assert sql_broker.pull_hold.held_count() == 0
+            response = await parked
+        assert indexes(response) == [5]
+
+    run(scenario())
