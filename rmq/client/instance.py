@@ -7,8 +7,9 @@ A `ClientInstance` is Java's `MQClientInstance` in asyncio form.  It owns
   consumer rebalance now; the offset reset, offset status, running info and direct
   consumption calls are answered by the consumer of the group (`consumerrequests.py`);
   CHECK_TRANSACTION_STATE by the transactional producer of the message's group
-  (`transactionrequests.py`); every other code is answered REQUEST_CODE_NOT_SUPPORTED by the
-  remoting layer;
+  (`transactionrequests.py`); PUSH_REPLY_MESSAGE_TO_CLIENT hands a reply to the request
+  waiting for it (`request_futures`, `requestreply.py`); every other code is answered
+  REQUEST_CODE_NOT_SUPPORTED by the remoting layer;
 * the name server list (`"host:port;host:port"`), used one at a time through a
   `NameServerList` (also the admin client's): a request goes to the current name server and
   moves on to the next when it cannot connect or times out;
@@ -50,8 +51,8 @@ from typing import Protocol, TypeVar
 from rmq.client import api
 from rmq.client.consumerrequests import ConsumerAnswers, register_consumer_requests
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
-from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
 from rmq.client.requestreply import RequestFutures, register_reply_requests
+from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
 from rmq.common.config import local_address
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
 from rmq.common.perm import is_readable, is_writeable
@@ -272,8 +273,8 @@ class ClientInstance:
         self._broker_addrs: dict[str, dict[int, str]] = {}
         self._route_fetches: dict[str, asyncio.Task[TopicRouteData]] = {}
         self._producer_groups: set[str] = set()
-        self._transaction_checkers: dict[str, TransactionChecker] = {}
         self.request_futures = RequestFutures()  # requests waiting for replies (326)
+        self._transaction_checkers: dict[str, TransactionChecker] = {}
         self._consumers: dict[str, RegisteredConsumer] = {}
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeats_asked = 0  # calls of send_heartbeat_to_all_brokers so far
@@ -289,8 +290,8 @@ class ClientInstance:
             return
         self.remoting.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._consumer_ids_changed)
         register_consumer_requests(self.remoting, self._answering_consumer, self._namesrv_list)
-        register_transaction_requests(self.remoting, self._transaction_checkers.get)
         register_reply_requests(self.remoting, self.request_futures)
+        register_transaction_requests(self.remoting, self._transaction_checkers.get)
         self._tasks = [
             self._spawn(
                 self.poll_name_server_interval,
