@@ -4,16 +4,20 @@ HEART_BEAT and PULL_MESSAGE requests to Apache's broker and to rmq's (both run w
 
 Both brokers get topic ``RawSqlTopic`` with one queue and ten messages, property ``a`` = 0..9
 and tags T0 / T1 alternating.  The Apache answers are asserted to show what each test is
-about, so two empty answers cannot pass.  The remarks of expressions that do not compile are
+about, so two empty answers cannot pass.  Last, the consumer filters both brokers persist in
+``consumerFilter.json`` are compared.  The remarks of expressions that do not compile are
 Java's parser messages on one side and rmq's on the other: only their codes are compared.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from rmq.common import fastjson
 from rmq.common.message import iter_records
 from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.bodies import (
@@ -215,3 +219,29 @@ def test_check_client_config(
     )
     assert apache == code
     assert rmq == apache
+
+
+def _topic_filters(cluster: Cluster) -> Any:
+    """The RawSqlTopic entry of the broker's consumerFilter.json (None until written)."""
+    path = cluster.store_dir / "config" / "consumerFilter.json"
+    try:
+        content = fastjson.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return content.get("filterDataByTopic", {}).get(TOPIC)
+
+
+def test_consumer_filter_file_as_apache_writes_it(brokers: dict[str, Broker]) -> None:
+    # Both brokers write the file every 10 s; the heartbeats of _prepare registered ONLINE.
+    found = {}
+    deadline = time.monotonic() + 60
+    for kind, broker in brokers.items():
+        while (entry := _topic_filters(broker.cluster)) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert entry is not None, f"{kind} wrote no filter of {TOPIC}"
+        online = entry["groupFilterData"][ONLINE]
+        assert online["bornTime"] > 0
+        found[kind] = {**entry, "groupFilterData": {ONLINE: {**online, "bornTime": "<time>"}}}
+    assert found["apache"]["groupFilterData"][ONLINE]["expression"] == "a < 3 OR TAGS = 'T1'"
+    assert set(found["apache"]["groupFilterData"]) == {ONLINE}, "BROKEN does not compile"
+    assert found["rmq"] == found["apache"]
