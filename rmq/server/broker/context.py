@@ -22,7 +22,7 @@ heartbeat) calls ``register_broker`` through the topic manager's ``on_register``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmq.common.config import BrokerConfig, BrokerConfigs, MessageStoreConfig, NettyServerConfig
@@ -76,6 +76,29 @@ class BrokerContext:
     """Milliseconds since the epoch, as the store stamps records."""
     register_broker: Callable[[], None]
     """Schedule a forced registration with every name server (bursts are coalesced)."""
+    master_addr: str | None = None
+    """The master's address (``masterAddr``) from the last registration result; ``None`` on a
+    master or before the first result."""
+    ha_master_addr: str | None = None
+    """The master's HA address a slave replicates from: ``haMasterAddress`` of broker.conf
+    when set (it wins, as in Apache), else ``haServerAddr`` of the last registration result."""
+    master_listeners: list[Callable[[], None]] = field(default_factory=list)
+    """Called (on the loop) after a registration result changed ``master_addr`` or
+    ``ha_master_addr``."""
+
+    def __post_init__(self) -> None:
+        if self.store_config.ha_master_address:
+            self.ha_master_addr = self.store_config.ha_master_address
+
+    def set_master(self, master_addr: str | None, ha_server_addr: str | None) -> None:
+        """Take a registration result's master address and HA server address; the HA one
+        only while ``haMasterAddress`` is not configured.  The listeners run on a change."""
+        ha_addr = self.store_config.ha_master_address or ha_server_addr
+        if (master_addr, ha_addr) == (self.master_addr, self.ha_master_addr):
+            return
+        self.master_addr, self.ha_master_addr = master_addr, ha_addr
+        for listener in list(self.master_listeners):
+            listener()
 
     @property
     def broker_config(self) -> BrokerConfig:

@@ -130,6 +130,7 @@ class BrokerController:
             configs.client,
             context.topic_config_manager,
             self.broker_addr,
+            on_master=context.set_master,
         )
         netty = configs.server
         idle_timeout = float(netty.server_channel_max_idle_time_seconds)

@@ -15,7 +15,8 @@ changes apply):
   keeps running; the next round retries.
 * The answer of the first name server that accepted (in ``namesrvAddr`` order) tells a
   slave its master (``masterAddr``, ``haServerAddr``, kept in
-  :attr:`BrokerRegistration.master_addr` / :attr:`master_ha_server_addr`) and, when it
+  :attr:`BrokerRegistration.master_addr` / :attr:`master_ha_server_addr` and handed to the
+  ``on_master`` hook, which the controller points at ``BrokerContext.set_master``) and, when it
   carries the ``ORDER_TOPIC_CONFIG`` KV table, which topics are ordered
   (``TopicConfigManager.update_order_topic_config``).
 * :meth:`BrokerRegistration.request` schedules a round and coalesces bursts: requests made
@@ -102,8 +103,10 @@ class BrokerRegistration:
         client_config: NettyClientConfig,
         topic_config_manager: TopicConfigManager,
         broker_addr: str,
+        on_master: Callable[[str | None, str | None], None] | None = None,
     ) -> None:
         self.broker_config = broker_config
+        self.on_master = on_master
         self.store_config = store_config
         self.topic_config_manager = topic_config_manager
         self.broker_addr = broker_addr
@@ -202,6 +205,8 @@ class BrokerRegistration:
             log.info("the master of this broker is %s", result.master_addr)
         self.master_addr = result.master_addr
         self.master_ha_server_addr = result.ha_server_addr
+        if self.on_master is not None:
+            self.on_master(result.master_addr, result.ha_server_addr)
         if result.order_topics is not None:
             self.topic_config_manager.update_order_topic_config(result.order_topics.table)
 

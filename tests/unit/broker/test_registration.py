@@ -204,10 +204,13 @@ def test_a_slave_learns_its_master(tmp_path: Path, namesrv: RmqProcess) -> None:
     name = unique("broker")
     master = make_registration(tmp_path / "m", namesrv.addr, name)
     slave = make_registration(tmp_path / "s", namesrv.addr, name, broker_id=1)
+    learnt: list[tuple[str | None, str | None]] = []
+    slave.on_master = lambda addr, ha_addr: learnt.append((addr, ha_addr))
 
     async def work(client: RemotingClient) -> None:
         await master.register_all()
         results = await slave.register_all()
+        assert learnt == [(master.broker_addr, f"127.0.0.2:{HA_PORT}")]
         assert (results[0].master_addr, results[0].ha_server_addr) == (
             master.broker_addr,
             f"127.0.0.2:{HA_PORT}",
