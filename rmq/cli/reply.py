@@ -146,6 +146,7 @@ class Replier:
 
     async def _answer(self, msg: MessageExt) -> str | None:
         import asyncio
+        import tempfile
 
         import orjson
 
@@ -166,10 +167,17 @@ class Replier:
         ttl = properties.get(PROPERTY_MESSAGE_TTL, "")
         if ttl.isdigit() and msg.born_timestamp + int(ttl) < now_millis():
             return f"expired (its requester waited {ttl} ms for a reply)"
-        process = await asyncio.create_subprocess_shell(
-            self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
-        )
-        body, _ = await process.communicate(orjson.dumps(msg.to_record_dict()) + b"\n")
+        with tempfile.TemporaryFile() as record:
+            # A file, not a pipe: a command that exits without reading its stdin is no error.
+            record.write(orjson.dumps(msg.to_record_dict()) + b"\n")
+            record.seek(0)
+            try:
+                process = await asyncio.create_subprocess_shell(
+                    self.command, stdin=record, stdout=asyncio.subprocess.PIPE
+                )
+                body, _ = await process.communicate()
+            except OSError as exc:
+                return f"'{self.command}' could not run: {exc}"
         if process.returncode != 0:
             return f"'{self.command}' exited with status {process.returncode}"
         if not body:
