@@ -3,6 +3,8 @@
     rmq cluster list      every broker of every cluster with mqadmin clusterList's figures
     rmq cluster broker-status|rt|consume-stats|write-perm|clean-*|delete-expired-commitlog
                           the broker verbs, in rmq.cli.cluster_verbs
+    rmq cluster up 2m-2s-sync|2m-2s-async|2m-noslave
+                          a local cluster in the foreground, in rmq.cli.cluster_up
 
 `list` makes one admin API call (`AdminClient.cluster_list`): the name server's cluster info,
 then GET_BROKER_RUNTIME_INFO from every broker, masters and slaves.  A broker that does not
@@ -100,4 +102,4 @@ def _fixed(value: float | None, decimals: int) -> str:
     return "" if value is None else f"{value:.{decimals}f}"
 
 
-from rmq.cli import cluster_verbs  # noqa: E402, F401  (the broker verbs)
+from rmq.cli import cluster_up, cluster_verbs  # noqa: E402, F401  (the other verbs)

@@ -1,0 +1,270 @@
+"""`rmq cluster up LAYOUT`: a local cluster from Apache's layouts, in the foreground.
+
+    rmq cluster up 2m-2s-sync|2m-2s-async|2m-noslave [--dir DIR] [--namesrv-port 9876]
+                   [--base-port 10911] [-p KEY=VALUE ...] [--force] [--dry-run]
+
+writes `namesrv.properties` and one `<broker>.properties` per broker into DIR (default
+`./rmq-<layout>`; `rmq.cli.cluster_layouts` says what the files hold), checks that every
+port is free, starts `rmq namesrv -c` and `rmq broker -c` for each file as child processes
+(logs in DIR/logs), waits until the name server lists every broker under its id, and prints
+the cluster: one row per broker with its id, role, address and file.  Ctrl-C or SIGTERM
+stops the brokers and then the name server (exit 130 after Ctrl-C, 0 after SIGTERM); a
+child that dies is reported, the others are stopped, and the command exits 1.
+
+Files already in DIR are reused when they are what the command would write (the stores
+under DIR/store stay, so a cluster stopped and started again keeps its messages); a file
+that differs stops the command unless `--force` rewrites it.  `--dry-run` prints the files
+and the commands and starts nothing.  Registered on `rmq.cli.cluster.app`.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rmq.cli.cluster import app
+from rmq.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RmqError, option_value
+from rmq.cli.output import OutputFormat, OutputOption
+from rmq.cli.topic import show
+
+if TYPE_CHECKING:
+    from rmq.cli.cluster_layouts import ClusterPlan
+    from rmq.cli.supervise import Supervisor
+
+
+class Layout(StrEnum):
+    SYNC = "2m-2s-sync"
+    ASYNC = "2m-2s-async"
+    NOSLAVE = "2m-noslave"
+
+
+COLUMNS = ("cluster", "brokerName", "brokerId", "role", "addr", "config")
+
+
+@app.command("up")
+def up(
+    ctx: typer.Context,
+    layout: Annotated[
+        Layout,
+        typer.Argument(
+            help="2m-2s-sync: two SYNC_MASTERs with a slave each; 2m-2s-async: two "
+            "ASYNC_MASTERs with a slave each; 2m-noslave: two masters.",
+            show_default=False,
+        ),
+    ],
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            help="Where the files, stores and logs go. Default: ./rmq-LAYOUT.",
+            file_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    namesrv_port: Annotated[
+        int, typer.Option("--namesrv-port", min=1, max=65535, help="Name server port.")
+    ] = 9876,
+    base_port: Annotated[
+        int,
+        typer.Option(
+            "--base-port",
+            min=3,
+            max=65000,
+            help="broker-a's listenPort; broker-b listens on BASE+10, the slaves 100 above "
+            "their masters. Each broker also uses its port - 2 and + 1.",
+        ),
+    ] = 10911,
+    properties: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--property",
+            "-p",
+            metavar="KEY=VALUE",
+            help="Add this setting to every broker's file (repeatable), e.g. slaveReadEnable=true.",
+            show_default=False,
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", min=1, metavar="SECONDS", help="How long to wait for the brokers."
+        ),
+    ] = 60.0,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Rewrite files in DIR that differ from the layout's."),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the files and commands; write and start nothing."),
+    ] = False,
+    output: OutputOption = None,
+) -> int:
+    """Start a local cluster (name server and brokers); stop it with Ctrl-C.
+
+    LAYOUT is one of Apache's: 2m-2s-sync (two SYNC_MASTERs, a slave each), 2m-2s-async
+    (two ASYNC_MASTERs, a slave each) or 2m-noslave (two masters).  Writes it as
+    .properties files into DIR, with ports and stores apart on this machine, starts
+    'rmq namesrv -c' and 'rmq broker -c' for them, waits until every broker is registered
+    and prints the cluster.  Each file also runs on its own:
+    'rmq broker -c DIR/broker-a.properties'.
+    """
+    from rmq.cli.cluster_layouts import parse_property, plan_cluster
+    from rmq.cli.main import CliState
+    from rmq.cli.supervise import Interrupted, Supervisor
+
+    extra = [option_value(parse_property, text, "--property") for text in properties or ()]
+    root = directory if directory is not None else Path(f"rmq-{layout.value}")
+    plan = plan_cluster(
+        layout.value,
+        root,
+        namesrv_port=namesrv_port,
+        base_port=base_port,
+        properties=[pair for pair in extra if pair is not None],
+    )
+    if dry_run:
+        _print_plan(plan)
+        return EXIT_OK
+    _check_ports(plan)
+    _write_files(plan, force=force)
+    state = ctx.find_object(CliState)
+    supervisor = Supervisor(debug=state is not None and state.debug)
+    try:
+        with supervisor:
+            children = {
+                server.name: supervisor.start(
+                    server.name, (server.command, "-c", str(server.config)), server.log
+                )
+                for server in plan.servers
+            }
+            _wait_registered(plan, supervisor, timeout)
+            _show_cluster(plan, output)
+            _note(
+                f"cluster up: name server {plan.namesrv.addr}, files and logs in "
+                f"{plan.directory}; Ctrl-C stops it"
+            )
+            try:
+                supervisor.wait()
+            finally:
+                _note("stopping the brokers, then the name server")
+                supervisor.stop([children[broker.name] for broker in plan.brokers])
+                supervisor.stop([children[plan.namesrv.name]])
+    except Interrupted as stop:
+        return EXIT_INTERRUPTED if stop.signum == signal.SIGINT else EXIT_OK
+    return EXIT_OK
+
+
+def _print_plan(plan: ClusterPlan) -> None:
+    for server in plan.servers:
+        typer.echo(f"# {server.config}")
+        typer.echo(server.text)
+    for server in plan.servers:
+        typer.echo(f"# would run: rmq {server.command} -c {server.config} > {server.log}")
+    typer.echo("dry run: nothing was written or started", err=True)
+
+
+def _check_ports(plan: ClusterPlan) -> None:
+    """RmqError naming the first port something listens on."""
+    for server in plan.servers:
+        for port, what in server.ports:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError as exc:
+                    hint = (
+                        "choose another with --namesrv-port"
+                        if server is plan.namesrv
+                        else "choose another --base-port"
+                    )
+                    raise RmqError(
+                        f"port {port}, {what}, is not free ({exc.strerror}): is a cluster "
+                        "already running?",
+                        hint,
+                    ) from None
+
+
+def _write_files(plan: ClusterPlan, *, force: bool) -> None:
+    """Write the files; RmqError (exit 2) for a file that differs, unless `force`."""
+    for server in plan.servers:
+        if (
+            not force
+            and server.config.exists()
+            and server.config.read_text(encoding="utf-8") != server.text
+        ):
+            raise RmqError(
+                f"{server.config} exists and differs from the {plan.layout} layout with "
+                "these options",
+                "pass --force to rewrite the files (the stores stay), or choose another --dir",
+                EXIT_USAGE,
+            )
+    plan.directory.mkdir(parents=True, exist_ok=True)
+    for server in plan.servers:
+        server.config.write_text(server.text, encoding="utf-8")
+
+
+def _wait_registered(plan: ClusterPlan, supervisor: Supervisor, timeout: float) -> None:
+    """Poll the name server until it lists every broker at its address under its id."""
+    from rmq.cli.topic import run_admin
+
+    expected = {
+        (broker.spec.broker_name, broker.spec.broker_id): broker.addr
+        for broker in plan.brokers
+        if broker.spec is not None
+    }
+    deadline = time.monotonic() + timeout
+    missing = sorted(expected)
+    while True:
+        supervisor.check()
+        try:
+            info = run_admin(plan.namesrv.addr, lambda admin: admin.cluster_info())
+        except RmqError:
+            pass
+        else:
+            registered = {
+                (name, broker_id): addr
+                for name, data in info.broker_addr_table.items()
+                for broker_id, addr in data.broker_addrs.items()
+            }
+            missing = [key for key, addr in expected.items() if registered.get(key) != addr]
+            if not missing:
+                return
+        if time.monotonic() > deadline:
+            names = ", ".join(f"{name} id {broker_id}" for name, broker_id in missing)
+            raise RmqError(
+                f"not every broker registered within {timeout:g}s (missing: {names})",
+                f"see the logs in {plan.directory / 'logs'}",
+            )
+        time.sleep(0.2)
+
+
+def _show_cluster(plan: ClusterPlan, output: OutputFormat | None) -> None:
+    from rmq.cli.cluster_layouts import CLUSTER_NAME
+
+    rows = [
+        {
+            "cluster": CLUSTER_NAME,
+            "brokerName": broker.spec.broker_name,
+            "brokerId": broker.spec.broker_id,
+            "role": broker.spec.role,
+            "addr": broker.addr,
+            "config": str(broker.config),
+            "log": str(broker.log),
+        }
+        for broker in plan.brokers
+        if broker.spec is not None
+    ]
+    show(rows, columns=COLUMNS, output=output)
+    sys.stdout.flush()
+
+
+def _note(line: str) -> None:
+    typer.echo(f"rmq: {line}", err=True)
