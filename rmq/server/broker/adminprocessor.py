@@ -486,6 +486,7 @@ class AdminProcessor:
             info[f"scheduleMessageOffset_{level}"] = f"{offset},{schedule_max}"
         info["commitLogMinOffset"] = str(store.min_physical_offset())
         info["commitLogMaxOffset"] = str(store.max_physical_offset())
+        info.update(context.ha_service.runtime_info())
         info["brokerVersionDesc"] = MQVersion.V4_9_8.name
         info["brokerVersion"] = str(MQVersion.V4_9_8.value)
         info["sendThreadPoolQueueSize"] = "0"

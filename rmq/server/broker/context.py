@@ -3,7 +3,8 @@
 Apache hands every processor the whole ``BrokerController``; here a processor gets a
 :class:`BrokerContext` instead: the broker's configs, its store, the metadata managers
 (topics, subscription groups, consumer offsets), the connected clients, the traffic counters,
-the parked pulls, the delay-level offsets and the clock, plus one callback for the one thing
+the parked pulls, the delay-level offsets, the clock, the master's addresses from the last
+registration result and the replication service, plus one callback for the one thing
 only the controller can do for a processor, :attr:`BrokerContext.register_broker` (a forced,
 coalesced registration with every name server).  Nothing here starts, listens or serves: the
 controller (``controller.py``) builds the context with :func:`build_broker_context`, builds
@@ -30,6 +31,7 @@ from rmq.common.timeutil import now_millis
 from rmq.server.broker.clientmanager import ClientManager
 from rmq.server.broker.consumerfilter import ConsumerFilterManager
 from rmq.server.broker.consumeroffset import ConsumerOffsetManager
+from rmq.server.broker.ha.service import HAService
 from rmq.server.broker.longpolling import PullRequestHoldService
 from rmq.server.broker.schedule import ScheduleMessageService
 from rmq.server.broker.stats import BrokerStats
@@ -85,15 +87,21 @@ class BrokerContext:
     master_listeners: list[Callable[[], None]] = field(default_factory=list)
     """Called (on the loop) after a registration result changed ``master_addr`` or
     ``ha_master_addr``."""
+    ha_service: HAService = field(init=False)
+    """Replication (:mod:`rmq.server.broker.ha`); the controller starts and stops it."""
 
     def __post_init__(self) -> None:
-        if self.store_config.ha_master_address:
+        if _configured_ha_master(self.store_config):
             self.ha_master_addr = self.store_config.ha_master_address
+        self.ha_service = HAService(self)
 
     def set_master(self, master_addr: str | None, ha_server_addr: str | None) -> None:
         """Take a registration result's master address and HA server address; the HA one
-        only while ``haMasterAddress`` is not configured.  The listeners run on a change."""
-        ha_addr = self.store_config.ha_master_address or ha_server_addr
+        only when the result has one and ``haMasterAddress`` is not configured (as Apache's
+        ``updateMasterHAServerAddrPeriodically``).  The listeners run on a change."""
+        ha_addr = self.ha_master_addr
+        if ha_server_addr is not None and not _configured_ha_master(self.store_config):
+            ha_addr = ha_server_addr
         if (master_addr, ha_addr) == (self.master_addr, self.ha_master_addr):
             return
         self.master_addr, self.ha_master_addr = master_addr, ha_addr
@@ -116,6 +124,11 @@ class BrokerContext:
     def store_host(self) -> bytes:
         """The broker's address packed as records carry it (the store's)."""
         return self.store.store_host
+
+
+def _configured_ha_master(store_config: MessageStoreConfig) -> bool:
+    """Whether broker.conf sets ``haMasterAddress`` (Apache takes it from 6 characters on)."""
+    return len(store_config.ha_master_address or "") >= 6
 
 
 def build_broker_context(

@@ -23,9 +23,10 @@ through the context's ``register_broker`` callback.  The controller owns:
   server are cleaned up the same way.
 
 Start: the three metadata files are read (a corrupt file with no usable backup stops the
-start), the store starts in a worker thread (lock, recovery), both servers listen (either port
-taken stops the start: :class:`~rmq.remoting.errors.ListenError` names it), the broker
-registers with its name servers and the timers start:
+start), the store starts in a worker thread (lock, recovery), both servers and the replication
+service (``haListenPort``, :mod:`rmq.server.broker.ha`) listen (a port taken stops the start:
+:class:`~rmq.remoting.errors.ListenError` names it), the broker registers with its name servers
+and the timers start:
 
 ==========================================  ==============================================
 every                                       does
@@ -181,8 +182,8 @@ class BrokerController:
 
         Raises :class:`~rmq.store.configfile.ConfigFileError` for unreadable metadata,
         :class:`~rmq.store.errors.StoreError` when the store cannot be opened and
-        :class:`~rmq.remoting.errors.ListenError` when ``listenPort`` or the fast port cannot
-        be bound; nothing is left running then.
+        :class:`~rmq.remoting.errors.ListenError` when ``listenPort``, the fast port or
+        ``haListenPort`` cannot be bound; nothing is left running then.
         """
         context = self.context
         context.topic_config_manager.load()
@@ -199,8 +200,11 @@ class BrokerController:
                 await context.schedule_service.start()
             await self.server.start()
             await self.fast_server.start()
+            await context.ha_service.start()
         except BaseException:
+            await context.ha_service.stop()
             await self.server.close()
+            await self.fast_server.close()
             await context.schedule_service.stop()
             await asyncio.to_thread(context.store.shutdown)
             raise
@@ -228,6 +232,7 @@ class BrokerController:
         await self.server.close()
         await self.fast_server.close()
         await self.registration.unregister()
+        await context.ha_service.stop()
         await self.transaction_check_service.stop()
         await context.schedule_service.stop()
         if self._cleanup is not None:

@@ -44,7 +44,10 @@ When the store flushes synchronously (SYNC_FLUSH) and the producer waits (``WAIT
 true), the answer waits for the group commit that covers the message; a flush that takes
 longer than ``syncFlushTimeout`` is answered FLUSH_DISK_TIMEOUT, which clients treat as a
 send that happened (the wait is the store's ``request_flush`` callback turned into an
-awaitable).  Every put, stored or not, is counted in the broker's stats.  Every send answer,
+awaitable).  A SYNC_MASTER's answer also waits for a slave to hold the message
+(:meth:`~rmq.server.broker.ha.service.HAService.wait_replica`: FLUSH_SLAVE_TIMEOUT after
+``slaveTimeout``, SLAVE_NOT_AVAILABLE without a slave in reach), the message stored either way.
+Every put, stored or not, is counted in the broker's stats.  Every send answer,
 error or not, carries the extFields ``MSG_REGION`` and ``TRACE_ON`` (Java clients read them
 without a null check); a successful one also ``msgId`` (the offset message id, comma-joined
 for a batch), ``queueId`` (the queue resolved from the request) and ``queueOffset``.
@@ -59,6 +62,7 @@ import random
 import time
 from dataclasses import dataclass
 
+from rmq.common.config import BrokerRole
 from rmq.common.faq import APPLY_TOPIC_URL, SUBSCRIPTION_GROUP_NOT_EXIST, suggest_todo
 from rmq.common.javahash import tags_code
 from rmq.common.msgconst import (
@@ -222,6 +226,21 @@ async def await_flush(store: MessageStore, result: PutMessageResult) -> PutMessa
     return await done
 
 
+async def await_durable(context: BrokerContext, result: PutMessageResult) -> PutMessageStatus:
+    """The status of a stored put whose producer waits: SYNC_FLUSH waits for the flush and
+    SYNC_MASTER for a slave, both at once; a failed replication outranks a failed flush (as
+    Apache combines them)."""
+    store = context.store
+    sync_master = context.store_config.broker_role is BrokerRole.SYNC_MASTER
+    if not sync_master:
+        return await await_flush(store, result) if store.sync_flush else PutMessageStatus.PUT_OK
+    replica = context.ha_service.wait_replica(result.next_offset)
+    if not store.sync_flush:
+        return await replica
+    flushed, replicated = await asyncio.gather(await_flush(store, result), replica)
+    return replicated if replicated is not PutMessageStatus.PUT_OK else flushed
+
+
 def _settle(future: asyncio.Future[PutMessageStatus], status: PutMessageStatus) -> None:
     if not future.done():
         future.set_result(status)
@@ -285,9 +304,8 @@ class SendMessageProcessor:
         except SendRefused as refused:
             return self._send_response(refused.code, refused.remark)
         status = result.status
-        store = self.context.store
-        if status is PutMessageStatus.PUT_OK and wait and store.sync_flush:
-            status = await await_flush(store, result)
+        if status is PutMessageStatus.PUT_OK and wait:
+            status = await await_durable(self.context, result)
         count_put(self.context.stats, result, started)
         if result.ok:
             self.context.stats.items.put(

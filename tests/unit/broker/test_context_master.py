@@ -18,16 +18,20 @@ def test_registration_results_set_the_master_and_notify(tmp_path: Path) -> None:
         broker.set_master("10.0.0.1:10911", "10.0.0.2:10912")
         broker.set_master("10.0.0.1:10911", "10.0.0.2:10912")
         broker.set_master(None, None)
-        assert calls == [("10.0.0.1:10911", "10.0.0.2:10912"), (None, None)]
+        # a result without haServerAddr keeps the HA address (Apache updates it only when set)
+        assert calls == [("10.0.0.1:10911", "10.0.0.2:10912"), (None, "10.0.0.2:10912")]
     finally:
         broker.store.shutdown()
 
 
 def test_configured_ha_master_address_wins(tmp_path: Path) -> None:
     broker = make_broker(tmp_path, store={"ha_master_address": "10.9.9.9:20912"})
+    short = make_broker(tmp_path / "short", store={"ha_master_address": "a:1"})
     try:
         assert broker.ha_master_addr == "10.9.9.9:20912"
         broker.set_master("10.0.0.1:10911", "10.0.0.2:10912")
         assert (broker.master_addr, broker.ha_master_addr) == ("10.0.0.1:10911", "10.9.9.9:20912")
+        assert short.ha_master_addr is None  # Apache ignores a value under 6 characters
     finally:
         broker.store.shutdown()
+        short.store.shutdown()
