@@ -35,7 +35,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from rmq.common.config import FlushDiskType, MessageStoreConfig
+from rmq.common.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rmq.common.delay import parse_delay_levels
 from rmq.common.message import MessageRecord, decode_record
 from rmq.common.msgid import decode_offset_msg_id, pack_host
@@ -235,9 +235,18 @@ class MessageStore:
 
     # -- writing -------------------------------------------------------------------------
 
+    @property
+    def writable(self) -> bool:
+        """Whether puts are taken: the store runs, its disk is not full and it is no slave's
+        (a SLAVE store only receives its master's bytes: every put is SERVICE_NOT_AVAILABLE,
+        as Apache's ``checkStoreStatus`` answers)."""
+        return (
+            self.running and not self.disk_full and self.config.broker_role is not BrokerRole.SLAVE
+        )
+
     def put_message(self, msg: InnerMessage) -> PutMessageResult:
         """Append one message (see :class:`~rmq.store.putmessage.InnerMessage`)."""
-        if not self.running or self.disk_full:
+        if not self.writable:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if self._dispatcher.retry_from >= 0:
             with self.commitlog.lock:
@@ -246,7 +255,7 @@ class MessageStore:
 
     def put_messages(self, batch: InnerMessage) -> PutMessageResult:
         """Append a SEND_BATCH_MESSAGE batch atomically (``batch.body`` is the batch body)."""
-        if not self.running or self.disk_full:
+        if not self.writable:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         if self._dispatcher.retry_from >= 0:
             with self.commitlog.lock:
@@ -316,9 +325,11 @@ class MessageStore:
         record_filter: RecordFilter | None = None,
     ) -> GetMessageResult:
         """Read up to ``max_msg_nums`` messages of a queue from queue ``offset`` (a pull; see
-        :meth:`rmq.store.getmessage.QueueReader.get_messages`)."""
+        :meth:`rmq.store.getmessage.QueueReader.get_messages`).  A queue never written is
+        created empty (no files) as Apache's ``findConsumeQueue`` does, so its pull answers
+        NO_MESSAGE_IN_QUEUE."""
         return self._reader.get_messages(
-            self.consume_queues.find(topic, queue_id),
+            self.consume_queues.find_or_create(topic, queue_id),
             offset,
             max_msg_nums,
             tags_filter,

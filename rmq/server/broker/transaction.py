@@ -50,7 +50,7 @@ from rmq.common.sysflag import (
     with_transaction_type,
 )
 from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.command import RemotingCommand, create_response
+from rmq.remoting.command import UNSET_RESPONSE_REMARK, RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import EndTransactionRequestHeader
 from rmq.server.broker.schedule import real_queue, reput_message
@@ -128,7 +128,7 @@ class EndTransactionProcessor:
         context = self.context
         if context.store_config.broker_role is BrokerRole.SLAVE:
             log.warning("message store is slave mode, so end transaction is forbidden")
-            return create_response(ResponseCode.SLAVE_NOT_AVAILABLE)
+            return create_response(ResponseCode.SLAVE_NOT_AVAILABLE, UNSET_RESPONSE_REMARK)
         action = header.commit_or_rollback
         if action not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
             if action == TRANSACTION_NOT_TYPE:

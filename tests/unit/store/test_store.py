@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rmq.common.config import FlushDiskType, MessageStoreConfig
+from rmq.common.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rmq.common.message import decode_record, encode_batch
 from rmq.store.errors import StoreLockedError
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
@@ -123,12 +123,42 @@ def test_pull_past_the_end(
     assert got.messages == []
 
 
+def test_a_slave_store_refuses_puts_and_takes_its_masters_bytes(tmp_path: Path) -> None:
+    """Role SLAVE: every put is SERVICE_NOT_AVAILABLE and nothing is written (Apache's
+    checkStoreStatus); replicated bytes still append and dispatch."""
+    master = MessageStore(small_config(tmp_path / "master"), clock=Clock())
+    master.start()
+    slave = MessageStore(small_config(tmp_path / "slave", broker_role=BrokerRole.SLAVE))
+    slave.start()
+    try:
+        assert slave.writable is False
+        assert slave.put_message(message(0)).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        batch = message(1, body=encode_batch([(0, b"a", b""), (0, b"b", b"")]))
+        assert slave.put_messages(batch).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+        assert slave.commitlog.max_offset() == 0
+        put_ok(master, message(7))
+        data = master.get_commitlog_data(0)
+        assert data is not None
+        assert slave.append_to_commitlog(0, bytes(data)) is True
+        got = slave.get_messages("TopicTest", 0, 0, 32)
+        assert got.status is GetMessageStatus.FOUND
+        assert decode_record(got.messages[0]).body == b"body-7"
+    finally:
+        slave.shutdown()
+        master.shutdown()
+
+
 def test_pull_of_unknown_and_empty_queues(store: MessageStore) -> None:
+    """A queue never written is created empty by the pull, as Apache's findConsumeQueue
+    does: NO_MESSAGE_IN_QUEUE, not NO_MATCHED_LOGIC_QUEUE."""
+    assert store.get_consume_queue("Nope", 0) is None
     unknown = store.get_messages("Nope", 0, 5, 32)
-    assert (unknown.status, unknown.next_begin_offset) == (
-        GetMessageStatus.NO_MATCHED_LOGIC_QUEUE,
+    assert (unknown.status, unknown.next_begin_offset, unknown.max_offset) == (
+        GetMessageStatus.NO_MESSAGE_IN_QUEUE,
+        0,
         0,
     )
+    assert store.get_consume_queue("Nope", 0) is not None
     store.find_consume_queue("Empty", 0)
     empty = store.get_messages("Empty", 0, 5, 32)
     assert (empty.status, empty.next_begin_offset, empty.max_offset) == (
