@@ -133,8 +133,12 @@ def up(
     if dry_run:
         _print_plan(plan)
         return EXIT_OK
+    if not force:
+        _check_files(plan)
     _check_ports(plan)
-    _write_files(plan, force=force)
+    plan.directory.mkdir(parents=True, exist_ok=True)
+    for server in plan.servers:
+        server.config.write_text(server.text, encoding="utf-8")
     state = ctx.find_object(CliState)
     supervisor = Supervisor(debug=state is not None and state.debug)
     try:
@@ -192,23 +196,16 @@ def _check_ports(plan: ClusterPlan) -> None:
                     ) from None
 
 
-def _write_files(plan: ClusterPlan, *, force: bool) -> None:
-    """Write the files; RmqError (exit 2) for a file that differs, unless `force`."""
+def _check_files(plan: ClusterPlan) -> None:
+    """RmqError (exit 2) for a file in DIR that differs from what the plan writes."""
     for server in plan.servers:
-        if (
-            not force
-            and server.config.exists()
-            and server.config.read_text(encoding="utf-8") != server.text
-        ):
+        if server.config.exists() and server.config.read_text(encoding="utf-8") != server.text:
             raise RmqError(
                 f"{server.config} exists and differs from the {plan.layout} layout with "
                 "these options",
                 "pass --force to rewrite the files (the stores stay), or choose another --dir",
                 EXIT_USAGE,
             )
-    plan.directory.mkdir(parents=True, exist_ok=True)
-    for server in plan.servers:
-        server.config.write_text(server.text, encoding="utf-8")
 
 
 def _wait_registered(plan: ClusterPlan, supervisor: Supervisor, timeout: float) -> None:

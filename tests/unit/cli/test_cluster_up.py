@@ -1,0 +1,137 @@
+"""`rmq cluster up` without servers: the files of each layout (`plan_cluster`), `--dry-run`,
+and the usage errors (a file in DIR that differs, a malformed -p)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rmq.cli.cluster_layouts import LAYOUTS, parse_property, plan_cluster
+from rmq.common.config import build_broker_configs, build_namesrv_configs, load_properties_file
+from tests.unit.cli.conftest import RunRmq
+
+
+def _keys(text: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")
+    return {key: value for key, value in pairs}
+
+
+@pytest.mark.parametrize(
+    ("layout", "brokers"),
+    [
+        (
+            "2m-2s-sync",
+            [
+                ("broker-a", "broker-a", "0", "SYNC_MASTER", 10911),
+                ("broker-a-s", "broker-a", "1", "SLAVE", 11011),
+                ("broker-b", "broker-b", "0", "SYNC_MASTER", 10921),
+                ("broker-b-s", "broker-b", "1", "SLAVE", 11021),
+            ],
+        ),
+        (
+            "2m-2s-async",
+            [
+                ("broker-a", "broker-a", "0", "ASYNC_MASTER", 10911),
+                ("broker-a-s", "broker-a", "1", "SLAVE", 11011),
+                ("broker-b", "broker-b", "0", "ASYNC_MASTER", 10921),
+                ("broker-b-s", "broker-b", "1", "SLAVE", 11021),
+            ],
+        ),
+        (
+            "2m-noslave",
+            [
+                ("broker-a", "broker-a", "0", "ASYNC_MASTER", 10911),
+                ("broker-b", "broker-b", "0", "ASYNC_MASTER", 10921),
+            ],
+        ),
+    ],
+)
+def test_each_layout_keeps_apaches_keys_and_puts_ports_and_stores_apart(
+    layout: str, brokers: list[tuple[str, str, str, str, int]], tmp_path: Path
+) -> None:
+    plan = plan_cluster(layout, tmp_path, namesrv_port=9876, base_port=10911)
+    assert _keys(plan.namesrv.text)["listenPort"] == "9876"
+    seen = []
+    for server, (name, broker_name, broker_id, role, port) in zip(
+        plan.brokers, brokers, strict=True
+    ):
+        keys = _keys(server.text)
+        assert server.config == tmp_path / f"{name}.properties"
+        expected = {
+            "brokerClusterName": "DefaultCluster",
+            "brokerName": broker_name,
+            "brokerId": broker_id,
+            "brokerRole": role,
+            "deleteWhen": "04",
+            "fileReservedTime": "48",
+            "flushDiskType": "ASYNC_FLUSH",
+            "namesrvAddr": "127.0.0.1:9876",
+            "listenPort": str(port),
+        }
+        assert {key: keys.get(key) for key in expected} == expected
+        assert keys["storePathRootDir"] == str(tmp_path / "store" / name)
+        seen += [port for port, _ in server.ports]
+    assert len(set(seen)) == len(seen)
+    assert len(LAYOUTS[layout]) == len(brokers)
+
+
+def test_the_files_parse_as_the_servers_read_them(tmp_path: Path) -> None:
+    plan = plan_cluster(
+        "2m-2s-sync",
+        tmp_path,
+        namesrv_port=19876,
+        base_port=20911,
+        properties=[("slaveReadEnable", "true")],
+    )
+    for server in plan.servers:
+        server.config.write_text(server.text, encoding="utf-8")
+    namesrv, unknown = build_namesrv_configs(load_properties_file(plan.namesrv.config))
+    assert (namesrv.server.listen_port, unknown) == (19876, [])
+    slave = plan.brokers[1]
+    configs, unknown = build_broker_configs(load_properties_file(slave.config))
+    assert unknown == []
+    assert configs.server.listen_port == 21011
+    assert configs.broker.broker_id == 1
+    assert configs.broker.slave_read_enable is True
+    assert configs.store.store_path_root_dir == str(tmp_path / "store" / "broker-a-s")
+
+
+def test_dry_run_prints_the_files_and_commands_and_writes_nothing(
+    rmq: RunRmq, tmp_path: Path
+) -> None:
+    directory = tmp_path / "c"
+    result = rmq("cluster", "up", "2m-2s-async", "--dir", str(directory), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    plan = plan_cluster("2m-2s-async", directory, namesrv_port=9876, base_port=10911)
+    for server in plan.servers:
+        assert f"# {server.config}\n{server.text}" in result.stdout
+        assert f"# would run: rmq {server.command} -c {server.config}" in result.stdout
+    assert result.stderr == "dry run: nothing was written or started\n"
+    assert not directory.exists()
+
+
+def test_a_file_that_differs_needs_force_and_a_bad_property_is_a_usage_error(
+    rmq: RunRmq, tmp_path: Path
+) -> None:
+    directory = tmp_path / "c"
+    directory.mkdir()
+    edited = directory / "broker-b.properties"
+    edited.write_text("brokerName=mine\n", encoding="utf-8")
+    result = rmq("cluster", "up", "2m-noslave", "--dir", str(directory))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"rmq: error: {edited} exists and differs")
+    assert "pass --force" in result.stderr
+    assert edited.read_text(encoding="utf-8") == "brokerName=mine\n"
+
+    bad = rmq("cluster", "up", "2m-noslave", "--dir", str(directory), "-p", "noequals")
+    assert bad.returncode == 2
+    assert "expected KEY=VALUE, got 'noequals'" in bad.stderr
+
+
+def test_parse_property() -> None:
+    assert parse_property(" slaveReadEnable = true ") == ("slaveReadEnable", "true")
+    assert parse_property("a=b=c") == ("a", "b=c")
+    for text in ("novalue", "=x", "a b=c"):
+        with pytest.raises(ValueError, match="expected KEY=VALUE"):
+            parse_property(text)
