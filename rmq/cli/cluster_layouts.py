@@ -11,8 +11,9 @@ Apache's files hold only brokerClusterName, brokerName, brokerId, deleteWhen,
 fileReservedTime, brokerRole and flushDiskType, because each broker runs on its own host.
 On one machine the files here add what keeps the brokers apart: `listenPort` (each broker
 also uses listenPort - 2, the fast port, and listenPort + 1, the HA port), its own
-`storePathRootDir`/`storePathCommitLog`, and loopback addresses (`brokerIP1`,
-`bindAddress`, `namesrvAddr`).  Ports follow the seed: the masters on the base port
+`storePathRootDir`/`storePathCommitLog`, and loopback addresses (`brokerIP1`, `brokerIP2`
+(the HA address a master registers, which its slave connects to), `bindAddress`,
+`namesrvAddr`).  Ports follow the seed: the masters on the base port
 (10911) and base + 10, their slaves 100 above (11011, 11021).  The name server gets a file
 too (`namesrv.properties`: listenPort, kvConfigPath).
 
@@ -184,6 +185,7 @@ def _broker_text(
         "# Apart on one machine: the name server, the port (and listenPort - 2, + 1), the store.",
         f"namesrvAddr={namesrv_addr}",
         f"brokerIP1={LOOPBACK}",
+        f"brokerIP2={LOOPBACK}",
         f"bindAddress={LOOPBACK}",
         f"listenPort={port}",
         f"storePathRootDir={store}",

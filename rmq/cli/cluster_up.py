@@ -1,7 +1,8 @@
 """`rmq cluster up LAYOUT`: a local cluster from Apache's layouts, in the foreground.
 
     rmq cluster up 2m-2s-sync|2m-2s-async|2m-noslave [--dir DIR] [--namesrv-port 9876]
-                   [--base-port 10911] [-p KEY=VALUE ...] [--force] [--dry-run]
+                   [--base-port 10911] [-p KEY=VALUE ...] [--keep-going] [--force]
+                   [--dry-run]
 
 writes `namesrv.properties` and one `<broker>.properties` per broker into DIR (default
 `./rmq-<layout>`; `rmq.cli.cluster_layouts` says what the files hold), checks that every
@@ -9,7 +10,9 @@ port is free, starts `rmq namesrv -c` and `rmq broker -c` for each file as child
 (logs in DIR/logs), waits until the name server lists every broker under its id, and prints
 the cluster: one row per broker with its id, role, address and file.  Ctrl-C or SIGTERM
 stops the brokers and then the name server (exit 130 after Ctrl-C, 0 after SIGTERM); a
-child that dies is reported, the others are stopped, and the command exits 1.
+child that dies is reported, the others are stopped, and the command exits 1 (with
+`--keep-going`, once the cluster is up, the others keep running: kill a master to watch a
+failover).
 
 Files already in DIR are reused when they are what the command would write (the stores
 under DIR/store stay, so a cluster stopped and started again keeps its messages); a file
@@ -98,6 +101,14 @@ def up(
             "--timeout", min=1, metavar="SECONDS", help="How long to wait for the brokers."
         ),
     ] = 60.0,
+    keep_going: Annotated[
+        bool,
+        typer.Option(
+            "--keep-going",
+            help="Once the cluster is up, a server that dies (a master killed to try a "
+            "failover) is reported and the others keep running.",
+        ),
+    ] = False,
     force: Annotated[
         bool,
         typer.Option("--force", help="Rewrite files in DIR that differ from the layout's."),
@@ -155,6 +166,7 @@ def up(
                 f"cluster up: name server {plan.namesrv.addr}, files and logs in "
                 f"{plan.directory}; Ctrl-C stops it"
             )
+            supervisor.keep_going = keep_going
             try:
                 supervisor.wait()
             finally:

@@ -8,7 +8,8 @@ SIGKILL does not leave servers behind).
 
 While the `with Supervisor()` block runs, SIGINT and SIGTERM are recorded instead of
 raising; `check()` raises `Interrupted` once one arrived and `ChildExited` when a child
-ended, and `wait()` polls both until one happens.  `stop(children)` sends SIGTERM to all of
+ended (with `keep_going`, a child's end is only reported, until none is left), and `wait()`
+polls both until one happens.  `stop(children)` sends SIGTERM to all of
 them at once and waits; a second signal meanwhile (or the timeout) kills the rest with
 SIGKILL.  Leaving the block stops whatever still runs and restores the signal handlers.
 """
@@ -71,9 +72,12 @@ class Supervisor:
     """Children started with `start`, stopped together; see the module docstring."""
 
     debug: bool = False
+    keep_going: bool = False
+    """A child's end is reported and the others keep running (until none is left)."""
     children: list[Child] = field(default_factory=list)
     signals: list[int] = field(default_factory=list)
     _previous: dict[int, Any] = field(default_factory=dict)
+    _reported: set[int] = field(default_factory=set)
 
     def __enter__(self) -> Supervisor:
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -112,18 +116,24 @@ class Supervisor:
         return child
 
     def check(self) -> None:
-        """Raise Interrupted after a signal, ChildExited when a child has ended."""
+        """Raise Interrupted after a signal, ChildExited when a child has ended (with
+        `keep_going`: only once none is left; each end is reported on stderr)."""
         if self.signals:
             raise Interrupted(self.signals[0])
         for child in self.children:
             code = child.popen.poll()
-            if code is not None:
-                said = child.last_line()
-                raise ChildExited(
-                    f"{child.name} (pid {child.popen.pid}) exited with code {code}"
-                    + (f": {said}" if said else ""),
-                    f"see {child.log}",
-                )
+            if code is None or child.popen.pid in self._reported:
+                continue
+            said = child.last_line()
+            message = f"{child.name} (pid {child.popen.pid}) exited with code {code}" + (
+                f": {said}" if said else ""
+            )
+            if not self.keep_going:
+                raise ChildExited(message, f"see {child.log}")
+            self._reported.add(child.popen.pid)
+            _note(f"{message}; the others keep running (see {child.log})")
+        if self.children and not any(child.running for child in self.children):
+            raise ChildExited("every server has exited", "see the logs")
 
     def wait(self) -> None:
         """Until a signal or a child's end: raises Interrupted or ChildExited."""
