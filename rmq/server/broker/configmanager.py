@@ -92,6 +92,18 @@ class VersionedConfigManager(ConfigManager[B]):
         self._data_version = self._data_version.next_version()
         self.persist()
 
+    def take_over(self, body: B) -> None:
+        """Replace the whole table and its data version by ``body``'s and persist: a slave
+        copying its master's (Apache's SlaveSynchronize clears the table, puts the master's
+        entries and assigns the master's version)."""
+        self._clear()
+        self._apply(body)
+        self.persist()
+
+    @abstractmethod
+    def _clear(self) -> None:
+        """Empty the table (before :meth:`take_over` applies another one)."""
+
     def _delete(self, table: dict[str, V], name: str, what: str) -> bool:
         """Remove ``name`` from ``table`` as a change (logged as a ``what``); False when it
         was not there."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from rmq.remoting.bodies import ConsumerOffsetSerializeWrapper
 from rmq.server.broker.configmanager import ConfigManager
@@ -95,6 +95,13 @@ class ConsumerOffsetManager(ConfigManager[ConsumerOffsetSerializeWrapper]):
         return ConsumerOffsetSerializeWrapper(
             offset_table={key: dict(offsets) for key, offsets in self._table.items()}
         )
+
+    def put_all(self, offset_table: Mapping[str, Mapping[int, int]]) -> None:
+        """Take every ``topic@group`` entry of ``offset_table`` (replacing the entry of the
+        same key, keeping the others) and persist: a slave copying its master's offsets, as
+        Apache's SlaveSynchronize does with ``putAll``."""
+        self._table.update({key: dict(offsets) for key, offsets in offset_table.items()})
+        self.persist()
 
     # -- commits and queries -------------------------------------------------------------
 

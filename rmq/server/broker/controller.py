@@ -38,6 +38,8 @@ every                                       does
 10 s                                        drop clients silent for 120 s
 ``cleanResourceInterval`` (10 s, after 60)  delete expired store files (worker thread)
 ``registerNameServerPeriod`` (30 s)         register with the name servers (after 10 s)
+10 s (after 3 s), on a SLAVE                copy the master's topics, offsets, delay offsets
+                                            and groups (:mod:`~.slavesync`)
 local midnight                              roll the day totals of the runtime info
 ==========================================  ==============================================
 
@@ -77,6 +79,7 @@ from rmq.server.broker.registration import BrokerRegistration
 from rmq.server.broker.replyprocessor import ReplyMessageProcessor
 from rmq.server.broker.sendback import SendBackProcessor
 from rmq.server.broker.sendprocessor import SendMessageProcessor
+from rmq.server.broker.slavesync import SlaveSynchronizer
 from rmq.server.broker.statsitems import (
     DAY_SAMPLE_INTERVAL_S,
     HOUR_SAMPLE_INTERVAL_S,
@@ -125,6 +128,10 @@ class BrokerController:
         context = self.context
         self.broker_addr = context.broker_addr
         self.transaction_check_service = TransactionalMessageCheckService(context)
+        self.slave_sync: SlaveSynchronizer | None = None
+        if context.store_config.broker_role is BrokerRole.SLAVE:
+            self.slave_sync = SlaveSynchronizer(context)
+            context.master_listeners.append(self.slave_sync.master_changed)
         self.registration = BrokerRegistration(
             configs.broker,
             configs.store,
@@ -234,6 +241,8 @@ class BrokerController:
         await self.registration.unregister()
         await context.ha_service.stop()
         await self.transaction_check_service.stop()
+        if self.slave_sync is not None:
+            await self.slave_sync.close()
         await context.schedule_service.stop()
         if self._cleanup is not None:
             with contextlib.suppress(Exception):
@@ -288,6 +297,8 @@ class BrokerController:
             self._roll_day(),
             self.registration.run_periodically(),
         ]
+        if self.slave_sync is not None:
+            timers.append(self.slave_sync.run_periodically())
         self._timers = [loop.create_task(timer) for timer in timers]
 
     async def _every(

@@ -74,6 +74,9 @@ class SubscriptionGroupManager(VersionedConfigManager[SubscriptionGroupWrapper])
         self._data_version = body.data_version
         return len(body.subscription_group_table)
 
+    def _clear(self) -> None:
+        self._table.clear()
+
     # -- lookups -------------------------------------------------------------------------
 
     @property

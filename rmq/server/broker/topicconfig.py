@@ -147,6 +147,9 @@ class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
         self._data_version = body.data_version
         return len(body.topic_config_table)
 
+    def _clear(self) -> None:
+        self._table.clear()
+
     def _put_and_register(self, config: TopicConfig) -> None:
         self._table[config.topic_name] = config
         self.next_data_version()
