@@ -508,32 +508,22 @@ async def _feed(
 ) -> int:
     """Parse and send input lines until the input ends, a send fails, stdout closes or a
     signal arrives; return the number of the last line read."""
-    import asyncio
+    from contextlib import aclosing
 
-    line_no = 0
-    while sender.failed_send_line is None and not results.broken_pipe:
-        next_chunk = asyncio.ensure_future(reader.next_chunk())
-        endings: set[asyncio.Future[Any]] = {next_chunk, interrupted}
-        await asyncio.wait(endings, return_when=asyncio.FIRST_COMPLETED)
-        if interrupted.done():
-            next_chunk.cancel()
-            break
-        chunk = next_chunk.result()
-        if chunk is None:
-            break
-        for raw in chunk:
-            line_no += 1
-            try:
-                item = parse_line(topic, line_no, raw, input_format, defaults)
-            except RecordJsonError as exc:
-                results.failed([line_no], str(exc))
-                continue
-            if item is not None:
-                await sender.add(item)
-            if sender.failed_send_line is not None or interrupted.done():
+    def parse(line_no: int, raw: bytes) -> Outgoing | None:
+        return parse_line(topic, line_no, raw, input_format, defaults)
+
+    def invalid(line_no: int, why: str) -> None:
+        results.failed([line_no], why)
+
+    items = reader.parsed(parse, interrupted, invalid, results.flush)
+    async with aclosing(items):
+        async for item in items:
+            await sender.add(item)
+            if sender.failed_send_line is not None or results.broken_pipe:
                 break
-        results.flush()
-    return line_no
+    results.flush()
+    return reader.lines_read
 
 
 async def check_topic(producer: Producer, topic: str, namesrv_addrs: str) -> None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import enum
 import os
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rmq.client.producer import Producer
 
 READ_SIZE = 1 << 16
+T = TypeVar("T")
 
 SendOne = Callable[["Outgoing"], Coroutine[Any, Any, "SendResult"]]
 RowsOf = Callable[[list[int], "SendResult"], list[dict[str, Any]]]
@@ -55,6 +56,8 @@ class InputLines:
         import asyncio
         import threading
 
+        self.lines_read = 0
+        """How many lines `parsed` has handed out or skipped so far."""
         self._fd = stream.fileno()
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[list[bytes] | BaseException | None] = asyncio.Queue(16)
@@ -66,6 +69,44 @@ class InputLines:
         if isinstance(item, BaseException):
             raise item
         return item
+
+    async def parsed(
+        self,
+        parse: Callable[[int, bytes], T | None],
+        interrupted: asyncio.Future[Any],
+        invalid: Callable[[int, str], None],
+        chunk_read: Callable[[], None] | None = None,
+    ) -> AsyncGenerator[T, None]:
+        """`parse(line number, line)` of every input line that gives something (None: a
+        line to skip), until the input ends or `interrupted` is done.  A line `parse`
+        refuses with RecordJsonError goes to `invalid(line number, why)`; `chunk_read` runs
+        after each chunk of lines."""
+        import asyncio
+
+        from rmq.common.jsonrecord import RecordJsonError
+
+        while True:
+            next_chunk = asyncio.ensure_future(self.next_chunk())
+            await asyncio.wait({next_chunk, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+            if interrupted.done():
+                next_chunk.cancel()
+                return
+            chunk = next_chunk.result()
+            if chunk is None:
+                return
+            for raw in chunk:
+                self.lines_read += 1
+                try:
+                    item = parse(self.lines_read, raw)
+                except RecordJsonError as exc:
+                    invalid(self.lines_read, str(exc))
+                    continue
+                if item is not None:
+                    yield item
+                if interrupted.done():
+                    return
+            if chunk_read is not None:
+                chunk_read()
 
     def _pump(self) -> None:
         buffer = bytearray()

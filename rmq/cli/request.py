@@ -47,6 +47,7 @@ from rmq.common.jsonrecord import RecordDefaults, RecordJsonError
 if TYPE_CHECKING:
     import asyncio
 
+    from rmq.cli.produce_send import InputLines
     from rmq.client.producer import Producer
 
 DEFAULT_GROUP = "rmq-request"
@@ -167,7 +168,7 @@ async def _request(
 
 async def _each_line(
     producer: Producer,
-    reader: Any,
+    reader: InputLines,
     topic: str,
     input_format: InputFormat,
     defaults: RecordDefaults,
@@ -176,31 +177,21 @@ async def _each_line(
     out: Any,
 ) -> None:
     """One request per input line, one at a time, until the input ends or one fails."""
-    import asyncio
+    from contextlib import aclosing
 
     outcome = RequestOutcome()
-    line_no = 0
-    while not interrupted.done():
-        next_chunk = asyncio.ensure_future(reader.next_chunk())
-        await asyncio.wait({next_chunk, interrupted}, return_when=asyncio.FIRST_COMPLETED)
-        if interrupted.done():
-            next_chunk.cancel()
-            break
-        chunk = next_chunk.result()
-        if chunk is None:
-            break
-        for raw in chunk:
-            line_no += 1
-            try:
-                item = parse_line(topic, line_no, raw, input_format, defaults)
-            except RecordJsonError as exc:
-                outcome.invalid_lines += 1
-                print(f"{PROG_NAME}: error: line {line_no}: {exc}", file=sys.stderr, flush=True)
-                continue
-            if item is not None:
-                await _one(producer, item, timeout, interrupted, out, outcome)
-            if interrupted.done():
-                break
+
+    def parse(line_no: int, raw: bytes) -> Outgoing | None:
+        return parse_line(topic, line_no, raw, input_format, defaults)
+
+    def invalid(line_no: int, why: str) -> None:
+        outcome.invalid_lines += 1
+        print(f"{PROG_NAME}: error: line {line_no}: {why}", file=sys.stderr, flush=True)
+
+    items = reader.parsed(parse, interrupted, invalid)
+    async with aclosing(items):
+        async for item in items:
+            await _one(producer, item, timeout, interrupted, out, outcome)
     if outcome.invalid_lines:
         raise RmqError(
             f"{outcome.invalid_lines} line(s) were not valid messages and were not sent",
