@@ -45,7 +45,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Protocol, TypeVar
 
 from rmq.client import api
@@ -489,6 +489,10 @@ class ClientInstance:
         if master is not None or master_only:
             return master
         return addrs[min(addrs)]
+
+    def broker_addr_table(self, broker_name: str) -> Mapping[int, str]:
+        """`broker_name`'s addresses by broker id in the cached routes (empty when none)."""
+        return self._broker_addrs.get(broker_name, {})
 
     async def broker_address(self, mq: MessageQueue, *, master_only: bool = True) -> str:
         """The address of the broker holding `mq` (as `find_broker_addr`), fetching the

@@ -16,6 +16,9 @@ is Java's ``pullBlockIfNotFound``: the broker holds the request up to
 
 Offsets are the group's on the brokers: :meth:`fetch_consume_offset` reads one
 (QUERY_CONSUMER_OFFSET), :meth:`update_consume_offset` commits one and waits for the broker.
+A pull goes to the broker the last answer for that queue suggested (a slave while the master
+is gone from the route); offsets to the master, or to a slave while there is none
+(:mod:`~rmq.client.consumer.pullnode`).
 The queue's own bounds come from :meth:`min_offset`, :meth:`max_offset` (the next offset to
 be written), :meth:`search_offset` (the message stored nearest to a time) and
 :meth:`earliest_msg_store_time`.
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from rmq.client import api
 from rmq.client.api import PullStatus
 from rmq.client.consumer.message import MessageExt, decode_pull_body
+from rmq.client.consumer.pullnode import PullNodes, offset_broker
 from rmq.client.errors import MQClientError
 from rmq.client.instance import ClientInstance
 from rmq.client.member import ClientMember
@@ -91,6 +95,7 @@ class PullConsumer(ClientMember):
         self.consumer_pull_timeout = consumer_pull_timeout
         self.consumer_timeout_when_suspend = consumer_timeout_when_suspend
         self._topics: dict[str, SubscriptionData] = {}
+        self.pull_nodes = PullNodes()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -161,8 +166,9 @@ class PullConsumer(ClientMember):
             timeout = self.consumer_timeout_when_suspend
         elif timeout is None:
             timeout = self.consumer_pull_timeout
-        addr = await self.instance.broker_address(mq, master_only=False)
-        result = await api.pull_message(self.instance.remoting, addr, header, timeout)
+        broker = await self.pull_nodes.broker_for_pull(self.instance, mq)
+        result = await api.pull_message(self.instance.remoting, broker.addr, header, timeout)
+        self.pull_nodes.suggest(mq, result.suggest_which_broker_id)
         messages = []
         if result.status is PullStatus.FOUND:
             messages = decode_pull_body(
@@ -180,7 +186,7 @@ class PullConsumer(ClientMember):
 
     async def fetch_consume_offset(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq``, -1 when it has none."""
-        addr = await self.instance.broker_address(mq)
+        addr = await offset_broker(self.instance, mq)
         offset = await api.query_consumer_offset(
             self.instance.remoting, addr, self.group, mq, self.instance.api_timeout
         )
@@ -188,7 +194,7 @@ class PullConsumer(ClientMember):
 
     async def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
         """Commit ``offset`` as the group's offset of ``mq`` and wait for the broker."""
-        addr = await self.instance.broker_address(mq)
+        addr = await offset_broker(self.instance, mq)
         await api.update_consumer_offset(
             self.instance.remoting, addr, self.group, mq, offset, self.instance.api_timeout
         )

@@ -44,6 +44,9 @@ Consumption is the consume services' (:mod:`rmq.client.consumer.consume`):
 * **Offsets**: clustering commits to the brokers (:class:`RemoteBrokerOffsetStore`) every
   ``persist_consumer_offset_interval`` (5 s) and at shutdown, waiting for the answers then;
   broadcasting keeps them in a local file (:class:`LocalFileOffsetStore`).
+* **Reads from slaves** (:mod:`~rmq.client.consumer.pullnode`): each queue's next pull goes
+  to the broker id the last pull answer suggested, and to a slave while the master is gone
+  from the route; offsets go to the master, or to the slave while there is no master.
 
 Delivery is at least once: a message whose listener call finished is never committed past
 unless it succeeded or was handed to the retry topic; a crash redelivers what was in flight.
@@ -57,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -84,6 +88,7 @@ from rmq.client.consumer.offsetstore import (
 )
 from rmq.client.consumer.processqueue import REBALANCE_LOCK_INTERVAL, ProcessQueue
 from rmq.client.consumer.pull import CONSUMER_TIMEOUT_WHEN_SUSPEND
+from rmq.client.consumer.pullnode import PullNodes, offset_broker
 from rmq.client.consumer.rebalance import PullRequest, Rebalance
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError
 from rmq.client.instance import ClientInstance, run_periodically
@@ -193,6 +198,7 @@ class PushConsumer(ClientMember):
         self._listener: MessageListener | None = None
         self._subscriptions: dict[str, SubscriptionData] = {}
         self._offset_store: OffsetStore | None = None
+        self.pull_nodes = PullNodes()
         self._rebalance: Rebalance | None = None
         self._rebalance_wanted = asyncio.Event()
         self._consume: ConsumeService | None = None
@@ -378,7 +384,7 @@ class PushConsumer(ClientMember):
     def _create_offset_store(self) -> OffsetStore:
         if self._clustering:
             return RemoteBrokerOffsetStore(
-                self.instance.remoting, self.group, self.instance.broker_address
+                self.instance.remoting, self.group, functools.partial(offset_broker, self.instance)
             )
         return LocalFileOffsetStore(self.instance.client_id, self.group, self.offset_store_dir)
 
@@ -499,8 +505,8 @@ class PushConsumer(ClientMember):
         if self.post_subscription_when_pull and not subscription.class_filter_mode:
             expression = subscription.sub_string
             sys_flag |= PULL_SUBSCRIPTION
-        addr = await self.instance.broker_address(mq, master_only=False)
-        if addr != self.instance.find_broker_addr(mq.broker_name):
+        broker = await self.pull_nodes.broker_for_pull(self.instance, mq)
+        if broker.slave:
             sys_flag &= ~PULL_COMMIT_OFFSET  # a slave does not take commits
         header = PullMessageRequestHeader(
             consumer_group=self.group,
@@ -516,9 +522,11 @@ class PushConsumer(ClientMember):
             expression_type=subscription.expression_type,
             bname=mq.broker_name,
         )
-        return await api.pull_message(
-            self.instance.remoting, addr, header, CONSUMER_TIMEOUT_WHEN_SUSPEND
+        result = await api.pull_message(
+            self.instance.remoting, broker.addr, header, CONSUMER_TIMEOUT_WHEN_SUSPEND
         )
+        self.pull_nodes.suggest(mq, result.suggest_which_broker_id)
+        return result
 
     def _pull_done(
         self, request: PullRequest, subscription: SubscriptionData, result: api.PullResult
