@@ -480,7 +480,7 @@ async def _run(
 def _offset_store(instance: ClientInstance, options: ConsumeOptions) -> OffsetStore:
     """The group's offsets: on the brokers, or in the local file of a broadcasting client."""
     from rmq.client.consumer import LocalFileOffsetStore, RemoteBrokerOffsetStore
-    from rmq.client.consumer.rebalance import broker_address
+    from rmq.client.consumer.pullnode import offset_broker
 
     assert options.group is not None
     if options.broadcast:
@@ -489,6 +489,6 @@ def _offset_store(instance: ClientInstance, options: ConsumeOptions) -> OffsetSt
         return local
 
     async def find_broker(mq: MessageQueue) -> str:
-        return await broker_address(instance, mq)
+        return await offset_broker(instance, mq)
 
     return RemoteBrokerOffsetStore(instance.remoting, options.group, find_broker)

@@ -17,8 +17,8 @@ is Java's ``pullBlockIfNotFound``: the broker holds the request up to
 Offsets are the group's on the brokers: :meth:`fetch_consume_offset` reads one
 (QUERY_CONSUMER_OFFSET), :meth:`update_consume_offset` commits one and waits for the broker.
 A pull goes to the broker the last answer for that queue suggested (a slave while the master
-is gone from the route); offsets to the master, or to a slave while there is none
-(:mod:`~rmq.client.consumer.pullnode`).
+is gone from the route); offsets and the queue bounds are asked of the master, or of a slave
+while there is none (:mod:`~rmq.client.consumer.pullnode`).
 The queue's own bounds come from :meth:`min_offset`, :meth:`max_offset` (the next offset to
 be written), :meth:`search_offset` (the message stored nearest to a time) and
 :meth:`earliest_msg_store_time`.
@@ -200,24 +200,24 @@ class PullConsumer(ClientMember):
         )
 
     async def min_offset(self, mq: MessageQueue) -> int:
-        addr = await self.instance.broker_address(mq)
+        addr = await offset_broker(self.instance, mq)
         return await api.get_min_offset(self.instance.remoting, addr, mq, self.instance.api_timeout)
 
     async def max_offset(self, mq: MessageQueue) -> int:
         """The offset the next message of ``mq`` will get."""
-        addr = await self.instance.broker_address(mq)
+        addr = await offset_broker(self.instance, mq)
         return await api.get_max_offset(self.instance.remoting, addr, mq, self.instance.api_timeout)
 
     async def search_offset(self, mq: MessageQueue, timestamp: int) -> int:
         """The offset of the message of ``mq`` stored nearest to ``timestamp`` (ms), before
         or after it (see :func:`rmq.client.api.search_offset`)."""
-        addr = await self.instance.broker_address(mq)
+        addr = await offset_broker(self.instance, mq)
         return await api.search_offset(
             self.instance.remoting, addr, mq, timestamp, self.instance.api_timeout
         )
 
     async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
-        addr = await self.instance.broker_address(mq)
+        addr = await offset_broker(self.instance, mq)
         return await api.get_earliest_msg_store_time(
             self.instance.remoting, addr, mq, self.instance.api_timeout
         )

@@ -16,7 +16,10 @@ findBrokerAddressInSubscribe``.
 * :func:`offset_broker` is where offsets are committed and read
   (``RemoteBrokerOffsetStore``): the master; when the cached route has none, the route is
   fetched again and then any broker of the name, so a consumer whose master died commits to
-  the slave it reads from, and its offsets in memory go to the master once it is back.
+  the slave it reads from, and its offsets in memory go to the master once it is back.  The
+  pull consumer asks the queue bounds (min / max offset, search by time) there too, where
+  Java's MQAdminImpl insists on the master: so ``rmq consume`` reads a slave whose master
+  died.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import ConsumeFromWhere, MessageModel, MessageQueue, SubscriptionData
 from rmq.remoting.errors import RemotingError
 
-__all__ = ["PullRequest", "Rebalance", "broker_address"]
+__all__ = ["PullRequest", "Rebalance"]
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +81,6 @@ class PullRequest:
     pq: ProcessQueue
     next_offset: int
     previously_locked: bool = False
-
-
-async def broker_address(
-    instance: ClientInstance, mq: MessageQueue, *, master_only: bool = True
-) -> str:
-    """`ClientInstance.broker_address`, for callers that import it from here."""
-    return await instance.broker_address(mq, master_only=master_only)
 
 
 class Rebalance:
