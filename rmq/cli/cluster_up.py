@@ -7,12 +7,13 @@
 writes `namesrv.properties` and one `<broker>.properties` per broker into DIR (default
 `./rmq-<layout>`; `rmq.cli.cluster_layouts` says what the files hold), checks that every
 port is free, starts `rmq namesrv -c` and `rmq broker -c` for each file as child processes
-(logs in DIR/logs), waits until the name server lists every broker under its id, and prints
-the cluster: one row per broker with its id, role, address and file.  Ctrl-C or SIGTERM
-stops the brokers and then the name server (exit 130 after Ctrl-C, 0 after SIGTERM); a
-child that dies is reported, the others are stopped, and the command exits 1 (with
-`--keep-going`, once the cluster is up, the others keep running: kill a master to watch a
-failover).
+(logs in DIR/logs), the masters before the slaves (a slave learns its master's HA address
+when it registers), waits until the name server lists every broker under its id and every
+master has its slave connected, and prints the cluster: one row per broker with its id,
+role, address and file.  Ctrl-C or SIGTERM stops the brokers and then the name server (exit
+130 after Ctrl-C, 0 after SIGTERM); a child that dies is reported, the others are stopped,
+and the command exits 1 (with `--keep-going`, once the cluster is up, the others keep
+running: kill a master to watch a failover).
 
 Files already in DIR are reused when they are what the command would write (the stores
 under DIR/store stay, so a cluster stopped and started again keeps its messages); a file
@@ -22,6 +23,7 @@ and the commands and starts nothing.  Registered on `rmq.cli.cluster.app`.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import sys
@@ -38,8 +40,9 @@ from rmq.cli.output import OutputFormat, OutputOption
 from rmq.cli.topic import show
 
 if TYPE_CHECKING:
-    from rmq.cli.cluster_layouts import ClusterPlan
-    from rmq.cli.supervise import Supervisor
+    from rmq.cli.cluster_layouts import ClusterPlan, PlannedServer
+    from rmq.cli.supervise import Child, Supervisor
+    from rmq.client.admin import AdminClient
 
 
 class Layout(StrEnum):
@@ -154,13 +157,18 @@ def up(
     supervisor = Supervisor(debug=state is not None and state.debug)
     try:
         with supervisor:
-            children = {
-                server.name: supervisor.start(
-                    server.name, (server.command, "-c", str(server.config)), server.log
-                )
-                for server in plan.servers
-            }
-            _wait_registered(plan, supervisor, timeout)
+            deadline = time.monotonic() + timeout
+            children: dict[str, Child] = {}
+            # Masters first: a slave learns its master's HA address when it registers.
+            for wave in (
+                [plan.namesrv, *(b for b in plan.brokers if b.spec and b.spec.is_master)],
+                [b for b in plan.brokers if b.spec and not b.spec.is_master],
+            ):
+                for server in wave:
+                    children[server.name] = supervisor.start(
+                        server.name, (server.command, "-c", str(server.config)), server.log
+                    )
+                _wait_ready(plan, [children[name] for name in children], supervisor, deadline)
             _show_cluster(plan, output)
             _note(
                 f"cluster up: name server {plan.namesrv.addr}, files and logs in "
@@ -220,39 +228,58 @@ def _check_files(plan: ClusterPlan) -> None:
             )
 
 
-def _wait_registered(plan: ClusterPlan, supervisor: Supervisor, timeout: float) -> None:
-    """Poll the name server until it lists every broker at its address under its id."""
+def _wait_ready(
+    plan: ClusterPlan, started: list[Child], supervisor: Supervisor, deadline: float
+) -> None:
+    """Poll until the name server lists every started broker at its address under its id
+    and every started master has its started slaves connected (GET_BROKER_RUNTIME_INFO's
+    haConnectionCount)."""
     from rmq.cli.topic import run_admin
 
-    expected = {
-        (broker.spec.broker_name, broker.spec.broker_id): broker.addr
-        for broker in plan.brokers
-        if broker.spec is not None
-    }
-    deadline = time.monotonic() + timeout
-    missing = sorted(expected)
+    names = {child.name for child in started}
+    brokers = [broker for broker in plan.brokers if broker.name in names and broker.spec]
+    waiting = ["the name server"]
     while True:
         supervisor.check()
-        try:
-            info = run_admin(plan.namesrv.addr, lambda admin: admin.cluster_info())
-        except RmqError:
-            pass
-        else:
-            registered = {
-                (name, broker_id): addr
-                for name, data in info.broker_addr_table.items()
-                for broker_id, addr in data.broker_addrs.items()
-            }
-            missing = [key for key, addr in expected.items() if registered.get(key) != addr]
-            if not missing:
-                return
+        with contextlib.suppress(RmqError, OSError):  # not listening yet
+            waiting = run_admin(plan.namesrv.addr, lambda admin: _not_ready(admin, brokers))
+        if not waiting:
+            return
         if time.monotonic() > deadline:
-            names = ", ".join(f"{name} id {broker_id}" for name, broker_id in missing)
             raise RmqError(
-                f"not every broker registered within {timeout:g}s (missing: {names})",
-                f"see the logs in {plan.directory / 'logs'}",
+                f"the cluster is not up in time: waiting for {', '.join(waiting)}",
+                f"see the logs in {plan.directory / 'logs'}, or give more --timeout",
             )
         time.sleep(0.2)
+
+
+async def _not_ready(admin: AdminClient, brokers: list[PlannedServer]) -> list[str]:
+    """What of `brokers` is not up yet, in words (empty when all are)."""
+    info = await admin.cluster_info()
+    registered = {
+        (name, broker_id): addr
+        for name, data in info.broker_addr_table.items()
+        for broker_id, addr in data.broker_addrs.items()
+    }
+    waiting = [
+        f"{broker.name} to register"
+        for broker in brokers
+        if broker.spec
+        and registered.get((broker.spec.broker_name, broker.spec.broker_id)) != broker.addr
+    ]
+    for master in brokers:
+        if waiting or master.spec is None or not master.spec.is_master:
+            continue
+        slaves = [
+            b
+            for b in brokers
+            if b.spec and not b.spec.is_master and b.spec.broker_name == master.spec.broker_name
+        ]
+        if slaves:
+            runtime = await admin.broker_runtime_info(master.addr)
+            if int(runtime.get("haConnectionCount", "0")) < len(slaves):
+                waiting.append(f"{master.name}'s slave to connect")
+    return waiting
 
 
 def _show_cluster(plan: ClusterPlan, output: OutputFormat | None) -> None:

@@ -123,9 +123,11 @@ def start_cluster(
     root: Path,
     *,
     props: Mapping[str, object] | None = None,
+    options: Sequence[str] = (),
     timeout: float = 90.0,
 ) -> ClusterUp:
-    """`rmq cluster up LAYOUT` on free ports in `root/cluster`, once every broker is up."""
+    """`rmq cluster up LAYOUT [options]` on free ports in `root/cluster`, once every broker
+    is up; `props` are added to every broker's file."""
     namesrv_port, base_port = free_cluster_ports(layout)
     directory = root / "cluster"
     stdout_path, stderr_path = root / "cluster-up.out", root / "cluster-up.err"
@@ -133,6 +135,7 @@ def start_cluster(
     args = ["cluster", "up", layout, "--dir", str(directory), "-o", "json"]
     args += ["--namesrv-port", str(namesrv_port), "--base-port", str(base_port)]
     args += [arg for setting in settings for arg in ("-p", setting)]
+    args += options
     home = root / "home"
     home.mkdir(exist_ok=True)
     env = {key: value for key, value in os.environ.items() if not key.startswith("RMQ_")}
