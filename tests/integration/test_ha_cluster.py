@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +38,7 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.headers import SendMessageRequestHeader
 from tests.integration.cluster_up_process import ClusterUp, clusters, start_cluster
 from tests.interop.cpp_client import run_cpp
-from tests.procs import RemotingSession, rmq_command
+from tests.procs import RemotingSession, RmqProcesses, rmq_command
 
 __all__ = ["clusters"]
 
@@ -205,3 +207,116 @@ def test_sync_master_killed_under_load_loses_no_acknowledged_message(
     )
     refused = session.invoke(slave, RequestCode.SEND_MESSAGE_V2, header, body=b"no")
     assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused
+
+
+# -- ASYNC_MASTER: the lag under a steady load, a slave restarted ----------------------------
+
+
+def steady_load(namesrv: str, topic: str, rate: int, seconds: float) -> subprocess.Popen[bytes]:
+    figures = (str(rate), str(seconds))
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.paced_producer", namesrv, topic, *figures],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=rmq_env(),
+    )
+
+
+def finished(load: subprocess.Popen[bytes], timeout: float = 120.0) -> dict[str, float]:
+    out, err = load.communicate(timeout=timeout)
+    assert load.returncode == 0, err.decode()
+    summary: dict[str, float] = json.loads(out)
+    return summary
+
+
+def commitlog_bytes(cluster: ClusterUp, broker: str, end: int) -> bytes:
+    path = cluster.directory / "store" / broker / "commitlog" / f"{0:020d}"
+    return path.read_bytes()[:end] if path.exists() else b""
+
+
+def run_async_master_lag(
+    clusters: list[ClusterUp],
+    tmp_path: Path,
+    session: RemotingSession,
+    rmq_processes: RmqProcesses,
+    seconds: float,
+) -> None:
+    rate = 5_000
+    cluster = start_cluster(
+        "2m-2s-async",
+        tmp_path,
+        options=KEEP_GOING,
+        props={"mappedFileSizeCommitLog": 256 * 1024 * 1024},
+    )
+    clusters.append(cluster)
+    namesrv, master = cluster.namesrv_addr, cluster.addr("broker-a")
+    rmq(namesrv, "topic", "update", "Steady", "--broker", master, "-r", "4", "-w", "4")
+    start = int(runtime_info(session, master)["commitLogMaxOffset"])
+
+    load = steady_load(namesrv, "Steady", rate, seconds)
+    lags = []
+    while load.poll() is None:
+        info = runtime_info(session, master)
+        assert info.get("haConnectionCount") == "1", info
+        lags.append(int(info["haSlaveFallBehindBytes"]))
+        time.sleep(0.2)
+    summary = finished(load)
+    end = int(runtime_info(session, master)["commitLogMaxOffset"])
+    assert summary["failed"] == 0
+    assert summary["rate"] >= 0.9 * rate, summary  # the load was the steady rate asked for
+    one_second = (end - start) / summary["seconds"]
+    assert len(lags) >= seconds * 2
+    assert max(lags) < one_second, (max(lags), one_second)
+
+    status = json.loads(rmq(namesrv, "cluster", "broker-status", "--broker", master, "-o", "json"))
+    reported = {row["key"]: row["value"] for row in status}
+    assert int(reported["haSlaveFallBehindBytes"]) < one_second
+    assert reported["haConnectionCount"] == "1"
+    wait_for(
+        "the slave holds the master's commitlog",
+        lambda: (
+            commitlog_bytes(cluster, "broker-a-s", end) == commitlog_bytes(cluster, "broker-a", end)
+        ),
+    )
+
+    # The slave killed and started again from its file asks for its own max offset.
+    os.kill(cluster.child_pids()["broker-a-s"], signal.SIGKILL)
+    wait_for("cluster up reports the slave's death", lambda: "broker-a-s (pid" in cluster.stderr())
+    assert finished(steady_load(namesrv, "Steady", 1_000, 1))["failed"] == 0
+    away_end = int(runtime_info(session, master)["commitLogMaxOffset"])
+    slave = rmq_processes.start(
+        "broker-a-s",
+        ["broker", "-c", str(cluster.directory / "broker-a-s.properties")],
+        port=int(cluster.addr("broker-a-s").rpartition(":")[2]),
+    )
+    wait_for(
+        "the restarted slave catches up",
+        lambda: (
+            commitlog_bytes(cluster, "broker-a-s", away_end)
+            == commitlog_bytes(cluster, "broker-a", away_end)
+        ),
+    )
+    master_log = (cluster.directory / "logs" / "broker-a.log").read_text(encoding="utf-8")
+    asked = [int(word) for word in re.findall(r"requests offset (\d+)", master_log)]
+    assert asked[0] == 0  # the first connection, empty
+    assert end <= asked[-1] < away_end  # the restart: from what it held, not from scratch
+    slave.stop_cleanly()
+
+
+def test_async_master_lag_stays_under_a_second_of_a_steady_load_and_a_slave_catches_up(
+    clusters: list[ClusterUp],
+    tmp_path: Path,
+    session: RemotingSession,
+    rmq_processes: RmqProcesses,
+) -> None:
+    run_async_master_lag(clusters, tmp_path, session, rmq_processes, seconds=6)
+
+
+@pytest.mark.stress
+def test_async_master_lag_stays_under_a_second_of_a_minute_of_steady_load(
+    clusters: list[ClusterUp],
+    tmp_path: Path,
+    session: RemotingSession,
+    rmq_processes: RmqProcesses,
+) -> None:
+    run_async_master_lag(clusters, tmp_path, session, rmq_processes, seconds=60)
