@@ -22,6 +22,7 @@ import pytest
 from rmq.common.message import encode_batch
 from rmq.common.properties import encode_properties
 from rmq.common.sysflag import PULL_COMMIT_OFFSET, PULL_SUBSCRIPTION
+from rmq.remoting.bodies import SubscriptionGroupConfig
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.headers import (
@@ -240,3 +241,58 @@ def test_topic_change_refused(slaves: dict[str, Slave]) -> None:
     answers = _both(slaves, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
     assert answers["apache"].code == ResponseCode.SYSTEM_ERROR
     assert _answer(answers["rmq"]) == _answer(answers["apache"])
+
+
+# -- a master with slaveReadEnable: suggestWhichBrokerId ---------------------------------------
+
+MASTER_PROPS = {**BROKER_PROPS, "slaveReadEnable": True, "accessMessageInMemoryMaxRatio": 0}
+"""Every consumer that has not read to the commitlog's end counts as lagging past the share
+of memory (0 %), so the master points it at a slave."""
+SLOW_GROUP = "RawSlaveSlowGroup"
+"""whichBrokerWhenConsumeSlowly = 2."""
+
+
+@pytest.fixture(scope="module")
+def masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Slave]]:
+    processes = RmqProcesses(tmp_path_factory.mktemp("raw-slave-read"))
+    session = RemotingSession()
+    try:
+        apache = start_apache_broker(
+            processes, "apache-master", namesrv_addr=None, props=MASTER_PROPS
+        )
+        rmq = processes.start_broker("rmq-master", namesrv=None, props=MASTER_PROPS)
+        found = {"apache": Slave("apache", apache, session), "rmq": Slave("rmq", rmq, session)}
+        slow = SubscriptionGroupConfig(group_name=SLOW_GROUP, which_broker_when_consume_slowly=2)
+        for master in found.values():
+            for n in range(3):
+                answer = master.ask(RequestCode.SEND_MESSAGE_V2, _send_header(TOPIC), b"m%d" % n)
+                assert answer.code == ResponseCode.SUCCESS, answer.remark
+            answer = master.ask(
+                RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, slow.encode()
+            )
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+        yield found
+    finally:
+        session.close()
+        processes.kill_all()
+
+
+@pytest.mark.parametrize(
+    ("group", "offset", "suggested"),
+    [
+        (GROUP, 0, 1),  # behind: whichBrokerWhenConsumeSlowly, 1 by default
+        (SLOW_GROUP, 0, 2),
+        (GROUP, 2, 1),  # the last message: the commitlog still ends past its start
+        (GROUP, 3, 0),  # nothing read (PULL_NOT_FOUND): the group's brokerId, the master
+    ],
+)
+def test_master_suggests_a_slave_to_a_lagging_consumer(
+    masters: dict[str, Slave], group: str, offset: int, suggested: int
+) -> None:
+    header = _pull_header(offset)
+    header.consumer_group = group
+    header.max_msg_nums = 1
+    answers = _both(masters, RequestCode.PULL_MESSAGE, header)
+    _, _, apache = _pull_answer(answers["apache"])
+    assert apache.suggest_which_broker_id == suggested
+    assert _pull_answer(answers["rmq"]) == _pull_answer(answers["apache"])
