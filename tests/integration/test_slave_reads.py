@@ -27,7 +27,14 @@ from rmq.remoting.headers import (
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from tests.integration.test_replication import send, start_pair
+from tests.integration.test_replication import (
+    HA_PROPS,
+    runtime_info,
+    send,
+    start_pair,
+    start_slave,
+    wait_replicated,
+)
 from tests.procs import RemotingSession, RmqProcess, RmqProcesses, rmq_command
 
 TOPIC = "ReplicatedTopic"  # the topic test_replication.send writes to
@@ -116,7 +123,7 @@ class Consumer:
     """rmq's push consumer of GROUP on an event loop of its own thread, keeping the bodies
     its listener got; the route is polled every second."""
 
-    def __init__(self, namesrv_addr: str) -> None:
+    def __init__(self, namesrv_addr: str, pull_batch_size: int = 32) -> None:
         self.bodies: list[bytes] = []
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -128,6 +135,7 @@ class Consumer:
             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
             persist_consumer_offset_interval=0.5,
             rebalance_interval=2.0,
+            pull_batch_size=pull_batch_size,
         )
         self.push.instance.poll_name_server_interval = 1.0
         self.push.subscribe(TOPIC)
@@ -205,3 +213,44 @@ def test_consumers_read_from_the_slave_while_the_master_is_dead(
         assert sorted(consumer.bodies) == sorted([*after, b"back"])
     finally:
         consumer.close()
+
+
+def test_a_lagging_consumer_is_sent_to_the_slave_by_its_master(
+    rmq_processes: RmqProcesses, session: RemotingSession
+) -> None:
+    """slaveReadEnable with accessMessageInMemoryMaxRatio=0: every consumer behind the
+    commitlog's end is lagging, so the master suggests the slave (brokerId 1) and the push
+    consumer's next pull of the queue goes there; the slave (slaveReadEnable off) points it
+    back.  Both brokers hand out messages, the slave's count shows it."""
+    namesrv = rmq_processes.start_namesrv("lagging-namesrv")
+    name = "lagging"
+    master = rmq_processes.start_broker(
+        f"{name}-m",
+        namesrv=namesrv,
+        props={
+            **HA_PROPS,
+            "brokerName": name,
+            "slaveReadEnable": True,
+            "accessMessageInMemoryMaxRatio": 0,
+        },
+    )
+    slave = start_slave(rmq_processes, namesrv, name)
+    bodies = [f"lagging {i}".encode() for i in range(40)]
+    for body in bodies:
+        assert send(session, master, body).code == ResponseCode.SUCCESS
+    wait_for(
+        "the slave's topic",
+        lambda: TOPIC in str(body_of(session, slave, RequestCode.GET_ALL_TOPIC_CONFIG)),
+    )
+    wait_replicated(session, master, slave)
+    consumer = Consumer(namesrv.addr, pull_batch_size=1)
+    try:
+        wait_for("every message", lambda: len(set(consumer.bodies)) == len(bodies))
+        assert set(consumer.bodies) == set(bodies)
+    finally:
+        consumer.close()
+    from_slave = int(runtime_info(session, slave)["msgGetTotalTodayNow"])
+    from_master = int(runtime_info(session, master)["msgGetTotalTodayNow"])
+    assert from_slave > 0
+    assert from_master > 0
+    assert from_slave + from_master >= len(bodies)
