@@ -13,6 +13,7 @@ wrong answers cannot pass.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,13 +43,13 @@ from tests.procs import RemotingSession, RmqProcess, RmqProcesses
 
 TOPIC = "RawSlaveTopic"
 GROUP = "RawSlaveGroup"
-SLAVE_PROPS = {**BROKER_PROPS, "brokerRole": "SLAVE", "brokerId": 1}
+SLAVE_PROPS: dict[str, object] = {**BROKER_PROPS, "brokerRole": "SLAVE", "brokerId": 1}
 KINDS = ("apache", "rmq")
 _DISK_RATIOS = re.compile(r"\[CL: [^\]]*\]")
 
 
 @dataclass
-class Slave:
+class Broker:
     kind: str
     process: RmqProcess
     session: RemotingSession
@@ -59,19 +60,26 @@ class Slave:
         return self.session.invoke(self.process.addr, code, header, body=body, timeout=15)
 
 
-@pytest.fixture(scope="module")
-def slaves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Slave]]:
-    processes = RmqProcesses(tmp_path_factory.mktemp("raw-slave"))
+@contextlib.contextmanager
+def _brokers(
+    factory: pytest.TempPathFactory, role: str, props: dict[str, object]
+) -> Iterator[dict[str, Broker]]:
+    """An Apache and an rmq broker started with `props`, without a name server."""
+    processes = RmqProcesses(factory.mktemp(f"raw-{role}"))
     session = RemotingSession()
     try:
-        apache = start_apache_broker(
-            processes, "apache-slave", namesrv_addr=None, props=SLAVE_PROPS
-        )
-        rmq = processes.start_broker("rmq-slave", namesrv=None, props=SLAVE_PROPS)
-        yield {"apache": Slave("apache", apache, session), "rmq": Slave("rmq", rmq, session)}
+        apache = start_apache_broker(processes, f"apache-{role}", namesrv_addr=None, props=props)
+        rmq = processes.start_broker(f"rmq-{role}", namesrv=None, props=props)
+        yield {"apache": Broker("apache", apache, session), "rmq": Broker("rmq", rmq, session)}
     finally:
         session.close()
         processes.kill_all()
+
+
+@pytest.fixture(scope="module")
+def slaves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Broker]]:
+    with _brokers(tmp_path_factory, "slave", SLAVE_PROPS) as found:
+        yield found
 
 
 def _answer(response: RemotingCommand) -> tuple[int, str | None]:
@@ -82,9 +90,9 @@ def _answer(response: RemotingCommand) -> tuple[int, str | None]:
 
 
 def _both(
-    slaves: dict[str, Slave], code: int, header: object | None, body: bytes | None = None
+    brokers: dict[str, Broker], code: int, header: object | None, body: bytes | None = None
 ) -> dict[str, RemotingCommand]:
-    return {kind: slaves[kind].ask(code, header, body) for kind in KINDS}
+    return {kind: brokers[kind].ask(code, header, body) for kind in KINDS}
 
 
 def _send_header(topic: str, *, batch: bool = False) -> SendMessageRequestHeader:
@@ -111,7 +119,7 @@ SERVICE_NOT_AVAILABLE_REMARK = (
 
 
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2])
-def test_send_refused(slaves: dict[str, Slave], code: int) -> None:
+def test_send_refused(slaves: dict[str, Broker], code: int) -> None:
     answers = _both(slaves, code, _send_header(TOPIC), b"hello slave")
     assert _answer(answers["apache"]) == (
         ResponseCode.SERVICE_NOT_AVAILABLE,
@@ -120,7 +128,7 @@ def test_send_refused(slaves: dict[str, Slave], code: int) -> None:
     assert _answer(answers["rmq"]) == _answer(answers["apache"])
 
 
-def test_batch_send_refused(slaves: dict[str, Slave]) -> None:
+def test_batch_send_refused(slaves: dict[str, Broker]) -> None:
     props = encode_properties({"UNIQ_KEY": "0A0000010000000000000002"}).encode()
     body = encode_batch([(0, b"one", props), (0, b"two", props)])
     answers = _both(slaves, RequestCode.SEND_BATCH_MESSAGE, _send_header(TOPIC, batch=True), body)
@@ -128,7 +136,7 @@ def test_batch_send_refused(slaves: dict[str, Slave]) -> None:
     assert _answer(answers["rmq"]) == _answer(answers["apache"])
 
 
-def test_refused_send_leaves_the_topic_and_no_message(slaves: dict[str, Slave]) -> None:
+def test_refused_send_leaves_the_topic_and_no_message(slaves: dict[str, Broker]) -> None:
     """A refused send still auto-created its topic on the slave (the store refuses after the
     broker's checks), and nothing was stored: a pull of the queue finds no message."""
     for kind in KINDS:
@@ -164,7 +172,7 @@ def _pull_answer(response: RemotingCommand) -> tuple[int, str | None, PullMessag
     return response.code, response.remark, response.read_header(PullMessageResponseHeader)
 
 
-def test_pull_served_with_master_suggested(slaves: dict[str, Slave]) -> None:
+def test_pull_served_with_master_suggested(slaves: dict[str, Broker]) -> None:
     """A slave serves pulls; without slaveReadEnable it suggests the master (id 0); an offset
     past the queue's end is not corrected there (PULL_RETRY_IMMEDIATELY, without
     offsetCheckInSlave) and the commit offset a pull carries is not stored
@@ -185,7 +193,7 @@ def test_pull_served_with_master_suggested(slaves: dict[str, Slave]) -> None:
     assert found["rmq"] == found["apache"]
 
 
-def test_offsets_committed_to_a_slave_are_kept(slaves: dict[str, Slave]) -> None:
+def test_offsets_committed_to_a_slave_are_kept(slaves: dict[str, Broker]) -> None:
     """UPDATE_CONSUMER_OFFSET is served by a slave (a consumer whose master is gone commits
     there) and QUERY_CONSUMER_OFFSET reads it back."""
     update = UpdateConsumerOffsetRequestHeader(
@@ -207,7 +215,7 @@ def test_offsets_committed_to_a_slave_are_kept(slaves: dict[str, Slave]) -> None
     assert found["rmq"] == found["apache"] == (ResponseCode.SUCCESS, 0)
 
 
-def test_send_back_refused(slaves: dict[str, Slave]) -> None:
+def test_send_back_refused(slaves: dict[str, Broker]) -> None:
     header = ConsumerSendMsgBackRequestHeader(
         offset=0, group=GROUP, delay_level=0, origin_msg_id=None, origin_topic=TOPIC
     )
@@ -216,7 +224,7 @@ def test_send_back_refused(slaves: dict[str, Slave]) -> None:
     assert _answer(answers["rmq"]) == _answer(answers["apache"])
 
 
-def test_end_transaction_refused(slaves: dict[str, Slave]) -> None:
+def test_end_transaction_refused(slaves: dict[str, Broker]) -> None:
     header = EndTransactionRequestHeader(
         producer_group="RawSlaveProducer",
         tran_state_table_offset=0,
@@ -229,7 +237,7 @@ def test_end_transaction_refused(slaves: dict[str, Slave]) -> None:
     assert _answer(answers["rmq"]) == _answer(answers["apache"])
 
 
-def test_topic_change_refused(slaves: dict[str, Slave]) -> None:
+def test_topic_change_refused(slaves: dict[str, Broker]) -> None:
     header = CreateTopicRequestHeader(
         topic="RawSlaveCreated",
         default_topic="TBW102",
@@ -245,7 +253,11 @@ def test_topic_change_refused(slaves: dict[str, Slave]) -> None:
 
 # -- a master with slaveReadEnable: suggestWhichBrokerId ---------------------------------------
 
-MASTER_PROPS = {**BROKER_PROPS, "slaveReadEnable": True, "accessMessageInMemoryMaxRatio": 0}
+MASTER_PROPS: dict[str, object] = {
+    **BROKER_PROPS,
+    "slaveReadEnable": True,
+    "accessMessageInMemoryMaxRatio": 0,
+}
 """Every consumer that has not read to the commitlog's end counts as lagging past the share
 of memory (0 %), so the master points it at a slave."""
 SLOW_GROUP = "RawSlaveSlowGroup"
@@ -253,15 +265,8 @@ SLOW_GROUP = "RawSlaveSlowGroup"
 
 
 @pytest.fixture(scope="module")
-def masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Slave]]:
-    processes = RmqProcesses(tmp_path_factory.mktemp("raw-slave-read"))
-    session = RemotingSession()
-    try:
-        apache = start_apache_broker(
-            processes, "apache-master", namesrv_addr=None, props=MASTER_PROPS
-        )
-        rmq = processes.start_broker("rmq-master", namesrv=None, props=MASTER_PROPS)
-        found = {"apache": Slave("apache", apache, session), "rmq": Slave("rmq", rmq, session)}
+def masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Broker]]:
+    with _brokers(tmp_path_factory, "master", MASTER_PROPS) as found:
         slow = SubscriptionGroupConfig(group_name=SLOW_GROUP, which_broker_when_consume_slowly=2)
         for master in found.values():
             for n in range(3):
@@ -272,9 +277,6 @@ def masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Slav
             )
             assert answer.code == ResponseCode.SUCCESS, answer.remark
         yield found
-    finally:
-        session.close()
-        processes.kill_all()
 
 
 @pytest.mark.parametrize(
@@ -287,7 +289,7 @@ def masters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Slav
     ],
 )
 def test_master_suggests_a_slave_to_a_lagging_consumer(
-    masters: dict[str, Slave], group: str, offset: int, suggested: int
+    masters: dict[str, Broker], group: str, offset: int, suggested: int
 ) -> None:
     header = _pull_header(offset)
     header.consumer_group = group

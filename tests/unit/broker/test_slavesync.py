@@ -108,12 +108,19 @@ def test_a_round_copies_topics_groups_offsets_and_delay_offsets(
     assert slave.schedule_service.path.read_bytes() == master.schedule_service.encode()
 
 
-def test_an_unchanged_version_is_not_copied_again(
-    pair: tuple[BrokerContext, BrokerContext],
-) -> None:
+@pytest.fixture
+def prepared(pair: tuple[BrokerContext, BrokerContext]) -> tuple[BrokerContext, BrokerContext]:
+    """The pair with the master's topic, group and offset made and the slave's master set."""
     master, slave = pair
     _prepare_master(master)
     slave.master_addr = MASTER_ADDR
+    return master, slave
+
+
+def test_an_unchanged_version_is_not_copied_again(
+    prepared: tuple[BrokerContext, BrokerContext],
+) -> None:
+    master, slave = prepared
     sync = SlaveSynchronizer(slave, MasterWire(master))
     run(sync.sync_all())
     topics_file = slave.topic_config_manager.path
@@ -129,11 +136,9 @@ def test_an_unchanged_version_is_not_copied_again(
 
 
 def test_a_failing_step_does_not_stop_the_others(
-    pair: tuple[BrokerContext, BrokerContext],
+    prepared: tuple[BrokerContext, BrokerContext],
 ) -> None:
-    master, slave = pair
-    _prepare_master(master)
-    slave.master_addr = MASTER_ADDR
+    master, slave = prepared
     wire = MasterWire(master)
     wire.refuse = {RequestCode.GET_ALL_TOPIC_CONFIG, RequestCode.GET_ALL_DELAY_OFFSET}
     run(SlaveSynchronizer(slave, wire).sync_all())
