@@ -22,13 +22,16 @@ config files).  When a key and its alias are both given, the key wins.
 
 rmq-only keys (not in RocketMQ 4.9; listed in :data:`RMQ_ONLY_KEYS`):
 
-================================  ===================  ========  ===================================
-key                               config               default   meaning
-================================  ===================  ========  ===================================
-``scanNotActiveBrokerInterval``   NamesrvConfig        10000     ms between scans for dead brokers
-``brokerChannelExpiredTime``      NamesrvConfig        120000    ms without registration -> removed
-``bindAddress``                   NettyServerConfig    0.0.0.0   address the server socket binds
-================================  ===================  ========  ===================================
+==================================  =================  =========  ==================================
+key                                 config             default    meaning
+==================================  =================  =========  ==================================
+``scanNotActiveBrokerInterval``     NamesrvConfig      10000      ms between scans for dead brokers
+``brokerChannelExpiredTime``        NamesrvConfig      120000     ms without registration -> removed
+``bindAddress``                     NettyServerConfig  0.0.0.0    address the server socket binds
+``serverMaxRequestsPerConnection``  NettyServerConfig  4096       requests in progress, a connection
+``serverMaxRequestsInProgress``     NettyServerConfig  32768      requests in progress, whole server
+``serverPartialFrameMemoryLimit``   NettyServerConfig  134217728  bytes in incomplete frames
+==================================  =================  =========  ==================================
 
 Every field is checked against the key naming rule when this module is imported.
 """
@@ -165,6 +168,15 @@ class NettyServerConfig(ConfigObject):
     use_epoll_native_selector: bool = False
     bind_address: str = field(default="0.0.0.0", metadata=java_key(rmq_only=True))
     """rmq-only (the RocketMQ 5 key): the local address the server socket binds."""
+    server_max_requests_per_connection: int = field(default=4096, metadata=java_key(rmq_only=True))
+    """rmq-only: requests in progress on one connection past which SYSTEM_BUSY answers."""
+    server_max_requests_in_progress: int = field(default=32768, metadata=java_key(rmq_only=True))
+    """rmq-only: requests in progress on the whole server past which SYSTEM_BUSY answers."""
+    server_partial_frame_memory_limit: int = field(
+        default=128 * 1024 * 1024, metadata=java_key(rmq_only=True)
+    )
+    """rmq-only: bytes of incomplete frames over all connections past which the connection
+    holding the oldest one is closed."""
 
 
 @dataclass(kw_only=True)

@@ -26,7 +26,9 @@ A frame that cannot be decoded, or is longer than the maximum frame size, is log
 WARNING with the peer and the reason, and only that connection is closed.  A connection
 without traffic in either direction for `idle_timeout` seconds is closed (Netty's all-idle
 rule).  Writes honour the transport's flow control: a writer waits while the peer is not
-reading.  Every request and response sent or received is logged at DEBUG on "rmq.remoting".
+reading, and the connection stops reading new requests meanwhile.  That and the other limits
+(requests in progress, incomplete frames) are `limits.py`'s.  Every request and response sent
+or received is logged at DEBUG on "rmq.remoting".
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from rmq.remoting.frame import (
     decode_frame,
     encode_header_parts,
 )
+from rmq.remoting.limits import DEFAULT_LIMITS, OVERLOAD_REMARK, FlowLimits, PartialFrameBudget
 
 log = logging.getLogger("rmq.remoting")
 
@@ -69,6 +72,13 @@ def address_text(address: tuple[str, int]) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _answering(request: RemotingCommand, response: RemotingCommand) -> None:
+    """Make `response` the answer to `request`: its opaque, flag and serialize type."""
+    response.opaque = request.opaque
+    response.mark_response()
+    response.serialize_type = request.serialize_type
+
+
 def _describe_exception(exc: BaseException) -> str:
     """Exception type, message and where it was raised: the remark of a SYSTEM_ERROR."""
     text = f"{type(exc).__name__}: {exc}"
@@ -82,9 +92,20 @@ class RemotingEndpoint:
     """What a server or client keeps around its connections: the processor table that serves
     incoming requests, the handler tasks still running and the connection options."""
 
-    def __init__(self, *, max_frame_size: int, idle_timeout: float | None) -> None:
+    def __init__(
+        self,
+        *,
+        max_frame_size: int,
+        idle_timeout: float | None,
+        limits: FlowLimits = DEFAULT_LIMITS,
+    ) -> None:
         self.max_frame_size = max_frame_size
         self.idle_timeout = idle_timeout
+        self.limits = limits
+        # A server stops reading a connection whose responses the peer does not read; a
+        # client never does (both ends waiting for the other to read would be a deadlock).
+        self.pauses_reading_when_unwritable = False
+        self.partial_frames = PartialFrameBudget(limits.partial_frame_memory)
         self._processors: dict[int, Handler] = {}
         self._default_processor: Handler | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -101,9 +122,18 @@ class RemotingEndpoint:
         """Called once for every connection when it closes."""
 
     def _dispatch(self, connection: Connection, request: RemotingCommand) -> None:
+        limits = self.limits
+        per_connection, total = limits.max_requests_per_connection, limits.max_requests_in_progress
+        if (per_connection is not None and connection.requests_in_progress >= per_connection) or (
+            total is not None and len(self._tasks) >= total
+        ):
+            connection.reject_busy(request, len(self._tasks))
+            return
+        connection.requests_in_progress += 1
         task = asyncio.get_running_loop().create_task(self._serve(connection, request))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(connection.request_done)
 
     async def _serve(self, connection: Connection, request: RemotingCommand) -> None:
         handler = self._processors.get(request.code, self._default_processor)
@@ -163,6 +193,9 @@ class Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self._splitter = FrameSplitter(endpoint.max_frame_size)
+        self.requests_in_progress = 0
+        self._busy_logged = False
+        self._read_paused = False
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._writable: asyncio.Future[None] | None = None  # set while the transport is paused
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -194,6 +227,8 @@ class Connection(asyncio.Protocol):
         self.remote_address = transport.get_extra_info("peername")[:2]
         self.local_address = transport.get_extra_info("sockname")[:2]
         self._last_activity = self._loop.time()
+        limits = self._endpoint.limits
+        self._transport.set_write_buffer_limits(limits.write_buffer_high, limits.write_buffer_low)
         if self._endpoint.idle_timeout is not None:
             self._idle_timer = self._loop.call_later(self._endpoint.idle_timeout, self._check_idle)
         log.debug("%s connected (local %s)", self, self.local_addr)
@@ -208,6 +243,7 @@ class Connection(asyncio.Protocol):
         except RemotingProtocolError as exc:
             log.warning("closing %s: malformed frame: %s", self, exc)
             self.close()
+        self._endpoint.partial_frames.update(self, self._splitter.pending_bytes)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
@@ -217,6 +253,8 @@ class Connection(asyncio.Protocol):
             if not future.done():
                 future.set_exception(error)
         self._pending.clear()
+        self._splitter.discard()
+        self._endpoint.partial_frames.update(self, 0)
         self.resume_writing()
         self._closed.set_result(None)
         log.debug("%s closed%s", self, f": {exc}" if exc else "")
@@ -225,11 +263,54 @@ class Connection(asyncio.Protocol):
     def pause_writing(self) -> None:
         if self._writable is None:
             self._writable = self._loop.create_future()
+        if (
+            self._endpoint.pauses_reading_when_unwritable
+            and self._transport is not None
+            and not self._read_paused
+        ):
+            self._read_paused = True
+            self._transport.pause_reading()
 
     def resume_writing(self) -> None:
         if self._writable is not None:
             self._writable.set_result(None)
             self._writable = None
+        if self._read_paused and self._transport is not None and not self._transport.is_closing():
+            self._read_paused = False
+            self._transport.resume_reading()
+
+    # --- flow control -------------------------------------------------------------------------
+
+    def request_done(self, _task: object = None) -> None:
+        """A request this connection sent has been served (its handler task ended)."""
+        self.requests_in_progress -= 1
+        if self.requests_in_progress == 0:
+            self._busy_logged = False
+
+    def reject_busy(self, request: RemotingCommand, in_progress: int) -> None:
+        """Answer `request` SYSTEM_BUSY at once, without running its handler (oneway: drop it).
+
+        Written even while the peer is not reading: this connection reads nothing more until
+        its write buffer drains, so these answers are bounded by one read's requests."""
+        if not self._busy_logged:
+            self._busy_logged = True
+            log.warning(
+                "%s: too many requests in progress (%d here, %d in all); answering SYSTEM_BUSY",
+                self,
+                self.requests_in_progress,
+                in_progress,
+            )
+        if request.is_oneway or self._transport is None or self._transport.is_closing():
+            return
+        response = create_response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
+        _answering(request, response)
+        self._transport.write(encode_header_parts(response, 0))
+
+    def abort_for(self, reason: str) -> None:
+        """Close at once because a limit was passed; `reason` is logged."""
+        log.warning("closing %s: %s", self, reason)
+        self._splitter.discard()
+        self.abort()
 
     # --- sending ------------------------------------------------------------------------------
 
@@ -260,9 +341,7 @@ class Connection(asyncio.Protocol):
     async def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Answer `request`: `response` gets its opaque and serialize type.  A response for a
         connection that has closed meanwhile is dropped."""
-        response.opaque = request.opaque
-        response.mark_response()
-        response.serialize_type = request.serialize_type
+        _answering(request, response)
         try:
             await self._write(response)
         except RemotingConnectError:
@@ -282,7 +361,7 @@ class Connection(asyncio.Protocol):
         await asyncio.shield(self._closed)
 
     async def _write(self, command: RemotingCommand) -> None:
-        if self._writable is not None:
+        while self._writable is not None:
             await asyncio.shield(self._writable)
         transport = self._transport
         if transport is None or transport.is_closing():

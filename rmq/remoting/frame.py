@@ -95,6 +95,15 @@ class FrameSplitter:
             self._pending += view[position:]
         return frames
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes held of a frame not yet complete."""
+        return len(self._pending)
+
+    def discard(self) -> None:
+        """Drop the bytes of the incomplete frame (its connection is closing)."""
+        self._pending = bytearray()
+
 
 def decode_frame(frame: memoryview) -> RemotingCommand:
     """Decode one frame (everything after its length word)."""

@@ -13,9 +13,11 @@ A handler is `async def handler(connection, request) -> RemotingCommand | None`;
 returns is written back as the response (None: no response).  The rules for unknown codes,
 failing handlers and oneway requests, malformed frames and idle connections are those of
 `connection.py`; the server only adds the listening socket, the set of open connections
-and the callbacks to run when one closes.  Port 0 picks a free port; `port` tells which.
-A port that cannot be bound makes `start` raise `ListenError`, whose text names the address
-and the server's `role` when it has one (a broker runs a second server on its fast port).
+and the callbacks to run when one closes.  `limits` are its flow limits (`limits.py`): a
+server stops reading a connection whose peer leaves its responses unread.  Port 0 picks a
+free port; `port` tells which.  A port that cannot be bound makes `start` raise
+`ListenError`, whose text names the address and the server's `role` when it has one (a
+broker runs a second server on its fast port).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from rmq.remoting.connection import Connection, RemotingEndpoint, address_text, log
 from rmq.remoting.errors import ListenError
 from rmq.remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from rmq.remoting.limits import DEFAULT_LIMITS, FlowLimits
 
 # Netty's serverChannelMaxIdleTimeSeconds.
 DEFAULT_IDLE_TIMEOUT = 120.0
@@ -48,8 +51,10 @@ class RemotingServer(RemotingEndpoint):
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         close_grace: float = 1.0,
+        limits: FlowLimits = DEFAULT_LIMITS,
     ) -> None:
-        super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout)
+        super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout, limits=limits)
+        self.pauses_reading_when_unwritable = True
         self.host = host
         self.role = role
         self._requested_port = port

@@ -66,6 +66,7 @@ from collections.abc import Callable, Mapping
 from rmq.common.config import FAST_PORT_OFFSET, BrokerConfigs, BrokerRole
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.connection import Connection
+from rmq.remoting.limits import flow_limits
 from rmq.remoting.server import RemotingServer
 from rmq.server.broker.adminprocessor import AdminProcessor
 from rmq.server.broker.clientcallprocessor import ClientCallProcessor
@@ -142,14 +143,16 @@ class BrokerController:
         )
         netty = configs.server
         idle_timeout = float(netty.server_channel_max_idle_time_seconds)
+        limits = flow_limits(netty)
         self.server = RemotingServer(
-            netty.bind_address, netty.listen_port, idle_timeout=idle_timeout
+            netty.bind_address, netty.listen_port, idle_timeout=idle_timeout, limits=limits
         )
         self.fast_server = RemotingServer(
             netty.bind_address,
             netty.listen_port - FAST_PORT_OFFSET,
             role=f"the broker's fast port (listenPort - {FAST_PORT_OFFSET})",
             idle_timeout=idle_timeout,
+            limits=limits,
         )
         self.admin_processor = AdminProcessor(context)
         self.client_processor = ClientProcessor(context)

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 from rmq.common.config import NamesrvConfigs
 from rmq.remoting.connection import Connection
+from rmq.remoting.limits import flow_limits
 from rmq.remoting.server import RemotingServer
 from rmq.server.namesrv.kvconfig import KVConfigManager
 from rmq.server.namesrv.processor import NamesrvProcessor
@@ -49,6 +50,7 @@ class NamesrvController:
             configs.server.bind_address,
             configs.server.listen_port,
             idle_timeout=float(configs.server.server_channel_max_idle_time_seconds),
+            limits=flow_limits(configs.server),
         )
         self.processor.register(self.server)
         self.server.on_connection_closed(self._connection_closed)
