@@ -58,9 +58,8 @@ class HAClient:
                 continue
             try:
                 host, port = split_address(addr)
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(host, port), CONNECT_TIMEOUT_S
-                )
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    reader, writer = await asyncio.open_connection(host, port)
             except (OSError, TimeoutError, RemotingError) as exc:
                 log.info("cannot connect to the HA master %s: %s", addr, exc)
                 await self._pause()
@@ -80,7 +79,8 @@ class HAClient:
     async def _pause(self) -> None:
         self._address_changed.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._address_changed.wait(), self.retry_delay)
+            async with asyncio.timeout(self.retry_delay):
+                await self._address_changed.wait()
 
     async def _session(
         self, addr: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -94,9 +94,8 @@ class HAClient:
         heartbeat = asyncio.get_running_loop().create_task(self._heartbeat(writer))
         try:
             while addr == service.context.ha_master_addr and not heartbeat.done():
-                header = await asyncio.wait_for(
-                    reader.readexactly(TRANSFER_HEADER.size), housekeeping
-                )
+                async with asyncio.timeout(housekeeping):
+                    header = await reader.readexactly(TRANSFER_HEADER.size)
                 offset, size = unpack_transfer_header(header)
                 slave_max = store.max_physical_offset()
                 if not continues(slave_max, offset):
@@ -108,7 +107,8 @@ class HAClient:
                     return
                 if size == 0:
                     continue
-                body = await asyncio.wait_for(reader.readexactly(size), housekeeping)
+                async with asyncio.timeout(housekeeping):
+                    body = await reader.readexactly(size)
                 if not store.append_to_commitlog(offset, body):
                     log.error("appending %d replicated bytes at %d failed", size, offset)
                     return
@@ -118,8 +118,8 @@ class HAClient:
                     writer.write(pack_report(current))
         finally:
             heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError, OSError):
-                await heartbeat
+            # gather: the heartbeat's own end is returned, a cancellation of this task is not lost
+            await asyncio.gather(heartbeat, return_exceptions=True)
 
     async def _heartbeat(self, writer: asyncio.StreamWriter) -> None:
         interval = self.service.config.ha_send_heartbeat_interval / 1000

@@ -74,7 +74,8 @@ class HAConnection:
         housekeeping = self.service.config.ha_housekeeping_interval / 1000
         while True:
             try:
-                data = await asyncio.wait_for(self.reader.readexactly(REPORT.size), housekeeping)
+                async with asyncio.timeout(housekeeping):
+                    data = await self.reader.readexactly(REPORT.size)
             except TimeoutError:
                 log.warning(
                     "HA connection %s: no report for %.0f s", self.client_addr, housekeeping

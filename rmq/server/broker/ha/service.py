@@ -108,7 +108,8 @@ class HAService:
     async def wait_for_data(self, timeout: float) -> None:
         """Wait until :meth:`wake_writers` or ``timeout`` seconds."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._data.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._data.wait()
 
     def wake_writers(self) -> None:
         """Wake the connections' writers waiting for new commitlog data."""
@@ -145,7 +146,8 @@ class HAService:
         heapq.heappush(self._waiters, (next_offset, next(self._order), future))
         self.wake_writers()
         try:
-            await asyncio.wait_for(future, self.config.slave_timeout / 1000)
+            async with asyncio.timeout(self.config.slave_timeout / 1000):
+                await future
         except TimeoutError:
             return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
         return PutMessageStatus.PUT_OK
