@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rmq.common.message import decode_record
+from rmq.common.message import decode_record, encode_batch
 from rmq.common.msgid import decode_offset_msg_id
 from rmq.common.properties import encode_properties
 from rmq.remoting.bodies import KVTable
@@ -47,7 +47,9 @@ def runtime_info(session: RemotingSession, broker: RmqProcess) -> dict[str, str]
     return dict(KVTable.decode(bytes(response.body or b"{}")).table)
 
 
-def send(session: RemotingSession, broker: RmqProcess, body: bytes) -> RemotingCommand:
+def send(
+    session: RemotingSession, broker: RmqProcess, body: bytes, *, batch: bool = False
+) -> RemotingCommand:
     header = SendMessageRequestHeader(
         producer_group="ReplicationProducer",
         topic=TOPIC,
@@ -58,8 +60,14 @@ def send(session: RemotingSession, broker: RmqProcess, body: bytes) -> RemotingC
         born_timestamp=int(time.time() * 1000),
         flag=0,
         properties=encode_properties({"WAIT": "true"}),
+        batch=batch,
     )
-    return session.invoke(broker.addr, RequestCode.SEND_MESSAGE_V2, header, body=body, timeout=10)
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    return session.invoke(broker.addr, code, header, body=body, timeout=10)
+
+
+def batch_of(*bodies: bytes) -> bytes:
+    return encode_batch([(0, body, b"") for body in bodies])
 
 
 def max_offset(session: RemotingSession, broker: RmqProcess) -> int:
@@ -181,3 +189,31 @@ def test_a_restarted_slave_catches_up_from_its_own_max_offset(
     wait_replicated(session, master, slave)
     assert max_offset(session, slave) == 20
     assert f"requests offset {held}" in master.log_text()
+
+
+def test_sync_flush_and_sync_master_batches(
+    rmq_processes: RmqProcesses, namesrv: RmqProcess, session: RemotingSession
+) -> None:
+    durable = {"flushDiskType": "SYNC_FLUSH"}
+    master = rmq_processes.start_broker(
+        "ha-batch-m",
+        namesrv=namesrv,
+        props={**HA_PROPS, **durable, "brokerName": "ha-batch", "brokerRole": "SYNC_MASTER"},
+    )
+    alone = send(session, master, batch_of(b"a", b"b"), batch=True)
+    assert alone.code == ResponseCode.SLAVE_NOT_AVAILABLE
+    slave = start_slave(rmq_processes, namesrv, "ha-batch")
+    wait_connected(session, master)
+    answer = send(session, master, batch_of(b"c", b"d", b"e"), batch=True)
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    end = master_end(session, master)
+    assert commitlog(slave).read_bytes()[:end] == commitlog(master).read_bytes()[:end]
+    os.kill(slave.popen.pid, signal.SIGSTOP)
+    try:
+        stalled = send(session, master, batch_of(b"f", b"g"), batch=True)
+        assert stalled.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+        assert stalled.read_header(SendMessageResponseHeader).queue_offset == 5
+    finally:
+        os.kill(slave.popen.pid, signal.SIGCONT)
+    wait_replicated(session, master, slave)
+    assert max_offset(session, slave) == 7
