@@ -21,7 +21,7 @@ it), so a test never races the first registration.  Other servers are started th
 through `RmqProcesses.start`.
 
 `RemotingSession` talks to them from synchronous tests: rmq's own `RemotingClient` on a
-private event loop, one request at a time.
+private event loop, one request at a time; `send_header` is the header of a raw send.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
 
+from rmq.common.properties import encode_properties
 from rmq.remoting.bodies import ClusterInfo
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
@@ -48,6 +49,7 @@ from rmq.remoting.headers import (
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
+    SendMessageRequestHeader,
 )
 
 LOOPBACK = "127.0.0.1"
@@ -414,6 +416,30 @@ class RmqProcesses:
     def kill_all(self) -> None:
         for process in self.started:
             process.kill()
+
+
+def send_header(
+    topic: str,
+    properties: Mapping[str, str],
+    *,
+    producer_group: str = "TestProducer",
+    queue_id: int = 0,
+    batch: bool = False,
+) -> SendMessageRequestHeader:
+    """The header of a SEND_MESSAGE(_V2) / SEND_BATCH_MESSAGE to `queue_id` of `topic`
+    (auto-created from TBW102 with 4 queues), born now."""
+    return SendMessageRequestHeader(
+        producer_group=producer_group,
+        topic=topic,
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=queue_id,
+        sys_flag=0,
+        born_timestamp=int(time.time() * 1000),
+        flag=0,
+        properties=encode_properties(dict(properties)),
+        batch=batch,
+    )
 
 
 class RemotingSession:

@@ -18,17 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from rmq.common.properties import encode_properties
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
-    SendMessageRequestHeader,
 )
 from tests.conformance.clusters import BROKER_PROPS
 from tests.conformance.java import run_driver, start_apache_broker
-from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses
+from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses, send_header
 
 HA_PROPS = {**BROKER_PROPS, "brokerIP2": LOOPBACK, "haSendHeartbeatInterval": 1000}
 MESSAGES = 10
@@ -40,17 +38,8 @@ def commitlog(broker: RmqProcess) -> Path:
 
 
 def send(session: RemotingSession, broker: RmqProcess, topic: str, body: bytes) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="HaProducer",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=encode_properties({"WAIT": "true", "KEYS": body.decode()}),
-    )
+    properties = {"WAIT": "true", "KEYS": body.decode()}
+    header = send_header(topic, properties, producer_group="HaProducer")
     return session.invoke(broker.addr, RequestCode.SEND_MESSAGE_V2, header, body=body, timeout=15)
 
 

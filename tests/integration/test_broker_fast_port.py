@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from rmq.common.message import iter_records
-from rmq.common.properties import encode_properties
 from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.bodies import (
     ConsumeFromWhere,
@@ -34,7 +33,6 @@ from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.headers import (
     GetConsumerConnectionListRequestHeader,
     PullMessageRequestHeader,
-    SendMessageRequestHeader,
     SendMessageResponseHeader,
 )
 from tests.procs import (
@@ -47,6 +45,7 @@ from tests.procs import (
     free_port,
     registered_brokers,
     rmq_command,
+    send_header,
     write_properties,
 )
 
@@ -88,17 +87,8 @@ def fast_addr(process: RmqProcess) -> str:
 
 
 def send_v2(session: RemotingSession, addr: str, topic: str, body: bytes) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="FastPortProducer",
-        topic=topic,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=encode_properties({"TAGS": "TagFast", "WAIT": "true"}),
-    )
+    properties = {"TAGS": "TagFast", "WAIT": "true"}
+    header = send_header(topic, properties, producer_group="FastPortProducer")
     return session.invoke(addr, RequestCode.SEND_MESSAGE_V2, header, body=body)
 
 

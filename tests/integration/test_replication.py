@@ -20,18 +20,16 @@ import pytest
 
 from rmq.common.message import decode_record, encode_batch
 from rmq.common.msgid import decode_offset_msg_id
-from rmq.common.properties import encode_properties
 from rmq.remoting.bodies import KVTable
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
-    SendMessageRequestHeader,
     SendMessageResponseHeader,
     ViewMessageRequestHeader,
 )
-from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses
+from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses, send_header
 
 TOPIC = "ReplicatedTopic"
 HA_PROPS = {"brokerIP2": LOOPBACK, "haSendHeartbeatInterval": 500, "slaveTimeout": 1500}
@@ -50,18 +48,7 @@ def runtime_info(session: RemotingSession, broker: RmqProcess) -> dict[str, str]
 def send(
     session: RemotingSession, broker: RmqProcess, body: bytes, *, batch: bool = False
 ) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="ReplicationProducer",
-        topic=TOPIC,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=encode_properties({"WAIT": "true"}),
-        batch=batch,
-    )
+    header = send_header(TOPIC, {"WAIT": "true"}, producer_group="ReplicationProducer", batch=batch)
     code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
     return session.invoke(broker.addr, code, header, body=body, timeout=10)
 
