@@ -11,6 +11,9 @@ for a broker's second server, which port that is.
 
 from __future__ import annotations
 
+import os
+import socket
+
 
 class RemotingError(Exception):
     """Base class of every error raised by rmq.remoting."""
@@ -41,6 +44,16 @@ class ListenError(RemotingError, OSError):
         self.address = address
         self.reason = reason
         self.role = role
+
+    @classmethod
+    def of_bind_failure(cls, address: str, exc: OSError, role: str | None) -> ListenError:
+        """The error of a failed bind: the system's words for why ("Address already in use"),
+        without the address the event loop wraps around them."""
+        if isinstance(exc, socket.gaierror) or not exc.errno or exc.errno < 0:
+            reason = exc.strerror or str(exc)
+        else:
+            reason = os.strerror(exc.errno)
+        return cls(address, reason, exc.errno, role)
 
     def __str__(self) -> str:
         where = self.address if self.role is None else f"{self.address}, {self.role}"

@@ -23,8 +23,6 @@ broker runs a second server on its fast port).
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 from collections.abc import Callable
 
 from rmq.remoting.connection import Connection, RemotingEndpoint, address_text, log
@@ -88,12 +86,8 @@ class RemotingServer(RemotingEndpoint):
                 self._accept, self.host, self._requested_port, reuse_address=True, backlog=1024
             )
         except OSError as exc:
-            raise ListenError(
-                address_text((self.host, self._requested_port)),
-                _bind_failure_reason(exc),
-                exc.errno,
-                self.role,
-            ) from exc
+            address = address_text((self.host, self._requested_port))
+            raise ListenError.of_bind_failure(address, exc, self.role) from exc
         role = f" ({self.role})" if self.role is not None else ""
         log.info("remoting server%s listening on %s:%d", role, self.host, self.port)
 
@@ -125,11 +119,3 @@ class RemotingServer(RemotingEndpoint):
                 callback(connection)
             except Exception:
                 log.exception("connection-closed callback failed for %s", connection)
-
-
-def _bind_failure_reason(exc: OSError) -> str:
-    """The system's words for why binding failed ("Address already in use"), without the
-    address the event loop wraps around them."""
-    if isinstance(exc, socket.gaierror) or not exc.errno or exc.errno < 0:
-        return exc.strerror or str(exc)
-    return os.strerror(exc.errno)

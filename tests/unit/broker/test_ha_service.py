@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 
 from rmq.common.config import BrokerRole
+from rmq.remoting.errors import ListenError
 from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.ha.frames import TRANSFER_HEADER, pack_report, unpack_transfer_header
+from rmq.server.broker.ha.service import HA_PORT_ROLE
 from rmq.store.putmessage import PutMessageStatus
 from tests.procs import free_port
 from tests.unit.broker.helpers import TOPIC, make_broker, put, run, until
@@ -232,3 +235,25 @@ def test_a_slave_drops_a_master_that_skips_and_reconnects(tmp_path: Path) -> Non
     finally:
         slave.store.shutdown()
         source.store.shutdown()
+
+
+def test_a_taken_ha_port_is_a_listen_error_naming_it(tmp_path: Path) -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    port = blocker.getsockname()[1]
+    broker = make_broker(tmp_path, store={"ha_listen_port": port})
+    try:
+        broker.configs.server.bind_address = "127.0.0.1"
+
+        async def scenario() -> None:
+            with pytest.raises(ListenError) as failure:
+                await broker.ha_service.start()
+            assert str(failure.value) == (
+                f"cannot listen on 127.0.0.1:{port}, {HA_PORT_ROLE}: Address already in use"
+            )
+
+        run(scenario())
+    finally:
+        blocker.close()
+        broker.store.shutdown()

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker.ha")
 
+HA_PORT_ROLE = "the broker's HA port (haListenPort = listenPort + 1)"
+
 
 class HAService:
     """Replication of one broker (see the module docstring)."""
@@ -65,9 +67,7 @@ class HAService:
         try:
             self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
         except OSError as exc:
-            raise ListenError(
-                f"{host}:{port}", exc.strerror or str(exc), exc.errno, "haListenPort"
-            ) from exc
+            raise ListenError.of_bind_failure(f"{host}:{port}", exc, HA_PORT_ROLE) from exc
         log.info("HA service listening on %s:%d", host, port)
         if self.config.broker_role is BrokerRole.SLAVE:
             self.client = HAClient(self)
