@@ -7,7 +7,8 @@ broker (``brokerTopicEnable``: it exists on master and slave alike) by raw SEND_
 frames: the SYNC_MASTER answers SUCCESS only with the slave's ack.  The slave's commitlog must
 become the master's byte for byte, and Apache's Java client, pulling from the slave's address
 (driver ``SlaveReads.pullFrom``), reads the messages back.  A SYNC_MASTER without a slave is
-compared directly: both answer SLAVE_NOT_AVAILABLE alike and keep the message.
+compared directly: both answer SLAVE_NOT_AVAILABLE alike and keep the message, and both store
+a send-back of it for a retry at once (its copy has WAIT=false: it waits for no slave).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.headers import (
+    ConsumerSendMsgBackRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
 )
@@ -149,6 +151,12 @@ def test_a_sync_master_without_a_slave_answers_as_apache(
         broker = start(rmq_processes, name, namesrv.addr, props)
         answer = send(session, broker, name, b"no slave")
         fields = answer.ext_fields or {}
+        # the stored message (commitlog offset 0) sent back for a retry: the retry copy is
+        # stored with WAIT=false, so it waits for no slave and succeeds
+        back_header = ConsumerSendMsgBackRequestHeader(
+            offset=0, group=f"{name}-group", delay_level=0, origin_topic=name
+        )
+        back = session.invoke(broker.addr, RequestCode.CONSUMER_SEND_MSG_BACK, back_header)
         answers[kind] = (
             answer.code,
             answer.remark,
@@ -156,7 +164,10 @@ def test_a_sync_master_without_a_slave_answers_as_apache(
             fields.get("queueId"),
             fields.get("queueOffset"),
             queue_max(session, broker, name),
+            back.code,
+            back.remark,
         )
     assert answers["apache"][0] == ResponseCode.SLAVE_NOT_AVAILABLE
-    assert answers["apache"][-1] == 1  # the message is stored all the same
+    assert answers["apache"][5] == 1  # the message is stored all the same
+    assert answers["apache"][6:] == (ResponseCode.SUCCESS, None)
     assert answers["rmq"] == answers["apache"]

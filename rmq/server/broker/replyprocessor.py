@@ -53,8 +53,10 @@ from rmq.server.broker.sendprocessor import (
     SendMessageProcessor,
     SendRefused,
     _born_host,
+    await_durable,
     count_put,
     random_queue_id,
+    wait_store_msg_ok,
 )
 from rmq.store.putmessage import InnerMessage, PutMessageStatus
 
@@ -98,7 +100,7 @@ class ReplyMessageProcessor(SendMessageProcessor):
         if failure is None:
             answer = SendMessageResponseHeader(msg_id="0", queue_id=queue_id, queue_offset=0)
         if self.context.broker_config.store_reply_message_enable:
-            answer = self._store(connection, header, queue_id, body, properties) or answer
+            answer = await self._store(connection, header, queue_id, body, properties) or answer
         if failure is None:
             return self._send_response(ResponseCode.SUCCESS, None, answer)
         return self._send_response(ResponseCode.SYSTEM_ERROR, failure, answer)
@@ -155,7 +157,7 @@ class ReplyMessageProcessor(SendMessageProcessor):
             return f"push reply message to {sender_id}fail."
         return None
 
-    def _store(
+    async def _store(
         self,
         connection: Connection,
         header: SendMessageRequestHeader,
@@ -163,7 +165,8 @@ class ReplyMessageProcessor(SendMessageProcessor):
         body: bytes,
         properties: dict[str, str],
     ) -> SendMessageResponseHeader | None:
-        """Store the reply (``storeReplyMessageEnable``); the answer's header when stored."""
+        """Store the reply (``storeReplyMessageEnable``), flushed and replicated as a send
+        is (SYNC_FLUSH, SYNC_MASTER); the answer's header when stored."""
         started = time.monotonic()
         message = InnerMessage(
             header.topic,
@@ -184,6 +187,8 @@ class ReplyMessageProcessor(SendMessageProcessor):
         if result.status not in _STORED:
             log.warning("storing the reply message of %s failed: %s", header.topic, result.status)
             return None
+        if result.ok and wait_store_msg_ok(properties):
+            await await_durable(self.context, result)
         self.context.stats.items.put(
             result.topic, result.queue_id, result.msg_num, result.wrote_bytes
         )

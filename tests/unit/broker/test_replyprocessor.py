@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rmq.common.config import BrokerRole
 from rmq.common.message import iter_records
 from rmq.common.naming import reply_topic
 from rmq.common.properties import decode_properties
@@ -16,6 +17,7 @@ from rmq.remoting.errors import RemotingTimeoutError
 from rmq.server.broker.clientmanager import ClientChannelInfo
 from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.replyprocessor import ReplyMessageProcessor
+from rmq.store.putmessage import PutMessageStatus
 from tests.unit.broker.helpers import (
     BORN_TIME,
     BROKER_IP,
@@ -125,3 +127,30 @@ def test_without_storing_a_failed_push_answers_no_message(tmp_path: Path) -> Non
         assert response.code == ResponseCode.SYSTEM_ERROR
         assert response.remark == f"push reply message fail, channel of <{REQUESTER}> not found."
         assert set(response.ext_fields or {}) == {"MSG_REGION", "TRACE_ON"}
+
+
+class SlaveWaits:
+    """A SYNC_MASTER's replication as the reply processor sees it: records the offsets it
+    is asked to wait for and answers ``status``."""
+
+    def __init__(self, status: PutMessageStatus) -> None:
+        self.status = status
+        self.waited: list[int] = []
+
+    async def wait_replica(self, next_offset: int) -> PutMessageStatus:
+        self.waited.append(next_offset)
+        return self.status
+
+
+def test_a_sync_master_answers_a_stored_reply_once_a_slave_holds_it(tmp_path: Path) -> None:
+    """Apache's reply processor stores with the blocking putMessage: flush and replication
+    waited for (WAIT true), the answer the same whatever they gave."""
+    with running_broker(tmp_path, store={"broker_role": BrokerRole.SYNC_MASTER}) as broker:
+        waits = SlaveWaits(PutMessageStatus.FLUSH_SLAVE_TIMEOUT)
+        broker.ha_service = waits  # type: ignore[assignment]
+        connect(broker, Requester())
+        response = reply(broker)
+        assert response.code == ResponseCode.SUCCESS
+        ((offset, record),) = iter_records(commitlog_bytes(broker))
+        assert waits.waited == [offset + record.total_size], "the reply's end offset"
+        assert (response.ext_fields or {})["queueOffset"] == "0"
