@@ -32,13 +32,11 @@ from typing import IO, Any
 
 import pytest
 
-from rmq.common.properties import encode_properties
 from rmq.remoting.bodies import KVTable, TopicConfigSerializeWrapper
 from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.headers import SendMessageRequestHeader
 from tests.integration.cluster_up_process import ClusterUp, clusters, start_cluster
 from tests.interop.cpp_client import run_cpp
-from tests.procs import RemotingSession, RmqProcesses, rmq_command
+from tests.procs import RemotingSession, RmqProcesses, rmq_command, send_header
 
 __all__ = ["clusters"]
 
@@ -193,17 +191,7 @@ def test_sync_master_killed_under_load_loses_no_acknowledged_message(
     )
     assert {message["body"] for message in cpp.result["messages"]} >= acked, cpp.stderr
 
-    header = SendMessageRequestHeader(
-        producer_group="StraightToTheSlave",
-        topic="Acked",
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=encode_properties({"WAIT": "true"}),
-    )
+    header = send_header("Acked", {"WAIT": "true"}, producer_group="StraightToTheSlave")
     refused = session.invoke(slave, RequestCode.SEND_MESSAGE_V2, header, body=b"no")
     assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused
 
