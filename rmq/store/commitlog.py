@@ -89,7 +89,7 @@ from rmq.common.sysflag import (
     TRANSACTION_TYPE_MASK,
 )
 from rmq.common.timeutil import now_millis
-from rmq.store.errors import StoreError
+from rmq.store.errors import DiskFullError, StoreError
 from rmq.store.mappedfile import Allocate, MappedFile, MappedFileQueue, TruncatedRange
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 
@@ -172,6 +172,9 @@ class CommitLog:
         self.delay_levels = delay_levels
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.lock = threading.Lock()
+        self.on_disk_full: Callable[[DiskFullError], None] | None = None
+        """Told when a new file cannot be created for want of space (the put is then
+        SERVICE_NOT_AVAILABLE, not CREATE_MAPPED_FILE_FAILED)."""
         self._dispatch = dispatch
         self._dispatch_batch = dispatch_batch
         self._clock = clock
@@ -345,7 +348,8 @@ class CommitLog:
         """The file to write ``size`` bytes to, closing the current one with a BLANK if needed.
 
         MESSAGE_ILLEGAL when ``size`` can never fit in one file, CREATE_MAPPED_FILE_FAILED
-        when a new file cannot be created (the current file is left untouched then).
+        when a new file cannot be created, SERVICE_NOT_AVAILABLE when that is for want of
+        space (the current file is left untouched then).
         """
         queue = self.queue
         needed = size + END_FILE_MIN_BLANK_LENGTH
@@ -366,6 +370,10 @@ class CommitLog:
             # Create the next file first: if that fails, nothing was written.
             start = mapped.wrote_position
             nxt = queue.create_next_file()
+        except DiskFullError as exc:
+            if self.on_disk_full is not None:
+                self.on_disk_full(exc)
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
         except StoreError as exc:
             log.error("%s", exc)
             return PutMessageStatus.CREATE_MAPPED_FILE_FAILED

@@ -19,8 +19,11 @@ in it.
 
 A consume queue or index file that cannot be created (a full disk) does not fail the append
 that was already written: the dispatcher notes the first record it could not dispatch
-(:attr:`Dispatcher.retry_from`) and :meth:`Dispatcher.retry` re-dispatches from there, which
-the store does before its next append.
+(:attr:`Dispatcher.retry_from`, and why: :attr:`Dispatcher.failure`) and leaves every later
+record alone (dispatch stays in commitlog order); :meth:`Dispatcher.retry` re-dispatches from
+there and stops again at the first record that still fails, so a retry on a disk still full
+costs one attempt.  The store refuses puts meanwhile and retries (:mod:`rmq.store.diskguard`);
+the dispatcher itself logs nothing, the store logs once per episode.
 
 Everything here runs on the writer thread, under the commitlog lock.
 """
@@ -70,7 +73,9 @@ class Dispatcher:
         self.delay_levels = delay_levels
         self.arrival_listener: ArrivalListener | None = None
         self.retry_from = -1
+        self.failure: StoreError | None = None
         self.redispatched = 0
+        self.attempts = 0
 
     def dispatch(self, request: DispatchRequest) -> None:
         """Build the consume queue entry and index keys of one record (idempotent)."""
@@ -86,6 +91,9 @@ class Dispatcher:
             keys,
             uniq_key,
         ) = request
+        if self.retry_from >= 0:
+            return  # behind a record that could not be dispatched: the retry covers it
+        self.attempts += 1
         tran_type = sys_flag & TRANSACTION_TYPE_MASK
         consumable = (
             tran_type != TRANSACTION_PREPARED_TYPE and tran_type != TRANSACTION_ROLLBACK_TYPE
@@ -122,6 +130,9 @@ class Dispatcher:
     ) -> None:
         """Build the consume queue entries and index keys of the records of one batch,
         stored from ``physical_offset`` on with queue offsets from ``queue_offset``."""
+        if self.retry_from >= 0:
+            return
+        self.attempts += 1
         put_entry = self.consume_queues.put
         index = self.index
         offset = physical_offset
@@ -149,11 +160,12 @@ class Dispatcher:
                 listener(topic, queue_id, queue_offset, tags_code)
 
     def _failed(self, physical_offset: int, exc: StoreError) -> None:
-        """A consume queue or index file could not be created: retry from this record
-        before the next append."""
-        log.error("dispatch of the record at %d failed, will retry: %s", physical_offset, exc)
+        """A consume queue or index file could not be created: later records wait, and
+        :meth:`retry` starts from this one."""
+        log.debug("dispatch of the record at %d failed: %s", physical_offset, exc)
         if self.retry_from < 0:
             self.retry_from = physical_offset
+            self.failure = exc
 
     # -- records read back ---------------------------------------------------------------
 
@@ -188,8 +200,10 @@ class Dispatcher:
         offset where they end."""
         return commitlog.scan(start_offset, check_crc=False, on_record=self.redispatch)
 
-    def retry(self, commitlog: CommitLog) -> None:
-        """Re-dispatch from the first record whose dispatch failed (under the commitlog
-        lock, before the next append)."""
-        start, self.retry_from = self.retry_from, -1
+    def retry(self, commitlog: CommitLog) -> bool:
+        """Re-dispatch from the first record whose dispatch failed, up to the end of the
+        commitlog or the first record that fails again (under the commitlog lock); True
+        when every record is dispatched."""
+        start, self.retry_from, self.failure = self.retry_from, -1, None
         self.dispatch_from(commitlog, start)
+        return self.retry_from < 0

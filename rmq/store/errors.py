@@ -14,5 +14,9 @@ class StoreError(Exception):
     """A store file or directory cannot be created, opened, locked or trusted."""
 
 
+class DiskFullError(StoreError):
+    """A store file cannot be created for want of space (ENOSPC, EDQUOT, EFBIG)."""
+
+
 class StoreLockedError(StoreError):
     """The store directory is locked by another running process."""

@@ -44,11 +44,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Final, NamedTuple
 
-from rmq.store.errors import StoreError
+from rmq.store.errors import DiskFullError, StoreError
 from rmq.store.layout import offset_file_name, parse_offset_file_name
 
 OS_PAGE_SIZE: Final = mmap.PAGESIZE
 _ZERO_CHUNK: Final = bytes(1 << 20)
+_NO_SPACE: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 TEMP_SUFFIX: Final = ".tmp"
 
 Allocate = Callable[[int, int, int], None]
@@ -137,6 +138,8 @@ class MappedFile:
         try:
             fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as exc:
+            if exc.errno in _NO_SPACE:
+                raise DiskFullError(f"disk full: cannot create {path}") from exc
             raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
         try:
             allocate(fd, 0, file_size)
@@ -146,8 +149,8 @@ class MappedFile:
         except OSError as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-                raise StoreError(f"disk full: cannot create {path} ({file_size} bytes)") from exc
+            if exc.errno in _NO_SPACE:
+                raise DiskFullError(f"disk full: cannot create {path} ({file_size} bytes)") from exc
             raise StoreError(f"cannot create {path} ({file_size} bytes): {exc.strerror}") from exc
         finally:
             os.close(fd)

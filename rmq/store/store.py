@@ -12,9 +12,10 @@ lock.
 
 Writes.  :meth:`MessageStore.put_message` and :meth:`MessageStore.put_messages` append to
 the commitlog, which dispatches each record inline (:mod:`rmq.store.dispatch`: its consume
-queue entry and index keys, then :attr:`MessageStore.arrival_listener`); a dispatch that
-failed for want of a file is retried before the next append.  A slave appends what its master
-sent with :meth:`MessageStore.append_to_commitlog`.
+queue entry and index keys, then :attr:`MessageStore.arrival_listener`).  A full disk (a
+file that cannot be created, or the used space over the limit) makes puts SERVICE_NOT_AVAILABLE
+until space is back; a dispatch that failed is then resumed (:mod:`rmq.store.diskguard`).
+A slave appends what its master sent with :meth:`MessageStore.append_to_commitlog`.
 
 Reads.  :meth:`MessageStore.get_messages` is the pull path (:mod:`rmq.store.getmessage`).
 Lookups by queue offset, physical offset, offset message id, key and time, the offsets and
@@ -46,6 +47,7 @@ from rmq.store.checkpoint import StoreCheckpoint
 from rmq.store.cleanup import CleanupResult, CleanupService, DiskUsage, disk_used_ratio
 from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
+from rmq.store.diskguard import PutGate
 from rmq.store.dispatch import ArrivalListener, Dispatcher
 from rmq.store.flush import CommitLogFlushService, LogicsFlushService
 from rmq.store.getmessage import (
@@ -149,6 +151,12 @@ class MessageStore:
         self._commitlog_flush: CommitLogFlushService | None = None
         self._logics_flush: LogicsFlushService | None = None
         self._cleanup = CleanupService(self, disk_usage)
+        self.put_gate = PutGate(
+            self.commitlog,
+            self._dispatcher,
+            (self.layout.commitlog, self.layout.consume_queue_root),
+            disk_usage,
+        )
         self._reader = QueueReader(config, self.commitlog)
         self._replica_dispatched = 0
         self.running = False
@@ -246,21 +254,19 @@ class MessageStore:
 
     def put_message(self, msg: InnerMessage) -> PutMessageResult:
         """Append one message (see :class:`~rmq.store.putmessage.InnerMessage`)."""
-        if not self.writable:
+        if not self.writable or not self.put_gate.admit():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-        if self._dispatcher.retry_from >= 0:
-            with self.commitlog.lock:
-                self._dispatcher.retry(self.commitlog)
-        return self.commitlog.put_message(msg)
+        result = self.commitlog.put_message(msg)
+        self.put_gate.settle(result)
+        return result
 
     def put_messages(self, batch: InnerMessage) -> PutMessageResult:
         """Append a SEND_BATCH_MESSAGE batch atomically (``batch.body`` is the batch body)."""
-        if not self.writable:
+        if not self.writable or not self.put_gate.admit():
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
-        if self._dispatcher.retry_from >= 0:
-            with self.commitlog.lock:
-                self._dispatcher.retry(self.commitlog)
-        return self.commitlog.put_messages(batch)
+        result = self.commitlog.put_messages(batch)
+        self.put_gate.settle(result)
+        return result
 
     def request_flush(self, result: PutMessageResult, callback: FlushCallback) -> None:
         """Call ``callback`` when ``result``'s records are durable as the flush mode requires.

@@ -425,7 +425,7 @@ def test_full_disk_at_roll_over_fails_cleanly_and_keeps_the_current_file(
     before = file_bytes(tmp_path)
     disk_full = True
     result = commitlog.put_message(message())
-    assert result.status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED
+    assert result.status is PutMessageStatus.SERVICE_NOT_AVAILABLE  # for space: code 14
     assert file_bytes(tmp_path) == before  # no blank, nothing half-written
     assert not (tmp_path / "commitlog" / "00000000000000000400").exists()
     assert commitlog.topic_queue_table == {("TopicTest", 3): 2}
