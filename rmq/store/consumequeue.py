@@ -33,7 +33,7 @@ import logging
 import shutil
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -144,6 +144,24 @@ class ConsumeQueue:
         self._files.truncate_dirty_files(first_cut * CQ_STORE_UNIT_SIZE)
         last = self._last_message_entry()
         self.max_physical_offset = -1 if last is None else last.physical_offset + last.size
+
+    def blank_entries_in(self, spans: Sequence[tuple[int, int]]) -> int:
+        """Recovery: overwrite with pre-blank entries those pointing into the commitlog byte
+        ranges ``spans`` (``(start, end)``: damaged records recovery skipped), so that pulls
+        pass over them and later queue offsets stay; returns how many."""
+        blanked = 0
+        for mapped in self._files.files:
+            changed = False
+            entries = ENTRY.iter_unpack(mapped.view[: mapped.wrote_position])
+            for number, (physical_offset, size, _) in enumerate(entries):
+                if size != PRE_BLANK_SIZE and any(a <= physical_offset < b for a, b in spans):
+                    pos = number * CQ_STORE_UNIT_SIZE
+                    mapped.buffer[pos : pos + CQ_STORE_UNIT_SIZE] = PRE_BLANK_ENTRY
+                    blanked += 1
+                    changed = True
+            if changed:
+                mapped.buffer.flush()
+        return blanked
 
     def correct_min_offset(self, min_commitlog_offset: int) -> None:
         """Make :attr:`min_offset` the first message still in the commitlog."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from rmq.common.config import BrokerRole, MessageStoreConfig
 from rmq.store.commitlog import CommitLog
-from rmq.store.consumequeue import CQ_STORE_UNIT_SIZE, ConsumeQueue, iter_entries
+from rmq.store.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, ConsumeQueue, iter_entries
 
 MIN_SCAN_ENTRIES = 800
 
@@ -156,7 +156,7 @@ class QueueReader:
         for physical_offset, size, tags_code in iter_entries(entries):
             scanned += 1
             last_physical = physical_offset
-            if physical_offset < next_file_start:
+            if physical_offset < next_file_start or size == PRE_BLANK_SIZE:
                 continue
             if messages:
                 if len(messages) >= max_msg_nums:

@@ -181,13 +181,16 @@ class IndexService:
         with self._lock:
             return query_index_files(self._files, index_key(topic, key), max_num, begin, end)
 
-    def truncate_dirty(self, max_physical_offset: int) -> None:
+    def truncate_dirty(self, max_physical_offset: int) -> int:
         """Recovery: remove every entry pointing at or past ``max_physical_offset`` (the
-        valid end of the commitlog); files left without entries are deleted."""
+        valid end of the commitlog); files left without entries are deleted.  Returns how
+        many entries were removed."""
+        total = 0
         with self._lock:
             while self._files:
                 newest = self._files[-1]
                 removed = newest.truncate(max_physical_offset)
+                total += removed
                 if newest.index_count > 1:
                     break
                 if removed == 0 and len(self._files) == 1:
@@ -195,6 +198,7 @@ class IndexService:
                 self._files.pop()
                 newest.destroy()
                 log.info("recovery deleted index file %s", newest.path)
+        return total
 
     def flush(self) -> int:
         """``msync`` the index files changed since the last flush; returns the store time of

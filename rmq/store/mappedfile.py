@@ -477,6 +477,34 @@ class MappedFileQueue:
         self.flushed_where = min(self.flushed_where, offset) if keep else offset
         return cut
 
+    def restore_last_file_size(self) -> tuple[str, int] | None:
+        """Recovery: grow a last file cut short on disk back to the configured size (the new
+        bytes read as zeros), as Apache maps every file at its configured size, so the file
+        after it keeps an aligned name; returns (path, size it had) or None.  Its data, and
+        so its wrote position, end where the file did."""
+        with self._lock:
+            files = self._files
+            if not files or files[-1].file_size >= self.mapped_file_size:
+                return None
+            short = files[-1]
+            try:
+                fd = os.open(short.path, os.O_RDWR)
+            except OSError as exc:
+                raise StoreError(f"cannot open {short.path}: {exc.strerror}") from exc
+            try:
+                self._allocate(fd, 0, self.mapped_file_size)
+                grown = MappedFile(short.path, fd, self.mapped_file_size)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot grow {short.path} to {self.mapped_file_size} bytes: {exc.strerror}"
+                ) from exc
+            finally:
+                os.close(fd)
+            grown.wrote_position = grown.flushed_position = short.file_size
+            short.close()
+            self._publish([*files[:-1], grown])
+            return short.path, short.file_size
+
     def delete_leading_files(
         self, should_delete: Callable[[MappedFile], bool], keep_last: bool = True
     ) -> list[MappedFile]:

@@ -8,16 +8,21 @@ commitlog end, records the consume queues have not seen yet are dispatched, and 
 offsets of the append path are rebuilt from the consume queues.  :func:`recover` returns what
 was found and cut as a :class:`RecoveryResult`.
 
-The commitlog walk is :meth:`~rmq.store.commitlog.CommitLog.scan` (which stops at the first
-record that is not whole and valid) and re-dispatching is
+The commitlog walk is :func:`~rmq.store.salvage.salvage_walk`: it keeps every intact record,
+skipping a record whose body CRC is wrong and searching past damaged framing for the next
+record that checks out; consume queue entries pointing into a skipped span become pre-blank
+entries (pulls pass over them).  Re-dispatching is
 :meth:`~rmq.store.dispatch.Dispatcher.redispatch`, so recovery repeats exactly what the
-append path did.
+append path did.  A last commitlog file cut short on disk is grown back to its mapped size
+first.  What was found, skipped and removed is logged and written to a report file
+(:mod:`rmq.store.recoveryreport`).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rmq.common.config import MessageStoreConfig
 from rmq.store.checkpoint import StoreCheckpoint
@@ -25,6 +30,8 @@ from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueueStore
 from rmq.store.dispatch import Dispatcher
 from rmq.store.mappedfile import TruncatedRange
+from rmq.store.recoveryreport import report_recovery
+from rmq.store.salvage import SkippedSpan, count_records_from, salvage_walk
 
 log = logging.getLogger("rmq.store")
 
@@ -32,13 +39,22 @@ log = logging.getLogger("rmq.store")
 @dataclass(slots=True)
 class RecoveryResult:
     """What :meth:`MessageStore.start` found: normal or abnormal, the valid commitlog range,
-    how many records were re-dispatched, and every byte range it cut."""
+    how many records were re-dispatched, every byte range it cut and every damaged span it
+    skipped, the records and the consume queue / index entries it removed (per
+    ``topic/queueId``), the files it grew back, and the report file written (if any)."""
 
     abnormal: bool
     start_offset: int = 0
     end_offset: int = 0
     dispatched: int = 0
     truncated: list[TruncatedRange] = field(default_factory=list)
+    skipped: list[SkippedSpan] = field(default_factory=list)
+    dropped_records: int = 0
+    consume_queue_removed: dict[str, int] = field(default_factory=dict)
+    consume_queue_blanked: dict[str, int] = field(default_factory=dict)
+    index_removed: int = 0
+    restored: list[tuple[str, int]] = field(default_factory=list)
+    report: Path | None = None
 
 
 def recover(
@@ -48,12 +64,17 @@ def recover(
     checkpoint: StoreCheckpoint,
     *,
     abnormal: bool,
+    store_root: Path | None = None,
 ) -> RecoveryResult:
-    """Recover a store whose files are loaded (see the module docstring)."""
+    """Recover a store whose files are loaded (see the module docstring); the report file
+    goes under ``store_root`` (none when None)."""
     consume_queues = dispatcher.consume_queues
     index = dispatcher.index
     consume_queues.recover()
     result = RecoveryResult(abnormal=abnormal)
+    restored = commitlog.queue.restore_last_file_size()
+    if restored is not None:
+        result.restored.append(restored)
     min_timestamp = (
         checkpoint.min_timestamp_index()
         if index is not None and config.message_index_safe
@@ -62,33 +83,37 @@ def recover(
     start = commitlog.recovery_start(abnormal, min_timestamp)
     on_record = dispatcher.redispatch if abnormal else None
     dispatcher.redispatched = 0
-    end = commitlog.scan(start, check_crc=config.check_crc_on_recover, on_record=on_record)
+    check_crc = config.check_crc_on_recover
+    end, result.skipped = salvage_walk(commitlog, start, check_crc=check_crc, on_record=on_record)
     result.start_offset = start
     result.end_offset = end
+    result.dropped_records = count_records_from(commitlog, end)
     result.truncated = commitlog.truncate(end)
-    for cut in result.truncated:
-        log.warning(
-            "recovery cut %d bytes of %s at position %d", cut.length, cut.path, cut.position
-        )
+    before = {(queue.topic, queue.queue_id): queue.max_offset for queue in consume_queues}
     consume_queues.truncate_dirty(end)
+    for queue in consume_queues:
+        removed = before.get((queue.topic, queue.queue_id), 0) - queue.max_offset
+        if removed > 0:
+            result.consume_queue_removed[f"{queue.topic}/{queue.queue_id}"] = removed
     if index is not None:
-        index.truncate_dirty(end)
+        result.index_removed = index.truncate_dirty(end)
     _rebuild_queue_offsets(commitlog, consume_queues)
-    _catch_up(commitlog, dispatcher, end)
+    _catch_up(commitlog, dispatcher, end, check_crc)
     result.dispatched = dispatcher.redispatched
+    if result.skipped:
+        spans = [(span.offset, span.offset + span.length) for span in result.skipped]
+        for queue in consume_queues:
+            blanked = queue.blank_entries_in(spans)
+            if blanked:
+                result.consume_queue_blanked[f"{queue.topic}/{queue.queue_id}"] = blanked
     consume_queues.correct_min_offsets(max(commitlog.min_offset(), 0))
-    log.info(
-        "%s recovery: commitlog valid from %d to %d, %d records dispatched",
-        "abnormal" if abnormal else "normal",
-        start,
-        end,
-        result.dispatched,
-    )
+    result.report = report_recovery(result, store_root)
     return result
 
 
-def _catch_up(commitlog: CommitLog, dispatcher: Dispatcher, end: int) -> None:
-    """Dispatch the records after the newest one the consume queues hold."""
+def _catch_up(commitlog: CommitLog, dispatcher: Dispatcher, end: int, check_crc: bool) -> None:
+    """Dispatch the records after the newest one the consume queues hold (passing over the
+    damaged spans as the recovery walk did)."""
     consume_queues = dispatcher.consume_queues
     start = max(
         max((queue.max_physical_offset for queue in consume_queues), default=-1),
@@ -96,7 +121,7 @@ def _catch_up(commitlog: CommitLog, dispatcher: Dispatcher, end: int) -> None:
         0,
     )
     if start < end:
-        dispatcher.dispatch_from(commitlog, start)
+        salvage_walk(commitlog, start, check_crc=check_crc, on_record=dispatcher.redispatch)
         _rebuild_queue_offsets(commitlog, consume_queues)
 
 

@@ -188,7 +188,12 @@ class MessageStore:
             if self.index is not None:
                 self.index.load()
             self.recovery = recover(
-                self.config, self.commitlog, self._dispatcher, self._checkpoint, abnormal=abnormal
+                self.config,
+                self.commitlog,
+                self._dispatcher,
+                self._checkpoint,
+                abnormal=abnormal,
+                store_root=self.layout.root,
             )
             self._replica_dispatched = self.recovery.end_offset
             create_abort_file(self.layout.abort)
