@@ -205,3 +205,13 @@ def count_records_from(commitlog: CommitLog, offset: int) -> int:
         count += 1
         found = _resync(files, index, checks_out(files[index], pos, files[index].wrote_position))
     return count
+
+
+def record_intact(record: memoryview) -> bool:
+    """Whether a record read back whole (an index lookup's) frames and its body CRC
+    matches: the index may still point at a record recovery skipped."""
+    try:
+        head, body_pos, topic_pos, _, _, _ = frame_at(record, 0, len(record))
+    except RecordError:
+        return False
+    return body_crc(record, body_pos, topic_pos - 1) == head[2]

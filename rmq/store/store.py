@@ -68,6 +68,7 @@ from rmq.store.lockfile import (
 from rmq.store.mappedfile import Allocate
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.recovery import RecoveryResult, recover
+from rmq.store.salvage import record_intact
 
 __all__ = [
     "ArrivalListener",
@@ -459,7 +460,7 @@ class MessageStore:
         found = []
         for physical_offset in offsets:
             record = self.commitlog.record_at(physical_offset)
-            if record is not None:
+            if record is not None and record_intact(record):
                 messages.append(record)
                 found.append(physical_offset)
         return QueryMessageResult(

@@ -84,6 +84,8 @@ def test_a_flipped_body_bit_skips_that_record_alone(tmp_path: Path, abnormal: bo
             }
         ]
         assert report["consumeQueueEntriesBlanked"] == {"TopicTest/0": 1}
+        assert store.query_message("TopicTest", "key20", 32, 0, 2**62).messages == []
+        assert len(store.query_message("TopicTest", "key22", 32, 0, 2**62).messages) == 1
         after = put_ok(store, message(50, queue_id=0, body=bytes([50]) * 150))
         assert after.queue_offset == results[-2].queue_offset + 1
     finally:
