@@ -17,6 +17,12 @@ stops at the first file to keep.  Above 90 % the store also refuses new messages
 When the commitlog minimum offset has moved, consume queue files whose last entry points
 below it and index files whose newest entry does are deleted too.
 
+A run that deleted files for space (the disk over ``diskMaxUsedSpaceRatio``, or forced) counts
+the messages it took that were not consumed yet, comparing each queue's deleted entries with
+the consumer groups' offsets (:attr:`~rmq.store.store.MessageStore.group_offsets`, set by the
+broker), and logs them at WARN, one line per topic: how many no group had consumed, and how
+many each group had not (:attr:`CleanupResult.unconsumed`).
+
 Used space is Apache's ``UtilAll.getDiskPartitionSpaceUsedPercent``: used blocks (``blocks -
 free blocks``) over used plus available-to-us blocks (``bavail``, so the blocks reserved for
 root count as neither), rounded up to a whole percent (``0.15``); tests inject their own
@@ -28,9 +34,11 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
+
+from rmq.store.consumequeue import ConsumeQueue
 
 if TYPE_CHECKING:
     from rmq.store.store import MessageStore
@@ -44,6 +52,12 @@ WARNING_RATIO: Final = 0.90
 
 DiskUsage = Callable[[str], float]
 """Used fraction (0..1) of the file system holding a path."""
+
+GroupOffsets = Callable[[], Mapping[str, Mapping[str, Mapping[int, int]]]]
+"""topic -> consumer group -> queue id -> the group's consume offset (its next message)."""
+
+NO_GROUP: Final = ""
+"""The :attr:`CleanupResult.unconsumed` key of the messages no group had consumed."""
 
 
 def disk_used_ratio(path: str) -> float:
@@ -85,6 +99,9 @@ class CleanupResult:
     commitlog_files: list[str] = field(default_factory=list)
     consume_queue_files: int = 0
     index_files: int = 0
+    unconsumed: dict[str, dict[str, int]] = field(default_factory=dict)
+    """For a run that deleted for space: topic -> group (:data:`NO_GROUP`: no group at all)
+    -> messages deleted before that group consumed them (only counts above zero)."""
 
 
 class CleanupService:
@@ -130,8 +147,28 @@ class CleanupService:
                 log.warning(
                     "disk is %.0f %% used but no commitlog file could be deleted", used * 100
                 )
+            if deleted and (result.space_full or result.forced):
+                self._report_unconsumed(result)
         self._expire_logics(result)
         return result
+
+    def _report_unconsumed(self, result: CleanupResult) -> None:
+        store = self._store
+        offsets = store.group_offsets() if store.group_offsets is not None else {}
+        result.unconsumed = count_unconsumed(
+            store.consume_queues, store.commitlog.min_offset(), offsets
+        )
+        for topic, counts in sorted(result.unconsumed.items()):
+            groups = ", ".join(
+                f"{group} {count}" for group, count in sorted(counts.items()) if group != NO_GROUP
+            )
+            log.warning(
+                "cleanup for disk space deleted messages of topic %s not consumed yet: "
+                "%d by no group%s",
+                topic,
+                counts.get(NO_GROUP, 0),
+                f"; not consumed by group: {groups}" if groups else "",
+            )
 
     def _expire_logics(self, result: CleanupResult) -> None:
         store = self._store
@@ -142,3 +179,31 @@ class CleanupService:
         result.consume_queue_files = store.consume_queues.delete_expired(min_offset)
         if store.index is not None:
             result.index_files = store.index.delete_expired(min_offset)
+
+
+def count_unconsumed(
+    queues: Iterable[ConsumeQueue],
+    min_commitlog_offset: int,
+    offsets: Mapping[str, Mapping[str, Mapping[int, int]]],
+) -> dict[str, dict[str, int]]:
+    """Messages of ``queues`` stored below ``min_commitlog_offset`` (just deleted) that were
+    not consumed: per topic, per group of ``offsets`` and for no group at all
+    (:data:`NO_GROUP`); only counts above zero."""
+    unconsumed: dict[str, dict[str, int]] = {}
+    for queue in queues:
+        first = queue.min_offset
+        kept = queue.first_offset_from(min_commitlog_offset)
+        if kept <= first:
+            continue
+        counts = unconsumed.setdefault(queue.topic, {})
+        consumed_by_any = first
+        for group, by_queue in offsets.get(queue.topic, {}).items():
+            consumed = max(by_queue.get(queue.queue_id, first), first)
+            consumed_by_any = max(consumed_by_any, consumed)
+            if consumed < kept:
+                counts[group] = counts.get(group, 0) + kept - consumed
+        if consumed_by_any < kept:
+            counts[NO_GROUP] = counts.get(NO_GROUP, 0) + kept - consumed_by_any
+        if not counts:
+            del unconsumed[queue.topic]
+    return unconsumed

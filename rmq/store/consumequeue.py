@@ -165,7 +165,12 @@ class ConsumeQueue:
 
     def correct_min_offset(self, min_commitlog_offset: int) -> None:
         """Make :attr:`min_offset` the first message still in the commitlog."""
-        self._min_logic_offset = CQ_STORE_UNIT_SIZE * self._first_entry_where(
+        self._min_logic_offset = CQ_STORE_UNIT_SIZE * self.first_offset_from(min_commitlog_offset)
+
+    def first_offset_from(self, min_commitlog_offset: int) -> int:
+        """The first queue offset whose message is stored at or after ``min_commitlog_offset``
+        (the queue's end when none is)."""
+        return self._first_entry_where(
             lambda phy, size: phy >= min_commitlog_offset and size != PRE_BLANK_SIZE
         )
 

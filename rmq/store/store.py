@@ -44,7 +44,13 @@ from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPI
 from rmq.common.recordwalk import MIN_RECORD_SIZE, RecordError, store_timestamp_at
 from rmq.common.timeutil import now_millis
 from rmq.store.checkpoint import StoreCheckpoint
-from rmq.store.cleanup import CleanupResult, CleanupService, DiskUsage, disk_used_ratio
+from rmq.store.cleanup import (
+    CleanupResult,
+    CleanupService,
+    DiskUsage,
+    GroupOffsets,
+    disk_used_ratio,
+)
 from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.diskguard import PutGate
@@ -152,6 +158,9 @@ class MessageStore:
         self._commitlog_flush: CommitLogFlushService | None = None
         self._logics_flush: LogicsFlushService | None = None
         self._cleanup = CleanupService(self, disk_usage)
+        self.group_offsets: GroupOffsets | None = None
+        """The consumer groups' offsets (set by the broker): cleanup reports what it deleted
+        unconsumed."""
         self.put_gate = PutGate(
             self.commitlog,
             self._dispatcher,

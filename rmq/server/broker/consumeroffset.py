@@ -138,6 +138,15 @@ class ConsumerOffsetManager(ConfigManager[ConsumerOffsetSerializeWrapper]):
             if split is not None and split[1] == group
         }
 
+    def offsets_by_topic(self) -> dict[str, dict[str, dict[int, int]]]:
+        """topic -> group -> queue id -> offset, a copy (safe to call from another thread)."""
+        by_topic: dict[str, dict[str, dict[int, int]]] = {}
+        for key, offsets in list(self._table.items()):
+            split = _split_key(key)
+            if split is not None:
+                by_topic.setdefault(split[0], {})[split[1]] = dict(offsets)
+        return by_topic
+
     def groups_of_topic(self, topic: str) -> set[str]:
         """Groups that have offsets for the topic."""
         return {

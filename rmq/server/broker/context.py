@@ -152,6 +152,8 @@ def build_broker_context(
     broker_addr = f"{broker_config.broker_ip1}:{configs.server.listen_port}"
     store = MessageStore(store_config, store_host=broker_addr, clock=clock)
     layout = store.layout
+    consumer_offset_manager = ConsumerOffsetManager(layout.config_file(CONSUMER_OFFSET_JSON))
+    store.group_offsets = consumer_offset_manager.offsets_by_topic
     config_path = Path(
         config_file
         if config_file is not None
@@ -179,7 +181,7 @@ def build_broker_context(
         subscription_group_manager=SubscriptionGroupManager(
             broker_config, layout.config_file(SUBSCRIPTION_GROUP_JSON)
         ),
-        consumer_offset_manager=ConsumerOffsetManager(layout.config_file(CONSUMER_OFFSET_JSON)),
+        consumer_offset_manager=consumer_offset_manager,
         consumer_filter_manager=consumer_filter_manager,
         client_manager=ClientManager(broker_config),
         stats=stats,

@@ -12,6 +12,7 @@ from rmq.server.broker.consumeroffset import (
     topic_group_key,
 )
 from rmq.store.configfile import ConfigFileError
+from tests.unit.broker.helpers import running_broker
 
 
 def make_manager(tmp_path: Path) -> ConsumerOffsetManager:
@@ -174,3 +175,21 @@ def test_offset_for_a_new_group() -> None:
         raise AssertionError("the first message's place matters only when nothing was cleaned")
 
     assert offset_for_new_group(120, never_asked) is None
+
+
+def test_offsets_by_topic_is_a_copy_of_every_group_on_every_topic(tmp_path: Path) -> None:
+    offsets = make_manager(tmp_path)
+    offsets.commit("c", "g1", "T", 0, 12)
+    offsets.commit("c", "g2", "T", 1, 7)
+    offsets.commit("c", "g1", "U", 3, 1)
+    by_topic = offsets.offsets_by_topic()
+    assert by_topic == {"T": {"g1": {0: 12}, "g2": {1: 7}}, "U": {"g1": {3: 1}}}
+    by_topic["T"]["g1"][0] = 99
+    assert offsets.query("g1", "T", 0) == 12
+
+
+def test_the_broker_store_sees_the_groups_offsets(tmp_path: Path) -> None:
+    with running_broker(tmp_path) as context:
+        context.consumer_offset_manager.commit("c", "g1", "T", 0, 5)
+        assert context.store.group_offsets is not None
+        assert context.store.group_offsets() == {"T": {"g1": {0: 5}}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rmq.store.cleanup import disk_used_ratio, used_percent
+from rmq.store.cleanup import NO_GROUP, disk_used_ratio, used_percent
 from rmq.store.putmessage import PutMessageResult, PutMessageStatus
 from rmq.store.store import GetMessageStatus, MessageStore
 from tests.unit.store.test_store import message, put_ok, small_config
@@ -195,3 +196,44 @@ def test_disk_used_ratio_is_apaches_rounded_percent_of_the_usable_space(tmp_path
     assert 0.0 <= ratio <= 1.0
     assert ratio == round(ratio * 100) / 100
     assert disk_used_ratio(str(tmp_path / "missing")) == -1.0
+
+
+def test_a_cleanup_for_space_reports_the_unconsumed_messages_it_deleted(
+    tmp_path: Path, disk: Disk, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make_store(tmp_path, disk, delete_hour=(HOUR + 12) % 24)
+    try:
+        for n in range(40):
+            put_ok(store, message(n, body=bytes(200)))
+            put_ok(store, message(n, topic="TopicNobody", queue_id=1, body=bytes(200)))
+        store.group_offsets = lambda: {
+            "TopicTest": {"GroupAhead": {0: 38}, "GroupBehind": {0: 10}, "GroupElsewhere": {}},
+        }
+        disk.used = 0.87
+        with caplog.at_level(logging.WARNING, logger="rmq.store"):
+            result = store.run_cleanup(NOW)
+        assert result.forced and len(result.commitlog_files) >= 2
+        kept = store.get_min_offset_in_queue("TopicTest", 0)
+        kept_nobody = store.get_min_offset_in_queue("TopicNobody", 1)
+        assert 10 < kept < 38 and kept_nobody > 0
+        assert result.unconsumed == {
+            "TopicTest": {"GroupBehind": kept - 10, "GroupElsewhere": kept},
+            "TopicNobody": {NO_GROUP: kept_nobody},
+        }
+        warnings = [r.getMessage() for r in caplog.records if "not consumed yet" in r.getMessage()]
+        assert warnings == [
+            f"cleanup for disk space deleted messages of topic TopicNobody not consumed yet: "
+            f"{kept_nobody} by no group",
+            f"cleanup for disk space deleted messages of topic TopicTest not consumed yet: "
+            f"0 by no group; not consumed by group: GroupBehind {kept - 10}, "
+            f"GroupElsewhere {kept}",
+        ]
+    finally:
+        store.shutdown()
+
+
+def test_a_cleanup_by_age_reports_nothing(store: MessageStore, tmp_path: Path) -> None:
+    fill(store)
+    age_files(tmp_path, commitlog_names(tmp_path)[:3], hours=73)
+    result = store.run_cleanup(NOW)
+    assert len(result.commitlog_files) == 3 and result.unconsumed == {}
