@@ -49,7 +49,7 @@ def report_to_json(result: RecoveryResult, now_ms: int) -> dict[str, Any]:
                         "queueOffset": span.queue_offset,
                     }
                     if span.reason == "body-crc"
-                    else {}
+                    else {"detail": span.detail}
                 ),
             }
             for span in result.skipped
@@ -98,7 +98,7 @@ def report_recovery(result: RecoveryResult, store_root: Path | None) -> Path | N
         record = (
             f" (topic {span.topic}, queue {span.queue_id}, queue offset {span.queue_offset})"
             if span.reason == "body-crc"
-            else ""
+            else f" ({span.detail})"
         )
         log.error(
             "recovery skipped damaged commitlog bytes: %s position %d (offset %d), %d bytes, "

@@ -25,13 +25,14 @@ whose recovery would cut at them).  The caller reports the spans (:mod:`rmq.stor
 
 from __future__ import annotations
 
-import logging
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from rmq.common.message import DispatchInfo, dispatch_info
 from rmq.common.recordwalk import (
     BLANK_MAGIC,
+    CRC_MASK,
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC,
     RecordError,
@@ -43,8 +44,6 @@ from rmq.common.recordwalk import (
 from rmq.store.commitlog import CommitLog
 from rmq.store.mappedfile import MappedFile
 
-log = logging.getLogger("rmq.store")
-
 _MAGIC_BYTES = MESSAGE_MAGIC.to_bytes(4, "big")
 _SIZE_FIELD = 4  # the magic follows TOTALSIZE
 
@@ -55,7 +54,7 @@ class SkippedSpan:
 
     ``offset`` is global; ``position`` is inside ``file``.  A ``body-crc`` span is one whole
     record, whose topic, queue id and queue offset are known; a ``framing`` span is bytes
-    that frame no record that checks out.
+    that frame no record that checks out, and ``detail`` says what its start holds.
     """
 
     file: str
@@ -66,6 +65,7 @@ class SkippedSpan:
     topic: str = ""
     queue_id: int = -1
     queue_offset: int = -1
+    detail: str = ""
 
 
 def checks_out(mapped: MappedFile, pos: int, limit: int) -> int:
@@ -103,21 +103,44 @@ def _is_zero_end(view: memoryview, pos: int, limit: int) -> bool:
     return pos + END_FILE_MIN_BLANK_LENGTH > limit or peek_size_magic(view, pos) == (0, 0)
 
 
+def _what_is_at(mapped: MappedFile, pos: int) -> str:
+    """Why the bytes at ``pos`` frame no record (for the report)."""
+    limit = mapped.wrote_position
+    if pos + END_FILE_MIN_BLANK_LENGTH > limit:
+        return "the file ends without a BLANK record"
+    if peek_size_magic(mapped.view, pos) == (0, 0):
+        return "zeros"
+    try:
+        head = frame_at(mapped.view, pos, limit)[0]
+    except RecordError as exc:
+        return str(exc)
+    if head[6] != mapped.file_from_offset + pos:
+        return f"record at offset {pos} claims commitlog offset {head[6]}"
+    return f"unexpected record at offset {pos}"
+
+
 def _spans_between(
     files: list[MappedFile], start: tuple[int, int], stop: tuple[int, int]
 ) -> list[SkippedSpan]:
     """``framing`` spans from (file index, position) ``start`` to ``stop``, one per file."""
     spans: list[SkippedSpan] = []
     index, pos = start
+    detail = _what_is_at(files[index], pos)
     while (index, pos) < stop:
         mapped = files[index]
         end = stop[1] if index == stop[0] else mapped.file_size
         if end > pos:
             spans.append(
                 SkippedSpan(
-                    mapped.file_name, mapped.file_from_offset + pos, pos, end - pos, "framing"
+                    mapped.file_name,
+                    mapped.file_from_offset + pos,
+                    pos,
+                    end - pos,
+                    "framing",
+                    detail=detail,
                 )
             )
+            detail = f"continued from {files[start[0]].file_name}"
         index, pos = index + 1, 0
     return spans
 
@@ -149,7 +172,7 @@ def salvage_walk(
             if prefix[6] != base + at:
                 damaged = True
                 break
-            if check_crc and body_crc(view, body_pos, body_end) != prefix[2]:
+            if check_crc and zlib.crc32(view[body_pos:body_end]) & CRC_MASK != prefix[2]:
                 topic = bytes(view[body_end + 1 : topic_end]).decode("utf-8", "replace")
                 skipped.append(
                     SkippedSpan(
@@ -214,4 +237,4 @@ def record_intact(record: memoryview) -> bool:
         head, body_pos, topic_pos, _, _, _ = frame_at(record, 0, len(record))
     except RecordError:
         return False
-    return body_crc(record, body_pos, topic_pos - 1) == head[2]
+    return bool(body_crc(record, body_pos, topic_pos - 1) == head[2])

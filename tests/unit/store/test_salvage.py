@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,9 +38,9 @@ def queue_offsets(store: MessageStore, queue_id: int) -> list[int]:
         offset = got.next_begin_offset
 
 
-def the_report(store: MessageStore) -> dict[str, object]:
+def the_report(store: MessageStore) -> dict[str, Any]:
     assert store.recovery.report is not None
-    loaded: dict[str, object] = json.loads(store.recovery.report.read_text())
+    loaded: dict[str, Any] = json.loads(store.recovery.report.read_text())
     return loaded
 
 
@@ -117,8 +118,10 @@ def test_damaged_framing_is_searched_past_to_the_next_record_that_checks_out(
                 "offset": first.physical_offset,
                 "length": after.physical_offset - first.physical_offset,
                 "reason": "framing",
+                "detail": spans[0]["detail"],
             }
         ]
+        assert spans[0]["detail"].startswith(("bad magic", "truncated record", "record at"))
         kept = [r for n, r in enumerate(results) if n not in (21, 22, 23)]
         for queue_id in (0, 1):
             expected = [
