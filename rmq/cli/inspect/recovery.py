@@ -22,6 +22,7 @@ _SPAN_COLUMNS = (
     "topic",
     "queueId",
     "queueOffset",
+    "detail",
 )
 _REPORT_COLUMNS = (
     "report",
