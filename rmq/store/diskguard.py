@@ -22,7 +22,8 @@ An episode (from the first refusal to the first put taken again) logs one ERROR 
 starts and one INFO, with the number of puts refused, when it ends.
 
 Runs on the writer thread; the store calls :meth:`PutGate.admit` before an append and
-:meth:`PutGate.settle` after it.
+:meth:`PutGate.settle` after it, and a slave's store :meth:`PutGate.catch_up` after
+dispatching what its master sent.
 """
 
 from __future__ import annotations
@@ -110,13 +111,33 @@ class PutGate:
         if self._dispatcher.retry_from >= 0:
             self._dispatch_failed()
         elif result.ok and self.reason is not None:
-            log.info(
-                "disk space is back (%.0f %% used): taking puts again after %d refused",
-                self.used_ratio * 100,
-                self.refused,
-            )
-            self.reason = None
-            self.refused = 0
+            self._end()
+
+    def catch_up(self) -> None:
+        """For a slave, which takes no puts, after dispatching replicated records: a record
+        that could not be dispatched starts an episode, and the waiting records are
+        re-dispatched once per interval until they all are."""
+        dispatcher = self._dispatcher
+        if dispatcher.retry_from < 0:
+            return
+        if self.reason is not None:
+            now = self._clock()
+            if now < self._next_check:
+                return
+            with self._commitlog.lock:
+                if dispatcher.retry(self._commitlog):
+                    self._end()
+                    return
+        self._dispatch_failed()
+
+    def _end(self) -> None:
+        log.info(
+            "disk space is back (%.0f %% used): taking puts again after %d refused",
+            self.used_ratio * 100,
+            self.refused,
+        )
+        self.reason = None
+        self.refused = 0
 
     def _check_disk(self) -> bool:
         """Look at the used space when it is time; True when a refused put may try."""

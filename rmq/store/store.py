@@ -310,6 +310,7 @@ class MessageStore:
             self._replica_dispatched = self._dispatcher.dispatch_from(
                 self.commitlog, max(self._replica_dispatched, self.commitlog.min_offset())
             )
+        self.put_gate.catch_up()
         return True
 
     def flush_logics(self, least_pages: int) -> None:

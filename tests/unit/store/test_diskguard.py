@@ -22,10 +22,12 @@ class ConsumeQueueDisk:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.full = False
+        self.under = ""
+        """Only the stores whose directory ends with this fail."""
         real = MappedFile.create.__func__  # type: ignore[attr-defined]
 
         def create(cls: type[MappedFile], path: str, file_size: int, *args: Allocate) -> MappedFile:
-            if self.full and "consumequeue" in path:
+            if self.full and f"{self.under}{os.sep}consumequeue" in path:
                 raise DiskFullError(f"disk full: cannot create {path} ({file_size} bytes)")
             created: MappedFile = real(cls, path, file_size, *args)
             return created
@@ -141,3 +143,43 @@ def test_the_disk_is_looked_at_once_per_interval(tmp_path: Path) -> None:
         assert len(looked) == 2  # commitlog and consume queue directories, once
     finally:
         store.shutdown()
+
+
+def test_a_slave_dispatches_what_waited_once_space_is_back(
+    tmp_path: Path, cq_disk: ConsumeQueueDisk, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = {"mapped_file_size_consume_queue": 10 * 20}
+    master = MessageStore(small_config(tmp_path / "master", **config))
+    slave = MessageStore(small_config(tmp_path / "slave", **config))
+    master.start()
+    slave.start()
+    slave.put_gate.interval_ms = 0
+
+    def replicate() -> None:
+        offset = slave.max_physical_offset()
+        while offset < master.max_physical_offset():
+            data = master.get_commitlog_data(offset)
+            assert data is not None and slave.append_to_commitlog(offset, data)
+            offset += len(data)
+
+    try:
+        cq_disk.under = "slave"
+        results = [put_ok(master, message(n)) for n in range(10)]
+        replicate()
+        cq_disk.full = True
+        with caplog.at_level(logging.INFO, logger="rmq.store"):
+            for n in range(10, 30):
+                results.append(put_ok(master, message(n)))
+                replicate()
+            assert slave.get_max_offset_in_queue("TopicTest", 0) == 10
+            cq_disk.full = False
+            put_ok(master, message(30))
+            replicate()
+        assert slave.get_max_offset_in_queue("TopicTest", 0) == 31
+        assert [slave.get_commitlog_offset_in_queue("TopicTest", 0, n) for n in range(30)] == [
+            r.physical_offset for r in results
+        ]
+        assert len(errors(caplog)) == 1 and "taking puts again" in caplog.text
+    finally:
+        master.shutdown()
+        slave.shutdown()
