@@ -16,7 +16,8 @@ A record checks out when its magic is the message magic, its TOTALSIZE fits the 
 equals what its length fields add up to, its PHYSICALOFFSET field is the record's own global
 offset and its body CRC matches: 32 + 64 + 31 bits that random bytes match with odds below
 2^-120, and that a copy of a record stored elsewhere (say inside a message body) fails on its
-PHYSICALOFFSET.  Zeros at the position where the last file's data stops are the normal end of
+PHYSICALOFFSET.  In the last file it must also be stored no earlier than the last record
+before the damage (see :func:`_resync`).  Zeros at the position where the last file's data stops are the normal end of
 the log and are not searched past (the tail of a preallocated file is zeros).
 
 The skipped bytes stay where they are (the commitlog stays byte-compatible with Apache's,
@@ -40,6 +41,7 @@ from rmq.common.recordwalk import (
     frame_at,
     iter_frames,
     peek_size_magic,
+    store_timestamp_at,
 )
 from rmq.store.commitlog import CommitLog
 from rmq.store.mappedfile import MappedFile
@@ -83,9 +85,9 @@ def checks_out(mapped: MappedFile, pos: int, limit: int) -> int:
     return end
 
 
-def _find_next(mapped: MappedFile, pos: int) -> int:
+def _find_next(mapped: MappedFile, pos: int, min_time: int) -> int:
     """The position of the first record at or after ``pos`` in ``mapped`` that checks out
-    (-1 when none does)."""
+    and was stored at or after ``min_time`` (-1 when none is)."""
     limit = mapped.wrote_position
     buffer = mapped.buffer
     search = pos + _SIZE_FIELD
@@ -94,7 +96,11 @@ def _find_next(mapped: MappedFile, pos: int) -> int:
         if found < 0:
             return -1
         candidate = found - _SIZE_FIELD
-        if candidate >= pos and checks_out(mapped, candidate, limit) >= 0:
+        if (
+            candidate >= pos
+            and checks_out(mapped, candidate, limit) >= 0
+            and store_timestamp_at(mapped.view, candidate) >= min_time
+        ):
             return candidate
         search = found + 1
 
@@ -161,12 +167,14 @@ def salvage_walk(
     index = files.index(mapped)
     pos = start_offset - mapped.file_from_offset
     skipped: list[SkippedSpan] = []
+    kept: tuple[MappedFile, int] | None = None  # the file and position of the last record
     while True:
         mapped = files[index]
         limit = mapped.wrote_position
         view = mapped.view[:limit]
         base = mapped.file_from_offset
         damaged = False
+        last_at = -1
         for frame in iter_frames(view, pos, limit):
             at, end, prefix, _, body_pos, body_end, topic_end = frame
             if prefix[6] != base + at:
@@ -183,6 +191,9 @@ def salvage_walk(
             elif on_record is not None:
                 on_record(dispatch_info(view, frame))
             pos = end
+            last_at = at
+        if last_at >= 0:
+            kept = mapped, last_at
         if not damaged and pos + END_FILE_MIN_BLANK_LENGTH <= limit:
             size, magic = peek_size_magic(view, pos)
             if magic == BLANK_MAGIC and size == mapped.file_size - pos:
@@ -196,18 +207,24 @@ def salvage_walk(
                 # a bad last record before the end is a torn write: cut it, as before
                 return skipped.pop().offset, skipped
             return base + pos, skipped
-        found = _resync(files, index, pos + 1)
+        min_time = 0 if kept is None else store_timestamp_at(kept[0].view, kept[1])
+        found = _resync(files, index, pos + 1, min_time)
         if found is None:
             return base + pos, skipped
         skipped.extend(_spans_between(files, (index, pos), found))
         index, pos = found
 
 
-def _resync(files: list[MappedFile], index: int, pos: int) -> tuple[int, int] | None:
+def _resync(
+    files: list[MappedFile], index: int, pos: int, min_time: int = 0
+) -> tuple[int, int] | None:
     """(file index, position) of the next record that checks out from ``pos`` of
-    ``files[index]`` on, or None."""
+    ``files[index]`` on, or None.  In the last file it must also have been stored at or
+    after ``min_time``: past the live end of the last file, Apache leaves the records its
+    recovery cut (it does not zero them), older than the records written over them since."""
     while index < len(files):
-        found = _find_next(files[index], pos)
+        last = index + 1 == len(files)
+        found = _find_next(files[index], pos, min_time if last else 0)
         if found >= 0:
             return index, found
         index, pos = index + 1, 0

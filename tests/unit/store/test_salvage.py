@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ from tests.unit.store.test_recovery import (
     patch_file,
     reopen,
 )
-from tests.unit.store.test_store import message, put_ok
+from tests.unit.store.test_store import BASE_TIME, message, put_ok
 
 BODY_AT = 84 + 4  # IPv4 layout: the body starts after the fixed part and its length
+STORE_TIMESTAMP_POS = 56  # IPv4 layout
 
 
 def queue_offsets(store: MessageStore, queue_id: int) -> list[int]:
@@ -208,5 +210,28 @@ def test_a_last_file_cut_short_is_grown_back_and_the_next_name_stays_aligned(
         names = sorted(p.name for p in (tmp_path / "commitlog").iterdir())
         assert all(int(name) % FILE_SIZE == 0 for name in names)
         assert len(names) > 2
+    finally:
+        store.shutdown()
+
+
+@pytest.mark.parametrize(("older", "end_at"), [(True, 17), (False, 20)])
+def test_in_the_last_file_only_records_newer_than_the_damage_are_kept(
+    tmp_path: Path, older: bool, end_at: int
+) -> None:
+    """Past the live end of the last file Apache leaves the records its recovery cut, older
+    than the records written over them: they check out but must not come back."""
+    results = fill(tmp_path, 20)
+    path = commitlog_file(tmp_path, results[17].physical_offset)
+    assert path == commitlog_file(tmp_path, results[19].physical_offset)
+    patch_file(path, results[17].physical_offset % FILE_SIZE + 4, b"\x01\x02\x03\x04")
+    if older:
+        for stale in results[18:]:
+            store_time_at = stale.physical_offset % FILE_SIZE + STORE_TIMESTAMP_POS
+            patch_file(path, store_time_at, struct.pack(">q", BASE_TIME - 60_000))
+    store = reopen(tmp_path)
+    try:
+        end = results[end_at].physical_offset if end_at < 20 else results[-1].next_offset
+        assert store.recovery.end_offset == end
+        assert len(store.recovery.skipped) == (0 if older else 1)
     finally:
         store.shutdown()
