@@ -8,8 +8,6 @@ the filler is deleted, and that every message answered SEND_OK can be pulled.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.headers import PullMessageRequestHeader
 from tests.procs import RemotingSession, RmqProcess, RmqProcesses, send_header
+from tests.tmpfs import fill, mounted_tmpfs
 
 MIB = 1024 * 1024
 
@@ -29,23 +28,11 @@ MIB = 1024 * 1024
 @pytest.fixture
 def small_disk(rmq_processes: RmqProcesses, tmp_path: Path) -> Iterator[Path]:
     """A 96 MiB tmpfs; the test's processes are killed before it is unmounted."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        rmq_processes.kill_all()
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    with mounted_tmpfs(tmp_path / "disk", 96) as mount:
+        try:
+            yield mount
+        finally:
+            rmq_processes.kill_all()
 
 
 def start_broker(processes: RmqProcesses, disk: Path, **props: object) -> RmqProcess:
@@ -60,15 +47,6 @@ def start_broker(processes: RmqProcesses, disk: Path, **props: object) -> RmqPro
             **props,
         },
     )
-
-
-def fill(disk: Path, leave: int) -> Path:
-    """A filler file that leaves ``leave`` bytes free on ``disk``."""
-    stat = os.statvfs(disk)
-    filler = disk / "filler"
-    with filler.open("wb") as out:
-        os.posix_fallocate(out.fileno(), 0, stat.f_bavail * stat.f_frsize - leave)
-    return filler
 
 
 def send(session: RemotingSession, broker: RmqProcess, topic: str, body: bytes) -> RemotingCommand:
