@@ -17,8 +17,9 @@ equals what its length fields add up to, its PHYSICALOFFSET field is the record'
 offset and its body CRC matches: 32 + 64 + 31 bits that random bytes match with odds below
 2^-120, and that a copy of a record stored elsewhere (say inside a message body) fails on its
 PHYSICALOFFSET.  In the last file it must also be stored no earlier than the last record
-before the damage (see :func:`_resync`).  Zeros at the position where the last file's data stops are the normal end of
-the log and are not searched past (the tail of a preallocated file is zeros).
+before the damage (see :func:`_resync`).  Zeros at the position where the last file's data
+stops are the normal end of the log and are not searched past (the tail of a preallocated
+file is zeros).
 
 The skipped bytes stay where they are (the commitlog stays byte-compatible with Apache's,
 whose recovery would cut at them).  The caller reports the spans (:mod:`rmq.store.recovery`).
