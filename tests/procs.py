@@ -39,6 +39,7 @@ from pathlib import Path
 from types import TracebackType
 
 from rmq.common.properties import encode_properties
+from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.bodies import ClusterInfo
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
@@ -49,6 +50,7 @@ from rmq.remoting.headers import (
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
+    PullMessageRequestHeader,
     SendMessageRequestHeader,
 )
 
@@ -439,6 +441,25 @@ def send_header(
         flag=0,
         properties=encode_properties(dict(properties)),
         batch=batch,
+    )
+
+
+def pull_header(
+    topic: str, consumer_group: str, *, queue_id: int = 0, queue_offset: int = 0
+) -> PullMessageRequestHeader:
+    """A PULL_MESSAGE of up to 32 messages of every tag, answered at once (no long polling),
+    committing nothing."""
+    return PullMessageRequestHeader(
+        consumer_group=consumer_group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        max_msg_nums=32,
+        sys_flag=PULL_SUBSCRIPTION,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        subscription="*",
+        sub_version=0,
     )
 
 

@@ -16,15 +16,19 @@ from pathlib import Path
 
 import pytest
 
-from rmq.common.properties import encode_properties
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
-from rmq.remoting.headers import SendMessageRequestHeader
 from tests.conformance.clusters import BROKER_PROPS
 from tests.conformance.java import start_apache_broker
 from tests.conformance.test_raw_slave import SERVICE_NOT_AVAILABLE_REMARK
 from tests.conformance.test_raw_slave import _answer as answer_of
-from tests.procs import RemotingSession, RmqProcess, RmqProcesses, queue_offset_ranges
+from tests.procs import (
+    RemotingSession,
+    RmqProcess,
+    RmqProcesses,
+    queue_offset_ranges,
+    send_header,
+)
 from tests.tmpfs import fill, mounted_tmpfs
 
 TOPIC = "FullDiskTopic"
@@ -33,18 +37,7 @@ KINDS = ("apache", "rmq")
 
 
 def send(session: RemotingSession, broker: RmqProcess, n: int) -> RemotingCommand:
-    header = SendMessageRequestHeader(
-        producer_group="FullDiskProducer",
-        topic=TOPIC,
-        default_topic="TBW102",
-        default_topic_queue_nums=4,
-        queue_id=0,
-        sys_flag=0,
-        born_timestamp=int(time.time() * 1000),
-        flag=0,
-        properties=encode_properties({"WAIT": "true"}),
-        reconsume_times=0,
-    )
+    header = send_header(TOPIC, {"WAIT": "true"}, producer_group="FullDiskProducer")
     return session.invoke(
         broker.addr, RequestCode.SEND_MESSAGE_V2, header, body=b"message %d" % n, timeout=15
     )

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from rmq.common.message import iter_records
-from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.bodies import (
     ConsumeFromWhere,
     ConsumerData,
@@ -48,6 +47,7 @@ from tests.procs import (
     send_header,
     write_properties,
 )
+from tests.procs import pull_header as procs_pull_header
 
 FAST_PORT_CODES = (
     RequestCode.SEND_MESSAGE,
@@ -93,18 +93,7 @@ def send_v2(session: RemotingSession, addr: str, topic: str, body: bytes) -> Rem
 
 
 def pull_header(topic: str) -> PullMessageRequestHeader:
-    return PullMessageRequestHeader(
-        consumer_group="FastPortConsumer",
-        topic=topic,
-        queue_id=0,
-        queue_offset=0,
-        max_msg_nums=32,
-        sys_flag=PULL_SUBSCRIPTION,
-        commit_offset=0,
-        suspend_timeout_millis=0,
-        subscription="*",
-        sub_version=0,
-    )
+    return procs_pull_header(topic, "FastPortConsumer")
 
 
 def test_the_name_server_learns_only_the_main_port(broker: RmqProcess, namesrv: RmqProcess) -> None:

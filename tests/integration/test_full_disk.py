@@ -15,11 +15,9 @@ from pathlib import Path
 import pytest
 
 from rmq.common.message import iter_records
-from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
-from rmq.remoting.headers import PullMessageRequestHeader
-from tests.procs import RemotingSession, RmqProcess, RmqProcesses, send_header
+from tests.procs import RemotingSession, RmqProcess, RmqProcesses, pull_header, send_header
 from tests.tmpfs import fill, mounted_tmpfs
 
 MIB = 1024 * 1024
@@ -71,18 +69,7 @@ def pull_bodies(session: RemotingSession, broker: RmqProcess, topic: str) -> lis
     """Every body of queue 0 of ``topic``, in queue order."""
     bodies: list[bytes] = []
     while True:
-        header = PullMessageRequestHeader(
-            consumer_group="FullDiskConsumer",
-            topic=topic,
-            queue_id=0,
-            queue_offset=len(bodies),
-            max_msg_nums=32,
-            sys_flag=PULL_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            subscription="*",
-            sub_version=0,
-        )
+        header = pull_header(topic, "FullDiskConsumer", queue_offset=len(bodies))
         answer = session.invoke(broker.addr, RequestCode.PULL_MESSAGE, header, timeout=10)
         if answer.code != ResponseCode.SUCCESS:
             return bodies
