@@ -141,7 +141,8 @@ def build_namesrv_configs(
 def _check_namesrv_addr(addresses: str, source: str | None) -> None:
     for address in addresses.split(";"):
         host, _, port = address.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        # isdigit() alone also takes digits int() refuses, such as superscripts.
+        if not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
             raise ConfigError(
                 f"namesrvAddr={addresses!r}: expected host:port;host:port",
                 source=source,

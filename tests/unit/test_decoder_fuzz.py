@@ -336,3 +336,9 @@ def _built_configs(data: bytes) -> None:
 @pytest.mark.parametrize("cases", CASES)
 def test_config_parser(cases: int) -> None:
     fuzz(mutated([CONFIG]), _built_configs, cases)
+
+
+def test_a_namesrv_addr_port_of_non_ascii_digits_is_a_config_error() -> None:
+    # Found by the fuzz: "\u00b9" (superscript one) passes str.isdigit() but not int().
+    with pytest.raises(ConfigError, match="namesrvAddr"):
+        build_broker_configs({"namesrvAddr": "127.0.0.1:\u00b9876"})
