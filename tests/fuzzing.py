@@ -32,10 +32,12 @@ DECODER_TARGETS = 8
 STRESS_DECODER_CASES = 1_000_000 // DECODER_TARGETS
 """Cases per decoder target under ``make stress``: the eight targets together run 10^6."""
 
-_stress_only = [
+STRESS_MARKS = [
     pytest.mark.stress,
+    pytest.mark.timeout(3600),
     pytest.mark.skipif(not STRESS, reason="set RMQ_STRESS=1 (make stress)"),
 ]
+"""The marks of a test (or parameter) that runs only under ``make stress``."""
 
 
 def budgets(short: int, stress: int) -> list[Any]:
@@ -43,7 +45,7 @@ def budgets(short: int, stress: int) -> list[Any]:
     ``make stress``."""
     return [
         pytest.param(short, id="short"),
-        pytest.param(stress, id="stress", marks=_stress_only),
+        pytest.param(stress, id="stress", marks=STRESS_MARKS),
     ]
 
 

@@ -41,7 +41,7 @@ from rmq.client.producer import Producer
 from rmq.remoting.bodies import TopicConfig
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.errors import RemotingError
-from tests.fuzzing import STRESS
+from tests.fuzzing import STRESS_MARKS
 from tests.procs import RmqProcess, RmqProcesses
 
 TOPIC = "SoakTopic"
@@ -190,15 +190,8 @@ def soak_broker(rmq_processes: RmqProcesses) -> Iterator[tuple[RmqProcess, RmqPr
     broker.stop_cleanly()
 
 
-_stress = [
-    pytest.mark.stress,
-    pytest.mark.timeout(3600),
-    pytest.mark.skipif(not STRESS, reason="set RMQ_STRESS=1 (make stress)"),
-]
-
-
 @pytest.mark.parametrize(
-    "duration", [pytest.param(60, id="60s"), pytest.param(1800, id="30min", marks=_stress)]
+    "duration", [pytest.param(60, id="60s"), pytest.param(1800, id="30min", marks=STRESS_MARKS)]
 )
 def test_soak_memory_and_files_stay_bounded_and_every_acked_message_is_consumed_once(
     soak_broker: tuple[RmqProcess, RmqProcess], duration: int
