@@ -135,6 +135,18 @@ class RmqProcess:
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
+    def rss_anon(self) -> int:
+        """Anonymous resident memory in bytes (RssAnon of /proc/<pid>/status: mapped store
+        files do not count)."""
+        for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) << 10
+        raise AssertionError(f"no RssAnon line for {self.name}")
+
+    def open_files(self) -> int:
+        """How many descriptors the process holds open (/proc/<pid>/fd)."""
+        return len(list(Path(f"/proc/{self.popen.pid}/fd").iterdir()))
+
     def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
         """Wait until `text` appears in the log; returns the log."""
         deadline = time.monotonic() + timeout

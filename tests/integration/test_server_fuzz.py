@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from hypothesis import strategies as st
@@ -202,17 +201,6 @@ def servers(module_processes: RmqProcesses) -> Iterator[Servers]:
     )
 
 
-def rss_anon(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1]) << 10
-    raise AssertionError(f"no RssAnon in /proc/{pid}/status")
-
-
-def open_files(pid: int) -> int:
-    return len(list(Path(f"/proc/{pid}/fd").iterdir()))
-
-
 def _awaits_answer(data: bytes) -> bool:
     """Whether `data` holds a whole, decodable two-way request (which the server answers)."""
     try:
@@ -261,21 +249,21 @@ def _send_case(target: Target, data: bytes) -> None:
 
 def _fuzz_server(target: Target, cases: int) -> None:
     assert len(target.seeds) >= 2, "no client frames were recorded"
-    pid = target.process.popen.pid
+    process = target.process
     with RemotingSession(timeout=10.0) as session:
         assert target.good_request(session)
         warm_up = st.sampled_from(target.seeds) | mutated_frames(target.seeds)
         fuzz(warm_up, lambda data: _send_case(target, data), 20)
         assert target.good_request(session)
-        files_before, rss_before = open_files(pid), rss_anon(pid)
+        files_before, rss_before = process.open_files(), process.rss_anon()
         cases_of = mutated_frames(target.seeds) | st.binary(max_size=256)
         fuzz(cases_of, lambda data: _send_case(target, data), cases)
         assert target.good_request(session)
         deadline = time.monotonic() + 20
-        while open_files(pid) > files_before and time.monotonic() < deadline:
+        while process.open_files() > files_before and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert open_files(pid) <= files_before, "fuzz connections left open"
-        growth = rss_anon(pid) - rss_before
+        assert process.open_files() <= files_before, "fuzz connections left open"
+        growth = process.rss_anon() - rss_before
         assert growth < RSS_GROWTH_LIMIT, f"RssAnon grew by {growth >> 20} MiB"
     assert target.answered >= target.cases // 10, (target.answered, target.cases)
     assert target.seen - {0}, "no mutant was answered with an error"

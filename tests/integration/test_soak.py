@@ -29,7 +29,6 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -74,18 +73,10 @@ class Soak:
     samples: list[Sample] = field(default_factory=list)
 
 
-def sample(pid: int) -> Sample:
-    rss = next(
-        int(line.split()[1]) << 10
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if line.startswith("RssAnon:")
-    )
-    return Sample(time.monotonic(), rss, len(list(Path(f"/proc/{pid}/fd").iterdir())))
-
-
 async def sampler(soak: Soak, stop: asyncio.Event) -> None:
     while not stop.is_set():
-        soak.samples.append(sample(soak.broker.popen.pid))
+        broker = soak.broker
+        soak.samples.append(Sample(time.monotonic(), broker.rss_anon(), broker.open_files()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), SAMPLE_EVERY)
 
