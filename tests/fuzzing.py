@@ -168,7 +168,7 @@ def _commands(draw: st.DrawFn, seeds: Sequence[bytes]) -> bytes:
     key = st.sampled_from(keys) | st.text(max_size=6) if keys else st.text(max_size=6)
     return _command_variant(
         seed,
-        draw(st.none() | st.sampled_from(list(RequestCode)) | st.integers(-(2**15), 2**15)),
+        draw(st.none() | st.sampled_from(list(RequestCode)) | st.integers(-(2**15), 2**15 - 1)),
         draw(st.dictionaries(key, st.none() | _field_values, max_size=4)),
         draw(st.none() | st.sampled_from([0, 1, 2, 3])),
         draw(st.binary(max_size=64)),
