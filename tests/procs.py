@@ -27,6 +27,7 @@ private event loop, one request at a time; `send_header` is the header of a raw 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -143,9 +144,14 @@ class RmqProcess:
                 return int(line.split()[1]) << 10
         raise AssertionError(f"no RssAnon line for {self.name}")
 
-    def open_files(self) -> int:
-        """How many descriptors the process holds open (/proc/<pid>/fd)."""
-        return len(list(Path(f"/proc/{self.popen.pid}/fd").iterdir()))
+    def open_files(self, kind: str = "") -> int:
+        """How many descriptors the process holds open (/proc/<pid>/fd); with `kind`, only
+        those whose link starts with it ("socket:" counts the connections and listeners)."""
+        links = []
+        for fd in Path(f"/proc/{self.popen.pid}/fd").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # closed meanwhile
+                links.append(os.readlink(fd))
+        return sum(link.startswith(kind) for link in links)
 
     def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
         """Wait until `text` appears in the log; returns the log."""

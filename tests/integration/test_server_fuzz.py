@@ -6,9 +6,10 @@ front of each server.  Each case opens a connection, writes a mutant (or random 
 briefly for an answer when the bytes hold a whole two-way request, then half-closes and reads
 until the server closes.  The server must answer only with whole response frames and close
 the connection within the deadline; afterwards it still answers a good request on a
-connection of its own, it holds no more descriptors than before (every fuzz connection is
-gone) and its anonymous memory (RssAnon) has not grown past a bound.  At least some cases
-must have been answered: the mutants get past the framing.
+connection of its own, it holds no more sockets than before (every fuzz connection is gone;
+sockets, as mutated sends may open new queue files) and its anonymous memory (RssAnon) has
+not grown past a bound.  At least some cases must have been answered: the mutants get
+past the framing.
 
 A short run in `make test` (400 cases per server); 50,000 per server under `make stress`.
 """
@@ -255,14 +256,14 @@ def _fuzz_server(target: Target, cases: int) -> None:
         warm_up = st.sampled_from(target.seeds) | mutated_frames(target.seeds)
         fuzz(warm_up, lambda data: _send_case(target, data), 20)
         assert target.good_request(session)
-        files_before, rss_before = process.open_files(), process.rss_anon()
+        files_before, rss_before = process.open_files("socket:"), process.rss_anon()
         cases_of = mutated_frames(target.seeds) | st.binary(max_size=256)
         fuzz(cases_of, lambda data: _send_case(target, data), cases)
         assert target.good_request(session)
         deadline = time.monotonic() + 20
-        while process.open_files() > files_before and time.monotonic() < deadline:
+        while process.open_files("socket:") > files_before and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert process.open_files() <= files_before, "fuzz connections left open"
+        assert process.open_files("socket:") <= files_before, "fuzz connections left open"
         growth = process.rss_anon() - rss_before
         assert growth < RSS_GROWTH_LIMIT, f"RssAnon grew by {growth >> 20} MiB"
     assert target.answered >= target.cases // 10, (target.answered, target.cases)
