@@ -100,12 +100,16 @@ RETRY_RESPONSE_CODES = frozenset(
         ResponseCode.TOPIC_NOT_EXIST,
         ResponseCode.SERVICE_NOT_AVAILABLE,
         ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
         ResponseCode.NO_PERMISSION,
         ResponseCode.NO_BUYER_ID,
         ResponseCode.NOT_IN_CURRENT_UNIT,
     }
 )
-"""Broker answers after which a sync send tries again (DefaultMQProducer.retryResponseCodes)."""
+"""Broker answers after which a sync send tries again (DefaultMQProducer.retryResponseCodes;
+SYSTEM_BUSY as in RocketMQ 5, where 4.9 gives up at once)."""
+BUSY_BACKOFF = 0.1
+"""Seconds a send waits before its next attempt after SYSTEM_BUSY (doubled each time)."""
 
 _COMPRESSED_ZLIB = COMPRESSED_FLAG | CompressionType.ZLIB.sys_flag_bits
 
@@ -565,6 +569,9 @@ class Producer(ClientMember):
                 if not retry_broker_errors or exc.code not in RETRY_RESPONSE_CODES:
                     raise
                 failure = exc
+                if exc.code == ResponseCode.SYSTEM_BUSY:
+                    backoff = BUSY_BACKOFF * 2 ** (len(brokers_sent) - 1)
+                    await asyncio.sleep(max(0.0, min(backoff, deadline - _now())))
             except (RemotingError, MQClientError) as exc:
                 failure = exc
             else:

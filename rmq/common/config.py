@@ -129,10 +129,19 @@ def build_namesrv_configs(
 ) -> tuple[NamesrvConfigs, list[str]]:
     """The name server's configs from its ``-c`` properties, as NamesrvStartup builds them.
 
-    ``listenPort`` defaults to 9876, and ``configStorePath`` becomes ``config_file`` when given.
+    ``listenPort`` defaults to 9876 and must be 0..65535, and ``configStorePath`` becomes
+    ``config_file`` when given.
     """
     configs = NamesrvConfigs(NamesrvConfig(), NettyServerConfig(listen_port=NAMESRV_LISTEN_PORT))
     unknown = apply_properties(props, *configs.all(), source=config_file)
+    port = configs.server.listen_port
+    if not 0 <= port <= 65535:
+        raise ConfigError(
+            f"listenPort={port}: expected 0..65535 (0: any free port, as Java binds it)",
+            source=config_file,
+            key="listenPort",
+            value=str(port),
+        )
     if config_file is not None:
         configs.namesrv.config_store_path = config_file
     return configs, unknown

@@ -103,6 +103,33 @@ _NORMALISERS: dict[str, Callable[[int], int]] = {
 }
 
 
+def _in_range(low: int, high: int | None, meaning: str = "") -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if value < low or (high is not None and value > high):
+            allowed = f"{low}..{high}" if high is not None else f">= {low}"
+            return f"expected {allowed}{meaning}"
+        return None
+
+    return check
+
+
+def _not_empty(value: Any) -> str | None:
+    return "expected a directory, not an empty value" if not str(value).strip() else None
+
+
+_VALIDATORS: dict[str, Callable[[Any], str | None]] = {
+    "max_message_size": _in_range(1, None, " bytes"),
+    "broker_permission": _in_range(0, 15, " (a perm: READ 4 | WRITE 2 | INHERIT 1 | PRIORITY 8)"),
+    "mapped_file_size_commit_log": _in_range(1, None, " bytes"),
+    "mapped_file_size_consume_queue": _in_range(
+        1, None, f" bytes (rounded up to whole {CONSUME_QUEUE_UNIT_SIZE}-byte entries)"
+    ),
+    "store_path_root_dir": _not_empty,
+}
+"""Values no RocketMQ process can run with: checked whenever properties are applied, and
+refused with a :class:`ConfigError` naming the key and the allowed values."""
+
+
 def java_key_to_attr(key: str) -> str:
     """The attribute name of a Java config key (``brokerIP1`` -> ``broker_ip1``)."""
     return snake_case(key)
@@ -227,6 +254,15 @@ def _parse(option: _Option, key: str, text: str, source: str | None) -> Any:
         raise ConfigError(f"{key}={text!r}: {error}", source=source, key=key, value=text) from None
 
 
+def _checked(option: _Option, key: str, text: str, source: str | None) -> Any:
+    value = _parse(option, key, text, source)
+    validate = _VALIDATORS.get(option.attr)
+    problem = validate(value) if validate is not None and value is not None else None
+    if problem is not None:
+        raise ConfigError(f"{key}={text!r}: {problem}", source=source, key=key, value=text)
+    return value
+
+
 def apply_properties(
     props: Mapping[str, str], *configs: ConfigObject, source: str | None = None
 ) -> list[str]:
@@ -247,7 +283,7 @@ def apply_properties(
                 continue
             known = True
             target = updates if key == option.key else alias_updates
-            target.append((config, option, _parse(option, key, text, source)))
+            target.append((config, option, _checked(option, key, text, source)))
         if not known:
             unknown.append(key)
     for config, option, value in alias_updates + updates:

@@ -22,16 +22,17 @@ config files).  When a key and its alias are both given, the key wins.
 
 rmq-only keys (not in RocketMQ 4.9; listed in :data:`RMQ_ONLY_KEYS`):
 
-==================================  =================  =========  ==================================
-key                                 config             default    meaning
-==================================  =================  =========  ==================================
-``scanNotActiveBrokerInterval``     NamesrvConfig      10000      ms between scans for dead brokers
-``brokerChannelExpiredTime``        NamesrvConfig      120000     ms without registration -> removed
-``bindAddress``                     NettyServerConfig  0.0.0.0    address the server socket binds
-``serverMaxRequestsPerConnection``  NettyServerConfig  4096       requests in progress, a connection
-``serverMaxRequestsInProgress``     NettyServerConfig  32768      requests in progress, whole server
-``serverPartialFrameMemoryLimit``   NettyServerConfig  134217728  bytes in incomplete frames
-==================================  =================  =========  ==================================
+==================================  ==================  =========  ================================
+key                                 config              default    meaning
+==================================  ==================  =========  ================================
+``scanNotActiveBrokerInterval``     NamesrvConfig       10000      ms between dead-broker scans
+``brokerChannelExpiredTime``        NamesrvConfig       120000     ms unregistered -> removed
+``bindAddress``                     NettyServerConfig   0.0.0.0    address the socket binds
+``serverMaxRequestsPerConnection``  NettyServerConfig   4096       requests in progress, one socket
+``serverMaxRequestsInProgress``     NettyServerConfig   32768      requests in progress, a server
+``serverPartialFrameMemoryLimit``   NettyServerConfig   134217728  bytes in incomplete frames
+``startWithEmptyMetadataOnDamage``  MessageStoreConfig  false      damaged metadata: start empty
+==================================  ==================  =========  ================================
 
 Every field is checked against the key naming rule when this module is imported.
 """
@@ -421,6 +422,12 @@ class MessageStoreConfig(ConfigObject):
     enable_schedule_async_deliver: bool = False
     schedule_async_deliver_max_pending_limit: int = 2000
     schedule_async_deliver_max_resend_num2_blocked: int = 3
+    start_with_empty_metadata_on_damage: bool = field(
+        default=False, metadata=java_key(rmq_only=True)
+    )
+    """rmq-only: a metadata file under ``config/`` that is empty or does not decode, with no
+    usable ``.bak``, is logged at ERROR and the broker starts without it (default: the start
+    stops, naming the file)."""
 
     @property
     def commit_log_dir(self) -> str:

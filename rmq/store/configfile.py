@@ -13,15 +13,20 @@ Apache writes the same three files (``MixAll.string2File``) but deletes the old 
 renaming, which leaves a window with no ``<file>``; the loader covers that window by falling
 back to ``<file>.bak``, and so do we.
 
-:func:`load_config_file` reads ``<file>``, and when it is missing, empty or does not decode,
-``<file>.bak``; the result says which one was used.  Loading never writes anything, so the
-offline :class:`~rmq.store.offline.reader.StoreReader` uses it too.  When a file exists but
-neither it nor its backup can be decoded, :class:`ConfigFileError` is raised rather than silently
-starting from empty metadata (Apache would start empty and lose every consumer offset).
+:func:`load_config_file` reads ``<file>``, and when it is missing, empty, unreadable or does
+not decode, ``<file>.bak`` (Apache's ``ConfigManager.load``); the result says which one was
+used.  Loading never writes anything, so the offline
+:class:`~rmq.store.offline.reader.StoreReader` uses it too.  A file that is missing with no
+backup is a first start: None.  A file that is damaged (empty, unreadable, undecodable) with
+no usable backup raises :class:`ConfigFileError`, one line naming the file, rather than
+silently starting from empty metadata (Apache would start empty and lose every consumer
+offset) -- unless the caller says ``start_empty_on_damage`` (the broker's rmq-only
+``startWithEmptyMetadataOnDamage``): then the damage is logged at ERROR and None returned.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +35,8 @@ from typing import Any, Generic, TypeVar
 
 from rmq.common import fastjson
 from rmq.store.errors import StoreError
+
+log = logging.getLogger("rmq.store")
 
 T = TypeVar("T")
 
@@ -76,9 +83,13 @@ def persist_config(path: str | os.PathLike[str], value: Any) -> None:
 
 
 def load_config_file(
-    path: str | os.PathLike[str], decode: Callable[[str], T]
+    path: str | os.PathLike[str],
+    decode: Callable[[str], T],
+    *,
+    start_empty_on_damage: bool = False,
 ) -> LoadedConfig[T] | None:
-    """Decode ``path``, falling back to ``path.bak``; None when neither file has content.
+    """Decode ``path``, falling back to ``path.bak``; None when neither file exists (or,
+    with ``start_empty_on_damage``, when neither is usable).
 
     ``decode`` turns the text into a value and raises (any exception) on bad content.
     """
@@ -90,17 +101,29 @@ def load_config_file(
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:
-            failures.append(f"{candidate}: {exc}")
+            failures.append(f"{candidate} is unreadable ({exc})")
             continue
-        if not text:
+        if not text.strip():
+            failures.append(f"{candidate} is empty")
             continue
         try:
-            return LoadedConfig(decode(text), candidate, from_backup)
+            value = decode(text)
         except Exception as exc:
-            failures.append(f"{candidate}: {exc}")
-    if failures:
-        raise ConfigFileError("cannot load config file: " + "; ".join(failures))
-    return None
+            failures.append(f"{candidate} does not decode ({exc})")
+            continue
+        if failures:
+            log.warning("%s; loaded its backup %s instead", failures[0], candidate)
+        return LoadedConfig(value, candidate, from_backup)
+    if not failures or failures == [f"{backup_path(target)} is empty"]:
+        return None
+    reason = "; ".join(failures)
+    if start_empty_on_damage:
+        log.error("%s: starting without it (startWithEmptyMetadataOnDamage=true)", reason)
+        return None
+    raise ConfigFileError(
+        f"cannot load config file: {reason}; no usable backup "
+        "(startWithEmptyMetadataOnDamage=true starts without it)"
+    )
 
 
 def load_config(path: str | os.PathLike[str]) -> LoadedConfig[Any] | None:

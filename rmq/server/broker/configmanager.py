@@ -7,8 +7,9 @@ fastjson pretty text.  :class:`ConfigManager` is what their managers share:
 * :meth:`ConfigManager.load` decodes the file, or its ``.bak`` when the file is missing, empty
   or does not decode (:func:`rmq.store.configfile.load_config_file`), and hands the body to the
   manager's :meth:`~ConfigManager._apply`.  A missing file leaves the manager as constructed;
-  a file that exists but neither it nor its backup decodes raises
-  :class:`~rmq.store.configfile.ConfigFileError` rather than starting from empty metadata.
+  a damaged file (empty, unreadable, undecodable) without a usable backup raises
+  :class:`~rmq.store.configfile.ConfigFileError` rather than starting from empty metadata,
+  unless ``start_empty_on_damage`` (``startWithEmptyMetadataOnDamage``) says to.
 * :meth:`ConfigManager.persist` writes the manager's snapshot (the body its ``snapshot``
   callable returns, the same one the admin requests answer with) atomically, keeping the
   previous content as ``.bak``.  A failed write is logged, not raised: the change stays in
@@ -56,10 +57,14 @@ class ConfigManager(ABC, Generic[B]):
     def _apply(self, body: B) -> int:
         """Take over a loaded body; return how many entries it held (for the log)."""
 
-    def load(self) -> None:
+    def load(self, *, start_empty_on_damage: bool = False) -> None:
         """Read the file (or its ``.bak``) into the manager (see the module docstring)."""
         body_type = self._body_type
-        loaded = load_config_file(self.path, lambda text: body_type.from_json(fastjson.loads(text)))
+        loaded = load_config_file(
+            self.path,
+            lambda text: body_type.from_json(fastjson.loads(text)),
+            start_empty_on_damage=start_empty_on_damage,
+        )
         if loaded is None:
             return
         count = self._apply(loaded.value)

@@ -196,10 +196,14 @@ class BrokerController:
         ``haListenPort`` cannot be bound; nothing is left running then.
         """
         context = self.context
-        context.topic_config_manager.load()
-        context.subscription_group_manager.load()
-        context.consumer_offset_manager.load()
-        context.consumer_filter_manager.load()
+        start_empty = context.store_config.start_with_empty_metadata_on_damage
+        for manager in (
+            context.topic_config_manager,
+            context.subscription_group_manager,
+            context.consumer_offset_manager,
+            context.consumer_filter_manager,
+        ):
+            manager.load(start_empty_on_damage=start_empty)
         recovery = await asyncio.to_thread(context.store.start)
         if recovery.abnormal:
             log.warning("the previous run did not shut down cleanly; recovered the store")

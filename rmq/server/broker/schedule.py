@@ -158,6 +158,7 @@ class ScheduleMessageService:
         self._delays = parse_delay_levels(store_config.message_delay_level)
         self._persist_interval_s = store_config.flush_delay_offset_interval / 1000
         self._clock = clock
+        self._start_empty_on_damage = store_config.start_with_empty_metadata_on_damage
         self._offsets: dict[int, int] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -175,10 +176,12 @@ class ScheduleMessageService:
         """Read ``delayOffset.json`` (or its ``.bak``) and clamp each level's offset to the
         range its schedule queue still holds.
 
-        Raises :class:`~rmq.store.configfile.ConfigFileError` when the file exists but
-        neither it nor its backup decodes.
+        Raises :class:`~rmq.store.configfile.ConfigFileError` when the file is damaged and
+        has no usable backup (unless ``startWithEmptyMetadataOnDamage``).
         """
-        loaded = load_config_file(self.path, decode_delay_offsets)
+        loaded = load_config_file(
+            self.path, decode_delay_offsets, start_empty_on_damage=self._start_empty_on_damage
+        )
         self._offsets = {} if loaded is None else loaded.value
         for level, offset in list(self._offsets.items()):
             queue = self._store.get_consume_queue(RMQ_SYS_SCHEDULE_TOPIC, schedule_queue_id(level))

@@ -16,7 +16,7 @@ import pytest
 from rmq.client.api import SendResult, SendStatus
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError
 from rmq.client.message import Message
-from rmq.client.producer import Producer, select_by_hash
+from rmq.client.producer import BUSY_BACKOFF, Producer, select_by_hash
 from rmq.common.properties import decode_properties
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.codes import RequestCode, ResponseCode
@@ -127,6 +127,19 @@ def test_a_retryable_broker_error_is_retried_on_the_other_broker() -> None:
         assert ids == {result.msg_id}
 
     scenario_on(["broker-a", "broker-b"], scenario)
+
+
+def test_system_busy_is_retried_after_a_backoff() -> None:
+    async def scenario(producer: Producer, brokers: list[FakeBroker]) -> None:
+        brokers[0].send_codes = [ResponseCode.SYSTEM_BUSY, ResponseCode.SYSTEM_BUSY]
+        started = asyncio.get_running_loop().time()
+        result = await producer.send(Message("T", b"m"))
+        waited = asyncio.get_running_loop().time() - started
+        assert result.status is SendStatus.SEND_OK
+        assert len(brokers[0].sends) == 3
+        assert waited >= BUSY_BACKOFF * 2.5  # 0.1 s, then 0.2 s
+
+    scenario_on(["broker-a"], scenario)
 
 
 def test_a_non_retryable_broker_error_is_raised_at_once_with_its_remark() -> None:
