@@ -170,7 +170,7 @@ class NettyServerConfig(ConfigObject):
     bind_address: str = field(default="0.0.0.0", metadata=java_key(rmq_only=True))
     """rmq-only (the RocketMQ 5 key): the local address the server socket binds."""
     server_max_requests_per_connection: int = field(default=4096, metadata=java_key(rmq_only=True))
-    """rmq-only: requests in progress on one connection past which SYSTEM_BUSY answers."""
+    """rmq-only: requests in progress on one connection at which it is no longer read."""
     server_max_requests_in_progress: int = field(default=32768, metadata=java_key(rmq_only=True))
     """rmq-only: requests in progress on the whole server past which SYSTEM_BUSY answers."""
     server_partial_frame_memory_limit: int = field(

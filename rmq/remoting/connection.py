@@ -102,9 +102,10 @@ class RemotingEndpoint:
         self.max_frame_size = max_frame_size
         self.idle_timeout = idle_timeout
         self.limits = limits
-        # A server stops reading a connection whose responses the peer does not read; a
-        # client never does (both ends waiting for the other to read would be a deadlock).
-        self.pauses_reading_when_unwritable = False
+        # A server stops reading a connection whose peer does not read its responses or has
+        # too many requests in progress; a client never does (both ends waiting for the
+        # other to read would be a deadlock).
+        self.throttles_reading = False
         self.partial_frames = PartialFrameBudget(limits.partial_frame_memory)
         self._processors: dict[int, Handler] = {}
         self._default_processor: Handler | None = None
@@ -122,14 +123,11 @@ class RemotingEndpoint:
         """Called once for every connection when it closes."""
 
     def _dispatch(self, connection: Connection, request: RemotingCommand) -> None:
-        limits = self.limits
-        per_connection, total = limits.max_requests_per_connection, limits.max_requests_in_progress
-        if (per_connection is not None and connection.requests_in_progress >= per_connection) or (
-            total is not None and len(self._tasks) >= total
-        ):
+        total = self.limits.max_requests_in_progress
+        if total is not None and len(self._tasks) >= total:
             connection.reject_busy(request, len(self._tasks))
             return
-        connection.requests_in_progress += 1
+        connection.request_started()
         task = asyncio.get_running_loop().create_task(self._serve(connection, request))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -195,7 +193,9 @@ class Connection(asyncio.Protocol):
         self._splitter = FrameSplitter(endpoint.max_frame_size)
         self.requests_in_progress = 0
         self._busy_logged = False
-        self._read_paused = False
+        # Why this connection is not read now: "write" (unread responses), "requests" (too
+        # many in progress); reading resumes when the set is empty again.
+        self._read_blockers: set[str] = set()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._writable: asyncio.Future[None] | None = None  # set while the transport is paused
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -263,42 +263,65 @@ class Connection(asyncio.Protocol):
     def pause_writing(self) -> None:
         if self._writable is None:
             self._writable = self._loop.create_future()
-        if (
-            self._endpoint.pauses_reading_when_unwritable
-            and self._transport is not None
-            and not self._read_paused
-        ):
-            self._read_paused = True
-            self._transport.pause_reading()
+        if self._endpoint.throttles_reading:
+            self._block_reading("write")
 
     def resume_writing(self) -> None:
         if self._writable is not None:
             self._writable.set_result(None)
             self._writable = None
-        if self._read_paused and self._transport is not None and not self._transport.is_closing():
-            self._read_paused = False
-            self._transport.resume_reading()
+        self._unblock_reading("write")
 
     # --- flow control -------------------------------------------------------------------------
+
+    def _block_reading(self, reason: str) -> None:
+        if not self._read_blockers and self._transport is not None:
+            self._transport.pause_reading()
+        self._read_blockers.add(reason)
+
+    def _unblock_reading(self, reason: str) -> None:
+        if reason not in self._read_blockers:
+            return
+        self._read_blockers.discard(reason)
+        transport = self._transport
+        if not self._read_blockers and transport is not None and not transport.is_closing():
+            transport.resume_reading()
+
+    def request_started(self) -> None:
+        """A request this connection sent is being served; past the limit of requests in
+        progress per connection, the connection is not read until one ends."""
+        self.requests_in_progress += 1
+        limit = self._endpoint.limits.max_requests_per_connection
+        if (
+            limit is not None
+            and self.requests_in_progress >= limit
+            and self._endpoint.throttles_reading
+        ):
+            if "requests" not in self._read_blockers:
+                log.debug("%s: %d requests in progress, not reading", self, limit)
+            self._block_reading("requests")
 
     def request_done(self, _task: object = None) -> None:
         """A request this connection sent has been served (its handler task ended)."""
         self.requests_in_progress -= 1
+        limit = self._endpoint.limits.max_requests_per_connection
+        if limit is None or self.requests_in_progress < limit:
+            self._unblock_reading("requests")
         if self.requests_in_progress == 0:
             self._busy_logged = False
 
     def reject_busy(self, request: RemotingCommand, in_progress: int) -> None:
         """Answer `request` SYSTEM_BUSY at once, without running its handler (oneway: drop it).
 
-        Written even while the peer is not reading: this connection reads nothing more until
+        Written even while the peer is not reading: a server reads nothing more from it until
         its write buffer drains, so these answers are bounded by one read's requests."""
         if not self._busy_logged:
             self._busy_logged = True
             log.warning(
-                "%s: too many requests in progress (%d here, %d in all); answering SYSTEM_BUSY",
+                "%s: %d requests in progress on this server (%d from here); answering SYSTEM_BUSY",
                 self,
-                self.requests_in_progress,
                 in_progress,
+                self.requests_in_progress,
             )
         if request.is_oneway or self._transport is None or self._transport.is_closing():
             return

@@ -9,11 +9,12 @@ A peer can drive a server's memory three ways, and each has a limit here:
   flow control intends.  A writer waits while the buffer is over the mark, so the buffer
   holds at most the high mark plus one response.
 * **requests in progress.**  Every request read becomes a running handler until its response
-  is written.  Past ``max_requests_per_connection`` on one connection, or
-  ``max_requests_in_progress`` over the whole endpoint, a new request is answered at once
-  with SYSTEM_BUSY and Apache's remark for a full processor queue (`OVERLOAD_REMARK`);
-  a oneway request is dropped.  Long-polling pulls count while they are held, so the
-  defaults leave room for a consumer with thousands of queues on one connection.
+  is written.  At ``max_requests_per_connection`` on one connection, the connection is not
+  read until one of them ends (a client that pipelines faster than the broker serves is
+  slowed down, not refused).  Past ``max_requests_in_progress`` over the whole endpoint, a
+  new request is answered at once with SYSTEM_BUSY and Apache's remark for a full processor
+  queue (`OVERLOAD_REMARK`); a oneway request is dropped.  Long-polling pulls count while
+  they are held, so the defaults leave room for a consumer with thousands of queues.
 * **partial frames.**  A frame's length is checked against the maximum frame size before
   any of it is kept (see `frame.FrameSplitter`).  The bytes held in incomplete frames over
   all of an endpoint's connections are counted by `PartialFrameBudget`; past

@@ -52,7 +52,7 @@ class RemotingServer(RemotingEndpoint):
         limits: FlowLimits = DEFAULT_LIMITS,
     ) -> None:
         super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout, limits=limits)
-        self.pauses_reading_when_unwritable = True
+        self.throttles_reading = True
         self.host = host
         self.role = role
         self._requested_port = port
