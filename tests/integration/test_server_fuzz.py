@@ -46,8 +46,7 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.errors import RemotingProtocolError
 from rmq.remoting.frame import FrameSplitter, decode_frame
-from rmq.remoting.headers import PullMessageRequestHeader
-from tests.fuzzing import budgets, fuzz, mutated_frames
+from tests.fuzzing import budgets, fuzz, mutated_frames, pull_header
 from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses, send_header
 
 CASES = budgets(400, 50_000)
@@ -140,19 +139,7 @@ async def _client_requests(namesrv_addr: str, broker_addr: str, broker_name: str
             consumer_data_set=[consumer],
         )
         await group.send_heartbeat(client, broker_addr, heartbeat, timeout)
-        pull_header = PullMessageRequestHeader(
-            consumer_group="FuzzGroup",
-            topic=TOPIC,
-            queue_id=0,
-            queue_offset=0,
-            max_msg_nums=32,
-            sys_flag=0,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            subscription="*",
-            sub_version=0,
-        )
-        await pull.pull_message(client, broker_addr, pull_header, timeout)
+        await pull.pull_message(client, broker_addr, pull_header(TOPIC, "FuzzGroup"), timeout)
         await pull.update_consumer_offset(client, broker_addr, "FuzzGroup", queue, 1, timeout)
         await pull.query_consumer_offset(client, broker_addr, "FuzzGroup", queue, timeout)
         await pull.get_max_offset(client, broker_addr, queue, timeout)

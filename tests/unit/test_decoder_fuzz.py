@@ -49,19 +49,25 @@ from rmq.remoting.command import RemotingCommand, create_request, create_respons
 from rmq.remoting.errors import HeaderError, RemotingProtocolError
 from rmq.remoting.frame import FrameSplitter, decode_frame, encode_frame
 from rmq.remoting.headercodec import decode_header, header_classes
-from tests.fuzzing import STRESS_DECODER_CASES, budgets, fuzz, mutated, mutated_frames
+from tests.fuzzing import (
+    STRESS_DECODER_CASES,
+    budgets,
+    fuzz,
+    mutated,
+    mutated_frames,
+    pull_header,
+)
 from tests.procs import send_header
 
 CASES = budgets(300, STRESS_DECODER_CASES)
 
 
 def _requests() -> list[RemotingCommand]:
-    pull = headers.PullMessageRequestHeader(
-        consumer_group="fuzz-group",
-        topic="FuzzTopic",
+    pull = pull_header(
+        "FuzzTopic",
+        "fuzz-group",
         queue_id=1,
         queue_offset=42,
-        max_msg_nums=32,
         sys_flag=2,
         commit_offset=40,
         suspend_timeout_millis=15000,
