@@ -25,7 +25,6 @@ from tests.floods import (
     flood,
     pull_request,
     read_command,
-    rss_anon,
     send_message,
     wire_bytes,
 )
@@ -44,11 +43,11 @@ def unread_pulls(cluster: Cluster) -> tuple[Counter[int], int, int]:
             sent = send_message(session, broker.addr, TOPIC, b"f" * 1024)
             assert sent.code == ResponseCode.SUCCESS, sent.remark
     requests = wire_bytes(pull_request(TOPIC, 0, max_msg_nums=4)) * PULLS
-    before = rss_anon(broker)
+    before = broker.rss_anon()
     with socket.create_connection((LOOPBACK, broker.port)) as flooder:
         sent_bytes = flood(flooder, requests, seconds=5.0)
         check_still_serving(broker, TOPIC, f"beside the flood on {cluster.kind}".encode())
-        during = rss_anon(broker)
+        during = broker.rss_anon()
         flooder.settimeout(30.0)
         rest = threading.Thread(target=flooder.sendall, args=(requests[sent_bytes:],))
         rest.start()  # the rest of the pulls go out while their answers are read

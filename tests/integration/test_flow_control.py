@@ -30,7 +30,6 @@ from tests.floods import (
     flood,
     pull_request,
     read_command,
-    rss_anon,
     send_message,
     wire_bytes,
 )
@@ -60,12 +59,12 @@ def test_unread_pulls_stop_the_reading_and_leave_memory_bounded(broker: RmqProce
             )
     one_pull = wire_bytes(pull_request(TOPIC, 0))
     requests = one_pull * 100_000  # each answer carries 32 messages of 4 KiB
-    before = rss_anon(broker)
+    before = broker.rss_anon()
 
     with socket.create_connection((LOOPBACK, broker.port)) as flooder:
         sent = flood(flooder, requests, seconds=5.0)
         check_still_serving(broker, TOPIC, b"during the unread pulls")
-        after = rss_anon(broker)
+        after = broker.rss_anon()
 
     assert after < RSS_BOUND, f"RssAnon {after / MB:.0f} MB (before the flood {before / MB:.0f})"
     # The broker stopped reading: far from every pull got in.
@@ -85,7 +84,7 @@ def test_partial_frames_are_bounded_by_closing_the_oldest(broker: RmqProcess) ->
         for thread in threads:
             thread.join()
         check_still_serving(broker, TOPIC, b"after the partial frames")
-        after = rss_anon(broker)
+        after = broker.rss_anon()
     finally:
         for sock in connections:
             sock.close()
