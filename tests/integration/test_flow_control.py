@@ -102,17 +102,24 @@ def wait_for_count(process: RmqProcess, text: str, count: int, timeout: float = 
         time.sleep(0.05)
 
 
+def send_one(addr: str, body: bytes) -> None:
+    with RemotingSession(timeout=10.0) as session:
+        assert send_message(session, addr, TOPIC, body).code == ResponseCode.SUCCESS
+
+
+def busy_broker(processes: RmqProcesses, namesrv: RmqProcess, limit_key: str) -> RmqProcess:
+    """A broker (logging at DEBUG) whose `limit_key` is 4, holding message 0 of TOPIC."""
+    broker = processes.start_broker(
+        "busy-broker", namesrv=namesrv, props={limit_key: 4}, debug=True
+    )
+    send_one(broker.addr, b"seed")
+    return broker
+
+
 def test_a_connection_at_its_request_limit_is_not_read_until_one_ends(
     rmq_processes: RmqProcesses, namesrv_for_test: RmqProcess
 ) -> None:
-    broker = rmq_processes.start_broker(
-        "busy-broker",
-        namesrv=namesrv_for_test,
-        props={"serverMaxRequestsPerConnection": 4},
-        debug=True,
-    )
-    with RemotingSession(timeout=10.0) as session:
-        assert send_message(session, broker.addr, TOPIC, b"seed").code == ResponseCode.SUCCESS
+    broker = busy_broker(rmq_processes, namesrv_for_test, "serverMaxRequestsPerConnection")
     with socket.create_connection((LOOPBACK, broker.port), timeout=10.0) as sock:
         # four long polls wait for message 1 and fill the connection's allowance
         sock.sendall(b"".join(wire_bytes(pull_request(TOPIC, 1, suspend=True)) for _ in range(4)))
@@ -122,8 +129,7 @@ def test_a_connection_at_its_request_limit_is_not_read_until_one_ends(
         with pytest.raises(TimeoutError):
             read_command(sock)
         sock.settimeout(10.0)
-        with RemotingSession(timeout=10.0) as session:
-            assert send_message(session, broker.addr, TOPIC, b"wakes").code == ResponseCode.SUCCESS
+        send_one(broker.addr, b"wakes")
         codes = [read_command(sock).code for _ in range(5)]
         assert codes == [ResponseCode.SUCCESS] * 5
     broker.stop_cleanly()
@@ -132,14 +138,7 @@ def test_a_connection_at_its_request_limit_is_not_read_until_one_ends(
 def test_requests_past_the_server_limit_get_system_busy(
     rmq_processes: RmqProcesses, namesrv_for_test: RmqProcess
 ) -> None:
-    broker = rmq_processes.start_broker(
-        "busy-broker",
-        namesrv=namesrv_for_test,
-        props={"serverMaxRequestsInProgress": 4},
-        debug=True,
-    )
-    with RemotingSession(timeout=10.0) as session:
-        assert send_message(session, broker.addr, TOPIC, b"seed").code == ResponseCode.SUCCESS
+    broker = busy_broker(rmq_processes, namesrv_for_test, "serverMaxRequestsInProgress")
     received = broker.log_text().count("recv request PULL_MESSAGE")
     with (
         socket.create_connection((LOOPBACK, broker.port), timeout=10.0) as holder,
@@ -152,8 +151,7 @@ def test_requests_past_the_server_limit_get_system_busy(
         assert answer.code == ResponseCode.SYSTEM_BUSY
         assert answer.remark == OVERLOAD_REMARK
         fast_port = f"{LOOPBACK}:{broker.port - 2}"  # a server of its own, with its own limits
-        with RemotingSession(timeout=10.0) as session:
-            assert send_message(session, fast_port, TOPIC, b"wakes").code == ResponseCode.SUCCESS
+        send_one(fast_port, b"wakes")
         assert [read_command(holder).code for _ in range(4)] == [ResponseCode.SUCCESS] * 4
         # the held pulls end as their answers go out: soon the server takes requests again
         deadline = time.monotonic() + 10.0
