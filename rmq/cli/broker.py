@@ -137,7 +137,10 @@ def serve(
             logger="rmq.broker",
             unknown=unknown,
             source=source,
-            config_file_hint=f"repair or remove the file under {store_dir}/config",
+            config_file_hint=(
+                f"repair or remove the file under {store_dir}/config, "
+                "or set startWithEmptyMetadataOnDamage=true to start without it"
+            ),
         )
     except StoreLockedError as exc:
         raise RmqError(

@@ -118,12 +118,9 @@ def load_config_file(
         return None
     reason = "; ".join(failures)
     if start_empty_on_damage:
-        log.error("%s: starting without it (startWithEmptyMetadataOnDamage=true)", reason)
+        log.error("%s, and no usable backup: starting without it", reason)
         return None
-    raise ConfigFileError(
-        f"cannot load config file: {reason}; no usable backup "
-        "(startWithEmptyMetadataOnDamage=true starts without it)"
-    )
+    raise ConfigFileError(f"cannot load config file: {reason}; no usable backup")
 
 
 def load_config(path: str | os.PathLike[str]) -> LoadedConfig[Any] | None:

@@ -147,7 +147,7 @@ def test_an_empty_file_without_a_backup_stops_the_start(
 
     result = run_rmq(list(broker.args), broker.home)
 
-    assert_refused(result, 1, str(config / name), "is empty")
+    assert_refused(result, 1, str(config / name), "is empty", "startWithEmptyMetadataOnDamage")
 
 
 def test_start_with_empty_metadata_on_damage_starts_without_the_file(
@@ -162,5 +162,7 @@ def test_start_with_empty_metadata_on_damage_starts_without_the_file(
     restarted = rmq_processes.restart(broker)
 
     assert committed_offset(restarted) != 42  # the group starts over
-    assert "startWithEmptyMetadataOnDamage=true" in restarted.wait_for_log(CONSUMER_OFFSET_JSON)
+    assert "is empty, and no usable backup: starting without it" in restarted.wait_for_log(
+        CONSUMER_OFFSET_JSON
+    )
     restarted.stop_cleanly()
