@@ -17,16 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.headers import (
-    QueryConsumerOffsetRequestHeader,
-    QueryConsumerOffsetResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
-)
 from rmq.store.layout import CONSUMER_OFFSET_JSON, TOPICS_JSON
+from tests.offsets import commit_offset, committed_offset
 from tests.procs import (
     LOOPBACK,
-    RemotingSession,
     RmqProcess,
     RmqProcesses,
     free_broker_port,
@@ -96,31 +90,11 @@ def test_the_name_server_refuses_a_port_out_of_range(tmp_path: Path, port: str) 
     assert_refused(run_rmq(["namesrv", "-c", str(conf)], tmp_path), 2, "listenPort", "0..65535")
 
 
-def commit_offset(broker: RmqProcess, offset: int) -> None:
-    with RemotingSession() as session:
-        header = UpdateConsumerOffsetRequestHeader(
-            consumer_group=GROUP, topic=TOPIC, queue_id=0, commit_offset=offset
-        )
-        response = session.invoke(broker.addr, RequestCode.UPDATE_CONSUMER_OFFSET, header)
-        assert response.code == ResponseCode.SUCCESS, response.remark
-
-
-def committed_offset(broker: RmqProcess) -> int | None:
-    """The broker's answer to QUERY_CONSUMER_OFFSET (None: QUERY_NOT_FOUND)."""
-    with RemotingSession() as session:
-        header = QueryConsumerOffsetRequestHeader(consumer_group=GROUP, topic=TOPIC, queue_id=0)
-        response = session.invoke(broker.addr, RequestCode.QUERY_CONSUMER_OFFSET, header)
-    if response.code == ResponseCode.QUERY_NOT_FOUND:
-        return None
-    assert response.code == ResponseCode.SUCCESS, response.remark
-    return response.read_header(QueryConsumerOffsetResponseHeader).offset
-
-
 def broker_with_offset(rmq_processes: RmqProcesses, offset: int) -> tuple[RmqProcess, Path]:
     """A stopped broker whose store/config holds `offset` for (GROUP, TOPIC, 0), and that
     config directory."""
     broker = rmq_processes.start_broker("damage-broker", namesrv=None)
-    commit_offset(broker, offset)
+    commit_offset(broker, GROUP, TOPIC, offset)
     broker.stop_cleanly()
     return broker, broker.home / "store" / "config"
 
@@ -133,7 +107,7 @@ def test_an_empty_offsets_file_falls_back_to_its_backup(rmq_processes: RmqProces
 
     restarted = rmq_processes.restart(broker)
 
-    assert committed_offset(restarted) == 42
+    assert committed_offset(restarted, GROUP, TOPIC) == 42
     restarted.stop_cleanly()
 
 
@@ -161,7 +135,7 @@ def test_start_with_empty_metadata_on_damage_starts_without_the_file(
 
     restarted = rmq_processes.restart(broker)
 
-    assert committed_offset(restarted) != 42  # the group starts over
+    assert committed_offset(restarted, GROUP, TOPIC) != 42  # the group starts over
     assert "is empty, and no usable backup: starting without it" in restarted.wait_for_log(
         CONSUMER_OFFSET_JSON
     )
