@@ -31,7 +31,8 @@ shop setup "$dir"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
 for service in goods coupon user order; do
-    shop serve "$dir" "$service" >"$dir/$service.log" 2>&1 &
+    # python itself in the background (not the shell function), so $! is its pid
+    "$python" "$here/shop.py" serve "$dir" "$service" >"$dir/$service.log" 2>&1 &
     pids+=($!)
 done
 services=(goods coupon user order)

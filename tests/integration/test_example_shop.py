@@ -54,6 +54,8 @@ def run_shop(tmp_path: Path) -> tuple[dict[str, Any], Path]:
             f"\n--- {log.name}\n{log.read_text()}" for log in sorted(shop_dir.glob("*.log"))
         )
         assert result.returncode == 0, result.stderr.decode() + logs
+        left = subprocess.run(["pgrep", "-f", f"shop.py serve {shop_dir} "], capture_output=True)
+        assert left.returncode == 1, f"run.sh left its services running: {left.stdout!r}"
         return json.loads(result.stdout.decode().strip().splitlines()[-1]), shop_dir
     finally:
         procs.kill_all()
