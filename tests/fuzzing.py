@@ -12,7 +12,6 @@ seeds, so the cases get past a decoder's first checks instead of dying at its fr
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import struct
 from collections.abc import Callable, Sequence
@@ -24,7 +23,6 @@ from hypothesis import strategies as st
 
 from rmq.remoting.codes import RequestCode, SerializeType
 from rmq.remoting.frame import decode_frame, encode_frame
-from rmq.remoting.headers import PullMessageRequestHeader
 
 T = TypeVar("T")
 
@@ -186,21 +184,3 @@ def mutated_frames(seeds: Sequence[bytes]) -> st.SearchStrategy[bytes]:
     return st.one_of(
         commands, commands, mutated(seeds, max_steps=2).map(_with_length), mutated(seeds)
     )
-
-
-def pull_header(topic: str, group: str, **changes: Any) -> PullMessageRequestHeader:
-    """A PULL_MESSAGE header as a client sends it, without the suspend flag (a broker answers
-    at once), with `changes` made."""
-    header = PullMessageRequestHeader(
-        consumer_group=group,
-        topic=topic,
-        queue_id=0,
-        queue_offset=0,
-        max_msg_nums=32,
-        sys_flag=0,
-        commit_offset=0,
-        suspend_timeout_millis=0,
-        subscription="*",
-        sub_version=0,
-    )
-    return dataclasses.replace(header, **changes)

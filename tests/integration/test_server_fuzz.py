@@ -46,8 +46,15 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.errors import RemotingProtocolError
 from rmq.remoting.frame import FrameSplitter, decode_frame
-from tests.fuzzing import budgets, fuzz, mutated_frames, pull_header
-from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses, send_header
+from tests.fuzzing import budgets, fuzz, mutated_frames
+from tests.procs import (
+    LOOPBACK,
+    RemotingSession,
+    RmqProcess,
+    RmqProcesses,
+    pull_header,
+    send_header,
+)
 
 CASES = budgets(400, 50_000)
 TOPIC = "FuzzSeedTopic"

@@ -55,19 +55,15 @@ from tests.fuzzing import (
     fuzz,
     mutated,
     mutated_frames,
-    pull_header,
 )
-from tests.procs import send_header
+from tests.procs import pull_header, send_header
 
 CASES = budgets(300, STRESS_DECODER_CASES)
 
 
 def _requests() -> list[RemotingCommand]:
-    pull = pull_header(
-        "FuzzTopic",
-        "fuzz-group",
-        queue_id=1,
-        queue_offset=42,
+    pull = dataclasses.replace(
+        pull_header("FuzzTopic", "fuzz-group", queue_id=1, queue_offset=42),
         sys_flag=2,
         commit_offset=40,
         suspend_timeout_millis=15000,
