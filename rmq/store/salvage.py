@@ -17,9 +17,9 @@ equals what its length fields add up to, its PHYSICALOFFSET field is the record'
 offset and its body CRC matches: 32 + 64 + 31 bits that random bytes match with odds below
 2^-120, and that a copy of a record stored elsewhere (say inside a message body) fails on its
 PHYSICALOFFSET.  In the last file it must also be stored no earlier than the last record
-before the damage (see :func:`_resync`).  Zeros at the position where the last file's data
-stops are the normal end of the log and are not searched past (the tail of a preallocated
-file is zeros).
+before the damage (see :func:`_resync`).  A TOTALSIZE of 0 where the last file's data
+stops is the normal end of the log and is not searched past (the tail of a preallocated
+file is zeros, and a batch cut short by a crash has its first TOTALSIZE still 0).
 
 The skipped bytes stay where they are (the commitlog stays byte-compatible with Apache's,
 whose recovery would cut at them).  The caller reports the spans (:mod:`rmq.store.recovery`).
@@ -107,7 +107,11 @@ def _find_next(mapped: MappedFile, pos: int, min_time: int) -> int:
 
 
 def _is_zero_end(view: memoryview, pos: int, limit: int) -> bool:
-    return pos + END_FILE_MIN_BLANK_LENGTH > limit or peek_size_magic(view, pos) == (0, 0)
+    """Whether the last file's data ends at ``pos``: no room for a record, or a TOTALSIZE of
+    0.  A batch is appended with its first TOTALSIZE written last, so a write cut short by a
+    crash leaves 0 there before complete-looking records nobody was answered for: they end
+    the log, they are not data past damage."""
+    return pos + END_FILE_MIN_BLANK_LENGTH > limit or peek_size_magic(view, pos)[0] == 0
 
 
 def _what_is_at(mapped: MappedFile, pos: int) -> str:

@@ -180,6 +180,25 @@ def test_zeros_in_the_last_file_end_the_log_and_the_cut_is_counted(tmp_path: Pat
         store.shutdown()
 
 
+def test_a_batch_cut_short_in_the_last_file_ends_the_log(tmp_path: Path) -> None:
+    """A batch's first TOTALSIZE is written last: a crash mid-batch leaves 0 there (its magic
+    and the later records complete).  Nobody was answered for them: the log ends there, the
+    later records are not searched for as data past damage."""
+    results = fill(tmp_path, 10)
+    torn = results[7]
+    path = commitlog_file(tmp_path, torn.physical_offset)
+    patch_file(path, torn.physical_offset % FILE_SIZE, bytes(4))  # TOTALSIZE only
+    store = reopen(tmp_path)
+    try:
+        assert store.recovery.end_offset == torn.physical_offset
+        assert store.recovery.skipped == []
+        assert store.recovery.dropped_records == 2
+        assert_all_readable(store, results[:7])
+        assert queue_offsets(store, 0) == [r.physical_offset for r in results[:7:2]]
+    finally:
+        store.shutdown()
+
+
 def test_a_clean_restart_writes_no_report(tmp_path: Path) -> None:
     fill(tmp_path, 10)
     store = reopen(tmp_path)
