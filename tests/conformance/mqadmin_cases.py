@@ -42,6 +42,7 @@ from tests.conformance.mqadmin_normalise import (
     runtime_values,
     send_offsets,
     times,
+    trace_reader_lag,
     unordered,
 )
 from tests.conformance.mqadmin_state import (
@@ -255,7 +256,7 @@ CASES: list[Case] = [
         "consumerProgress",
         [["consumerProgress", "-g", GROUP], ["consumerProgress"]],
         ["%RETRY%MqaGroup", "Diff Total: 0", "PUSH   CLUSTERING"],
-        [times, rates, foreign],
+        [times, rates, foreign, trace_reader_lag],
     ),
     Case(
         "consumerStatus",

@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from rmq.common.configobjects import RMQ_ONLY_KEYS as CONFIG_RMQ_ONLY_KEYS
+
 Rule = Callable[[str, "Where"], str]
 
 OWN_PREFIX = "Mqa"
@@ -295,6 +297,15 @@ def foreign(text: str, where: Where) -> str:
     return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
 
 
+def trace_reader_lag(text: str, where: Where) -> str:
+    """consumerProgress lists the group with which the Java trace scenario reads
+    RMQ_SYS_TRACE_TOPIC (`CG-message-trace-...-trace-reader`).  Its lag counts the trace
+    messages written since, by every traced client of the later modules, and how many
+    messages a trace writer makes of its records depends on when its batches fill or time
+    out (Java's AsyncTraceDispatcher and rmq's alike): the number is replaced."""
+    return re.sub(r"(?m)^(CG-message-trace-\S*\s.*?)\d+[ \t]*$", r"\g<1><trace lag>", text)
+
+
 def own_diff_total(text: str, where: Where) -> str:
     """brokerConsumeStats ends with the sum of every row's `#Diff`, which counts the groups of
     other conformance modules too (their rows go, `foreign`): their diffs are subtracted, the
@@ -337,9 +348,10 @@ def metric_rates(text: str, where: Where) -> str:
     )
 
 
-RMQ_ONLY_KEYS = ("bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime")
+RMQ_ONLY_KEYS = tuple(sorted(CONFIG_RMQ_ONLY_KEYS))
 """Settings rmq documents as its own additions (docs/namesrv.md and docs/broker.md, "rmq-only",
-the RocketMQ 5 keys): Apache 4.9 has no such setting, so it cannot print them."""
+the RocketMQ 5 keys; marked `rmq_only` where they are declared, rmq/common/configobjects.py):
+Apache 4.9 has no such setting, so it cannot print them."""
 
 HARNESS_KEYS = ("rocketmqHome",)
 """Apache's servers refuse to start without ROCKETMQ_HOME and print it among their settings;
