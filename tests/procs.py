@@ -34,7 +34,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
@@ -67,12 +67,21 @@ SMALL_STORE_PROPS: Mapping[str, object] = {
 4 MiB index files instead of Apache's 1 GiB / 6 MB / 420 MB."""
 
 
-def free_port() -> int:
-    """A TCP port on the loopback interface that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        port: int = probe.getsockname()[1]
-        return port
+def free_port(avoid: Container[int] = ()) -> int:
+    """A TCP port on the loopback interface that nothing listens on right now, and not one
+    of `avoid` (the ports a server chosen but not started yet will bind)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((LOOPBACK, 0))
+            port: int = probe.getsockname()[1]
+        if port not in avoid:
+            return port
+
+
+def broker_ports(listen_port: int) -> range:
+    """Every port a broker on `listen_port` binds: the fast port (listenPort - 2), listenPort
+    and the HA port (listenPort + 1)."""
+    return range(listen_port - 2, listen_port + 2)
 
 
 def free_broker_port() -> int:
@@ -402,8 +411,8 @@ class RmqProcesses:
         """`rmq standalone -c <root>/<name>.conf --namesrv-port N --broker-port M` on free
         loopback ports; the conf is that of `start_broker` (without `namesrvAddr`).
         `args` adds command-line options.  Returns once the broker is registered."""
-        namesrv_port = free_port()
         broker_port = free_broker_port()
+        namesrv_port = free_port(avoid=broker_ports(broker_port))
         conf = write_properties(
             self.root / f"{name}.conf",
             {

@@ -35,7 +35,7 @@ from rmq.remoting.bodies import (
 )
 from rmq.server.broker.controller import BrokerController
 from rmq.server.namesrv.server import NamesrvController
-from tests.procs import SMALL_STORE_PROPS, free_port
+from tests.procs import SMALL_STORE_PROPS, broker_ports, free_broker_port, free_port
 
 GROUP = "rebalance-group"
 TOPIC = "RebalanceTopic"
@@ -54,7 +54,8 @@ def run(scenario: Callable[[str], Coroutine[Any, Any, None]], tmp_path: Path) ->
 
 @contextlib.asynccontextmanager
 async def cluster(tmp_path: Path) -> AsyncIterator[str]:
-    namesrv_port, broker_port = free_port(), free_port()
+    broker_port = free_broker_port()
+    namesrv_port = free_port(avoid=broker_ports(broker_port))
     namesrv_configs, _ = build_namesrv_configs(
         {
             "listenPort": str(namesrv_port),
