@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Self, TypeVar
 
 from rmq.client import api
+from rmq.client.credentials import SessionCredentials, remoting_client
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError, RouteNotFound
 from rmq.client.instance import NameServerList, parse_namesrv_addrs
 from rmq.remoting.bodies import MASTER_ID, ClusterInfo, TopicConfig, TopicRouteData
@@ -170,12 +171,13 @@ class AdminClient:
         *,
         timeout: float = DEFAULT_ADMIN_TIMEOUT,
         remoting: RemotingClient | None = None,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.namesrv_addrs = parse_namesrv_addrs(
             namesrv_addrs if isinstance(namesrv_addrs, str) else ";".join(namesrv_addrs)
         )
         self.timeout = timeout
-        self._remoting = remoting if remoting is not None else RemotingClient()
+        self._remoting = remoting if remoting is not None else remoting_client(credentials)
         self._owns_remoting = remoting is None
         self._namesrvs = NameServerList(self.namesrv_addrs)
 

@@ -50,6 +50,7 @@ from typing import Protocol, TypeVar
 
 from rmq.client import api
 from rmq.client.consumerrequests import ConsumerAnswers, register_consumer_requests
+from rmq.client.credentials import SessionCredentials, remoting_client
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
 from rmq.client.requestreply import RequestFutures, register_reply_requests
 from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
@@ -65,7 +66,6 @@ from rmq.remoting.bodies import (
     QueueData,
     TopicRouteData,
 )
-from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection
@@ -257,6 +257,7 @@ class ClientInstance:
         api_timeout: float = DEFAULT_API_TIMEOUT,
         poll_name_server_interval: float = POLL_NAME_SERVER_INTERVAL,
         heartbeat_interval: float = HEARTBEAT_BROKER_INTERVAL,
+        credentials: SessionCredentials | None = None,
     ) -> None:
         self.namesrv_addrs = parse_namesrv_addrs(namesrv_addrs)
         self.instance_name = instance_name or default_instance_name()
@@ -264,7 +265,7 @@ class ClientInstance:
         self.api_timeout = api_timeout
         self.poll_name_server_interval = poll_name_server_interval
         self.heartbeat_interval = heartbeat_interval
-        self.remoting = RemotingClient()
+        self.remoting = remoting_client(credentials)  # signs with ACL credentials, if any
         self._namesrvs = NameServerList(
             self.namesrv_addrs, random.randrange(len(self.namesrv_addrs))
         )

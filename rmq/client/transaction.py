@@ -236,6 +236,7 @@ class TransactionProducer(Producer):
                 True,
             )
         try:
-            await connection.send_oneway(api.end_transaction_request(answer, remark))
+            request = api.end_transaction_request(answer, remark)
+            await connection.send_oneway(self.instance.remoting.before_request(request))
         except RemotingError as exc:
             log.warning("answering the check of %s failed: %s", record.msg_id, exc)

@@ -12,12 +12,18 @@ address connects again.  `invoke` waits for the response matched by opaque and r
 consumer for its running info, NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE) are
 served by the handlers registered with `register`, exactly as the server serves its own.
 Timeouts are in seconds.
+
+`rpc_hook`, when given, is called with every request this client sends (`invoke`,
+`invoke_oneway`, and `before_request` for a request written on a connection directly) just
+before it is written: Java's `RPCHook.doBeforeRequest`, where a client with ACL credentials
+signs (`rmq.client.credentials`).  Without one nothing is done.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection, RemotingEndpoint
@@ -46,9 +52,11 @@ class RemotingClient(RemotingEndpoint):
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         idle_timeout: float | None = None,
         close_grace: float = 1.0,
+        rpc_hook: Callable[[RemotingCommand], None] | None = None,
     ) -> None:
         super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout)
         self.connect_timeout = connect_timeout
+        self.rpc_hook = rpc_hook
         self._close_grace = close_grace
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
@@ -61,12 +69,22 @@ class RemotingClient(RemotingEndpoint):
         remaining = deadline - loop.time()
         if remaining <= 0:
             raise RemotingTimeoutError(f"connecting to {addr} used up the {timeout}s timeout")
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         return await connection.send_request(request, remaining)
 
     async def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send `request` to `addr` as a oneway request."""
         connection = await self.connection(addr)
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
         await connection.send_oneway(request)
+
+    def before_request(self, request: RemotingCommand) -> RemotingCommand:
+        """`request` after the `rpc_hook`, for a request sent on a connection directly."""
+        if self.rpc_hook is not None:
+            self.rpc_hook(request)
+        return request
 
     async def connection(self, addr: str) -> Connection:
         """The open connection to `addr`, connecting first if there is none."""
