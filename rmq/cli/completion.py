@@ -7,6 +7,13 @@ walks the command tree with resilient parsing, importing only the command module
 path to the word being completed, and prints the candidates.  A TAB therefore costs about
 what `rmq --help` costs; completion callbacks (such as profile names) must stay as light.
 
+Paths.  A parameter typed as a path (`pathlib.Path` in a typer signature, `click.Path`)
+completes as a path: the answer is click's `file` (or `dir`, for a directory-only path) type,
+on which the bash script turns on readline's filename completion (`compopt -o default` /
+`-o dirnames`), zsh calls `_path_files` and fish `__fish_complete_path`.  typer's own path type
+answers nothing at all, so `get_completions` below asks click's path type instead.  The shell
+does the file system walk itself; rmq's answer costs no more than any other.
+
 The shell classes are named here explicitly rather than looked up in click's registry,
 which typer replaces with its own classes once any app is built with completion enabled.
 docgen writes the same scripts to completions/rmq.{bash,zsh,fish}.
@@ -19,7 +26,15 @@ from typing import Annotated
 
 import click
 import typer
-from click.shell_completion import BashComplete, FishComplete, ShellComplete, ZshComplete
+from click.shell_completion import (
+    BashComplete,
+    CompletionItem,
+    FishComplete,
+    ShellComplete,
+    ZshComplete,
+    _resolve_context,
+    _resolve_incomplete,
+)
 
 from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, PROG_NAME
 from rmq.cli.main import COMPLETE_VAR, command_app
@@ -31,10 +46,41 @@ class Shell(StrEnum):
     FISH = "fish"
 
 
+def path_aware_completions(
+    shell: ShellComplete, args: list[str], incomplete: str
+) -> list[CompletionItem]:
+    """What click completes for `incomplete` after `args`, with path parameters answering
+    click's `file`/`dir` completion (typer's path type answers nothing)."""
+    ctx = _resolve_context(shell.cli, shell.ctx_args, shell.prog_name, args)
+    obj, incomplete = _resolve_incomplete(ctx, args, incomplete)
+    if (
+        isinstance(obj, click.Parameter)
+        and isinstance(obj.type, click.Path)
+        and getattr(obj, "_custom_shell_complete", None) is None
+    ):
+        return click.Path.shell_complete(obj.type, ctx, obj, incomplete)
+    return obj.shell_complete(ctx, incomplete)
+
+
+class _Bash(BashComplete):
+    def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
+        return path_aware_completions(self, args, incomplete)
+
+
+class _Zsh(ZshComplete):
+    def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
+        return path_aware_completions(self, args, incomplete)
+
+
+class _Fish(FishComplete):
+    def get_completions(self, args: list[str], incomplete: str) -> list[CompletionItem]:
+        return path_aware_completions(self, args, incomplete)
+
+
 _SHELL_CLASSES: dict[str, type[ShellComplete]] = {
-    Shell.BASH: BashComplete,
-    Shell.ZSH: ZshComplete,
-    Shell.FISH: FishComplete,
+    Shell.BASH: _Bash,
+    Shell.ZSH: _Zsh,
+    Shell.FISH: _Fish,
 }
 
 app = command_app()

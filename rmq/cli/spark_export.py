@@ -77,7 +77,13 @@ def _one_line(exc: BaseException) -> str:
 def spark_export(
     ctx: typer.Context,
     out: Annotated[
-        str, typer.Option("--out", metavar="DIR", help="Output directory (or Spark URI).")
+        str,
+        typer.Option(
+            "--out",
+            metavar="DIR",
+            click_type=click.Path(file_okay=False),
+            help="Output directory (or Spark URI).",
+        ),
     ],
     store_dirs: Annotated[
         list[Path] | None,

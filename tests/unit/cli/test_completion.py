@@ -11,6 +11,7 @@ import pytest
 
 from rmq.cli.docgen import SOURCE_ROOT
 from rmq.cli.main import COMMANDS
+from tests.terminal import Terminal
 from tests.unit.cli.conftest import RunRmq
 
 
@@ -80,3 +81,41 @@ def test_bash_script_completes_in_bash(
         "prod",
         "complete -o nosort -F _rmq_completion rmq",
     ]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+def test_path_arguments_complete_file_names_in_an_interactive_bash(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    """TAB after `rmq inspect ./st` and `rmq broker -c ` completes names of the file system."""
+    work = tmp_path / "work"
+    (work / "store-a").mkdir(parents=True)
+    (work / "broker.conf").write_text("brokerName=b\n")
+    script = tmp_path / "rmq.bash"
+    script.write_text((SOURCE_ROOT / "completions" / "rmq.bash").read_text())
+    env = {
+        **cli_env,
+        "PATH": f"{Path(sys.executable).parent}:{cli_env['PATH']}",
+        "PS1": "READY$ ",
+        "INPUTRC": "/dev/null",
+    }
+    terminal = Terminal(["bash", "--norc", "--noprofile", "-i"], env, cwd=str(work))
+    try:
+        terminal.send(f"source {script}\n")
+        terminal.expect(r"READY\$ ")
+        terminal.send("rmq inspect ./st\t")
+        terminal.expect(r"rmq inspect \./store-a/")
+        terminal.send("\x15rmq broker -c bro\t")
+        terminal.expect(r"rmq broker -c broker\.conf ")
+        terminal.send("\x15exit\n")
+    finally:
+        terminal.finish()
+
+
+def test_path_completion_answers_file_and_dir_types(rmq: RunRmq) -> None:
+    assert complete(rmq, "bash", "rmq broker -c ") == ["file,", ""]
+    assert complete(rmq, "bash", "rmq cluster up --dir ./x") == ["dir,./x", ""]
+    assert complete(rmq, "zsh", "rmq spark-export --out o")[:2] == ["dir", "o"]
+    # fish sends the words before the cursor and, in COMP_CWORD, the incomplete one
+    env = {"_RMQ_COMPLETE": "fish_complete", "COMP_WORDS": "rmq inspect", "COMP_CWORD": "./st"}
+    assert rmq(env=env).stdout == "file,./st\n"

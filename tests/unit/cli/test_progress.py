@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
-import time
 
 from rmq.cli.progress import Progress
+from tests.terminal import Terminal
 
 # Counts to 400 records in 20 steps over about a second (so a refresh certainly happens), then
 # prints DONE on stdout.
@@ -27,39 +22,19 @@ print("DONE")
 """
 
 
-def run_on_terminal(script: str) -> bytes:
-    """Everything the script writes to a pseudo-terminal (stdout and stderr both)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    env = {**os.environ, "TERM": "xterm"}
+def run_on_terminal(script: str) -> str:
+    """Everything the script shows on a pseudo-terminal (stdout and stderr both)."""
+    env = {**os.environ}
     env.pop("NO_COLOR", None)
-    process = subprocess.Popen(
-        [sys.executable, "-c", script], stdin=slave, stdout=slave, stderr=slave, env=env
-    )
-    os.close(slave)
-    screen = b""
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # the terminal closed: the process is gone
-                    break
-                if not chunk:
-                    break
-                screen += chunk
-            elif process.poll() is not None:
-                break
-        assert process.wait(30) == 0, screen.decode(errors="replace")
-    finally:
-        os.close(master)
-    return screen
+    terminal = Terminal([sys.executable, "-c", script], env)
+    code, raw = terminal.finish()
+    shown = raw.decode(errors="replace")
+    assert code == 0, shown
+    return shown
 
 
 def test_a_bar_is_drawn_on_a_terminal() -> None:
-    screen = run_on_terminal(SCRIPT).decode(errors="replace")
+    screen = run_on_terminal(SCRIPT)
     assert "counting things" in screen
     assert "/400" in screen and "records" in screen
     assert "DONE" in screen
@@ -89,5 +64,5 @@ with Progress("tiny work", total=5, min_total=1000) as bar:
     bar.advance(5)
 print("DONE")
 """
-    screen = run_on_terminal(script).decode(errors="replace")
+    screen = run_on_terminal(script)
     assert "DONE" in screen and "tiny work" not in screen
