@@ -20,7 +20,7 @@ only when the command runs.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -32,6 +32,7 @@ from rmq.cli.serve import ConfigFileOption
 
 if TYPE_CHECKING:
     from rmq.common.config import BrokerConfigs
+    from rmq.remoting.errors import ListenError
 
 app = command_app()
 
@@ -123,9 +124,10 @@ def serve(
     configs: BrokerConfigs,
     unknown: list[str],
     source: str | None,
+    port_option: Callable[[ListenError], str] = lambda _: "listenPort (--port)",
 ) -> int:
-    """Run the server `main` (see `rmq.cli.serve.run_foreground`); store failures ->
-    RmqError too."""
+    """Run the server `main` (see `rmq.cli.serve.run_foreground`, `port_option` the option
+    a port-in-use error names); store failures -> RmqError too."""
     from rmq.cli.serve import run_foreground
     from rmq.store.errors import StoreError, StoreLockedError
 
@@ -141,6 +143,7 @@ def serve(
                 f"repair or remove the file under {store_dir}/config, "
                 "or set startWithEmptyMetadataOnDamage=true to start without it"
             ),
+            port_option=port_option,
         )
     except StoreLockedError as exc:
         raise RmqError(

@@ -81,4 +81,5 @@ def namesrv(
         unknown=unknown,
         source=source,
         config_file_hint="repair or remove the file (kvConfigPath)",
+        port_option=lambda _: "--port or listenPort",
     )

@@ -4,7 +4,9 @@
 `run_foreground` sets up logging (DEBUG with `rmq --debug`), warns about config keys it did
 not know, runs the server until it stops and turns the start failures a user can fix into an
 `RmqError` with a hint: a config file under the store that does not parse, and a port that
-cannot be bound (the error names it: a broker listens on `listenPort` and `listenPort - 2`).
+cannot be bound (the error names it: a broker listens on `listenPort` and `listenPort - 2`;
+the hint names the one option that moves the port that failed, which the caller's
+`port_option` picks).
 Other failures (a broker's store errors) pass through to the caller.  The server modules are
 imported only when it runs, so the CLI starts fast.  `ConfigFileOption` is the `-c` option
 the three commands take, as Apache's `mqnamesrv` and `mqbroker` do.
@@ -12,14 +14,17 @@ the three commands take, as Apache's `mqnamesrv` and `mqbroker` do.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from rmq.cli.errors import RmqError
 from rmq.cli.main import CliState
+
+if TYPE_CHECKING:
+    from rmq.remoting.errors import ListenError
 
 __all__ = ["ConfigFileOption", "run_foreground"]
 
@@ -44,10 +49,11 @@ def run_foreground(
     unknown: list[str],
     source: str | None,
     config_file_hint: str,
+    port_option: Callable[[ListenError], str],
 ) -> int:
     """Run `main` to its exit code; warn on logger `logger` about the `unknown` keys of the
     file `source`.  `config_file_hint` says what to do about a config file that does not
-    parse."""
+    parse; `port_option` names the option that moves the port a ListenError is about."""
     import logging
 
     from rmq.remoting.errors import ListenError
@@ -66,5 +72,6 @@ def run_foreground(
         raise RmqError(str(exc), config_file_hint) from None
     except ListenError as exc:
         raise RmqError(
-            str(exc), "is another server using the port? choose another with --port or listenPort"
+            str(exc),
+            f"is another server using the port? choose another with {port_option(exc)}",
         ) from None

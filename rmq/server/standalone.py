@@ -9,6 +9,12 @@ SQL92 subscriptions work in the embedded default): it listens on the broker's
 the same REGISTER_BROKER requests a separate name server would get.  Clients see an ordinary
 name server and an ordinary broker on two ports.
 
+Unlike ``rmq broker`` (Apache's defaults: bind every address, advertise the outward one), a
+standalone is local unless told otherwise: ``standalone_configs`` binds ``host`` (the
+``--host`` option; else the file's ``bindAddress``; else ``127.0.0.1``) and advertises it as
+``brokerIP1``/``brokerIP2`` unless the file sets those or ``host`` is the wildcard (then the
+outward address, as ``rmq broker`` does).
+
 :func:`run_standalone` starts the name server, then the broker; logs one line with both
 addresses once both are ready; and on SIGTERM or Ctrl-C stops the broker first (so it
 unregisters and flushes its store) and then the name server.
@@ -27,15 +33,29 @@ from rmq.server.runtime import exit_code_for, shutdown_signals
 log = logging.getLogger("rmq.standalone")
 
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+DEFAULT_HOST = "127.0.0.1"
 
 
 def standalone_configs(
-    broker: BrokerConfigs, namesrv_port: int, file_properties: Mapping[str, str] | None = None
+    broker: BrokerConfigs,
+    namesrv_port: int,
+    file_properties: Mapping[str, str] | None = None,
+    host: str | None = None,
 ) -> NamesrvConfigs:
-    """The name server's settings for ``broker``; points the broker's ``namesrvAddr`` at it
-    and turns ``enablePropertyFilter`` on unless the ``-c`` file (``file_properties``) sets it."""
-    if "enablePropertyFilter" not in (file_properties or {}):
+    """The name server's settings for ``broker``; binds both to ``host`` (see the module
+    docstring), points the broker's ``namesrvAddr`` at the name server and turns
+    ``enablePropertyFilter`` on unless the ``-c`` file (``file_properties``) sets it."""
+    file_properties = file_properties or {}
+    if "enablePropertyFilter" not in file_properties:
         broker.broker.enable_property_filter = True
+    if host is None:
+        host = broker.server.bind_address if "bindAddress" in file_properties else DEFAULT_HOST
+    broker.server.bind_address = host
+    if host not in WILDCARD_ADDRESSES:
+        if "brokerIP1" not in file_properties:
+            broker.broker.broker_ip1 = host
+        if "brokerIP2" not in file_properties:
+            broker.broker.broker_ip2 = host
     namesrv, _ = build_namesrv_configs({})
     bind_address = broker.server.bind_address
     namesrv.server.listen_port = namesrv_port

@@ -230,10 +230,11 @@ def test_a_taken_fast_port_stops_the_start(tmp_path: Path, command: str) -> None
 
     assert result.returncode == 1, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("rmq: error:")]
+    option = "--broker-port" if command == "standalone" else "listenPort (--port)"
     assert errors == [
         f"rmq: error: cannot listen on {LOOPBACK}:{port - 2}, the broker's fast port "
         "(listenPort - 2): Address already in use; is another server using the port? "
-        "choose another with --port or listenPort"
+        f"choose another with {option}"
     ]
     assert "Traceback" not in result.stderr
     assert not (store / "abort").exists(), "the store was shut down cleanly"
