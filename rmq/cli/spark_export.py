@@ -57,12 +57,12 @@ def _require_spark() -> None:
 
 
 def _check_store_dirs(store_dirs: list[Path]) -> None:
+    from rmq.store.layout import StoreLayout
+
     for store_dir in store_dirs:
-        if not (store_dir / "commitlog").is_dir():
-            raise RmqError(
-                f"{store_dir} is not a store directory (it has no commitlog/)",
-                "give a broker's storePathRootDir",
-            )
+        refusal = StoreLayout.of(store_dir).not_a_store()
+        if refusal is not None:
+            raise RmqError(refusal, "give a broker's storePathRootDir", EXIT_USAGE)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -33,6 +33,15 @@ SUBSCRIPTION_GROUP_JSON = "subscriptionGroup.json"
 CONSUMER_FILTER_JSON = "consumerFilter.json"
 DELAY_OFFSET_JSON = "delayOffset.json"
 
+CONFIG_FILES = (
+    TOPICS_JSON,
+    CONSUMER_OFFSET_JSON,
+    SUBSCRIPTION_GROUP_JSON,
+    CONSUMER_FILTER_JSON,
+    DELAY_OFFSET_JSON,
+)
+"""The config files a broker keeps under ``config/`` (each with a ``.bak`` beside it)."""
+
 OFFSET_FILE_NAME_DIGITS = 20
 INDEX_FILE_NAME_DIGITS = 17
 
@@ -84,6 +93,32 @@ class StoreLayout:
     @property
     def lock(self) -> Path:
         return self.root / LOCK_FILE
+
+    def looks_like_a_store(self) -> bool:
+        """Whether anything marks the root as a broker's store: its commitlog directory,
+        ``consumequeue/`` or ``index/`` (a broker creates the first two when it first opens
+        the store), a ``checkpoint`` file, or a config file (or its ``.bak``) under
+        ``config/``.  Without any of them the directory is not a store (a mistyped path, a
+        parent directory) and readers refuse it rather than call an empty store healthy."""
+        if any(path.is_dir() for path in (self.commitlog, self.consume_queue_root, self.index)):
+            return True
+        return self.checkpoint.is_file() or any(
+            self.config_file(name + suffix).is_file()
+            for name in CONFIG_FILES
+            for suffix in ("", ".bak")
+        )
+
+    def not_a_store(self) -> str | None:
+        """Why the root is not a store directory (one sentence), or None when it is one."""
+        if not self.root.is_dir():
+            return f"{self.root} is not a directory"
+        if self.looks_like_a_store():
+            return None
+        return (
+            f"{self.root} is not a RocketMQ store: no {self.commitlog.name}/, "
+            f"{CONSUME_QUEUE_DIR}/, {INDEX_DIR}/, {CHECKPOINT_FILE} or "
+            f"{CONFIG_DIR}/{TOPICS_JSON} in it"
+        )
 
 
 def offset_file_name(offset: int) -> str:

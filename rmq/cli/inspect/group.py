@@ -86,12 +86,11 @@ def inspect(
     ] = None,
 ) -> None:
     """Open STORE_DIR read-only: a shell without COMMAND, else run COMMAND and exit."""
-    if not store_dir.is_dir():
-        raise RmqError(
-            f"{store_dir} is not a directory",
-            "give the broker's store directory (storePathRootDir)",
-            EXIT_USAGE,
-        )
+    from rmq.store.layout import StoreLayout
+
+    refusal = StoreLayout.of(store_dir, commitlog_dir or "").not_a_store()
+    if refusal is not None:
+        raise RmqError(refusal, "give the broker's store directory (storePathRootDir)", EXIT_USAGE)
     target = StoreTarget(store_dir, commitlog_dir)
     ctx.meta[TARGET_KEY] = target
     if ctx.invoked_subcommand is None:

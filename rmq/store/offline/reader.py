@@ -70,8 +70,9 @@ class StoreReader:
         index_num: int = 0,
     ) -> None:
         self.layout = StoreLayout.of(root, commitlog_dir)
-        if not self.layout.root.is_dir():
-            raise StoreError(f"{self.layout.root} is not a directory")
+        refusal = self.layout.not_a_store()
+        if refusal is not None:
+            raise StoreError(refusal)
         self._hash_slot_num = hash_slot_num
         self._index_num = index_num
         self.commitlog = MappedCommitlog(self.layout.commitlog)
