@@ -10,16 +10,21 @@ What they measure follows RocketMQ's own benchmark tools (`benchmark/producer.sh
   the Java tool, is never compressed.  Columns: Send TPS (messages acknowledged per second),
   Max RT and Average RT (ms per request, from the call to the broker's answer), Send Failed
   (requests that failed in the client: connection, timeout, no route), Response Failed
-  (requests the broker refused), plus p50 and p99 of the request times.  A failed request
-  makes its task pause for a second, as the Java tool does, so a dead broker is not
-  hammered.
+  (requests the broker refused), plus p50, p99 and p99.9 of the request times.  A failed
+  request makes its task pause for a second, as the Java tool does, so a dead broker is not
+  hammered.  With `rate` the senders follow a `RateSchedule` (rmq.client.benchstats) of that
+  many messages per second instead of sending as fast as answers come back, and a request's
+  time is measured from when its send was due, so queueing behind a slow answer counts.
 * **consumer**: a `PushConsumer` of `group` with `threads` consume tasks, counting what its
   listener receives.  Columns: Consume TPS, FAIL (always 0: the listener never fails),
   AVG/MAX(B2C) RT (now minus the born timestamp) and AVG/MAX(S2C) RT (now minus the store
-  timestamp: store-to-consume latency), plus p50 and p99 of S2C.
+  timestamp: store-to-consume latency), plus p50, p99 and p99.9 of S2C.  With `pull` a
+  `PullConsumer` reads every queue of the topic instead, `PULL_BATCH` messages a pull, one
+  task per queue, with the same columns.
 
 Both run until `count` messages are done, `duration` seconds have passed, or `stop` is set,
-and call `on_report` every `interval` seconds with the figures of that interval (max RT of
+and call `on_report` every `interval` seconds (and `on_progress` with the running count after
+each acknowledged send or received message) with the figures of that interval (max RT of
 the producer is the run's so far, like Java's; the consumer's maxima are the interval's).
 They return the report of the whole run, marked `complete`.  Latencies are kept per sample
 in a flat `array('d')`, so percentiles are exact.
@@ -27,7 +32,6 @@ in a flat `array('d')`, so percentiles are exact.
 
 from __future__ import annotations
 
-import array
 import asyncio
 import contextlib
 import random
@@ -37,23 +41,25 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rmq.client.benchstats import Latencies, RateSchedule
 from rmq.client.consumer import (
     ConsumeFromWhere,
     ConsumeStatus,
     MessageExt,
+    PullConsumer,
+    PullStatus,
     PushConsumer,
 )
 from rmq.client.errors import ClientError, MQBrokerError
 from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.common.timeutil import now_millis
+from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.errors import RemotingError
 
 __all__ = [
     "ConsumerBenchConfig",
     "ConsumerReport",
-    "Latencies",
-    "LatencySummary",
     "ProducerBenchConfig",
     "ProducerReport",
     "run_consumer_bench",
@@ -63,57 +69,6 @@ __all__ = [
 DEFAULT_TOPIC = "BenchmarkTest"
 FAILURE_PAUSE = 1.0
 _NEVER_COMPRESS = 1 << 62
-
-
-@dataclass(frozen=True)
-class LatencySummary:
-    """Count, average, maximum and percentiles of a set of latencies (ms)."""
-
-    count: int
-    average: float
-    maximum: float
-    p50: float
-    p99: float
-
-
-class Latencies:
-    """Latency samples (ms) of the current interval and of the whole run."""
-
-    __slots__ = ("_all", "_window")
-
-    def __init__(self) -> None:
-        self._all = array.array("d")
-        self._window = array.array("d")
-
-    def add(self, millis: float) -> None:
-        self._window.append(millis)
-
-    def take_window(self) -> LatencySummary:
-        """The interval's summary; the interval's samples join the run's and a new one begins."""
-        window = self._window
-        self._all.extend(window)
-        self._window = array.array("d")
-        return summarize(window)
-
-    def total(self) -> LatencySummary:
-        self._all.extend(self._window)
-        self._window = array.array("d")
-        return summarize(self._all)
-
-
-def summarize(samples: array.array[float]) -> LatencySummary:
-    """Nearest-rank percentiles of `samples`."""
-    count = len(samples)
-    if not count:
-        return LatencySummary(0, 0.0, 0.0, 0.0, 0.0)
-    ordered = sorted(samples)
-    return LatencySummary(
-        count,
-        sum(ordered) / count,
-        ordered[-1],
-        ordered[max(0, -(-count * 50 // 100) - 1)],
-        ordered[max(0, -(-count * 99 // 100) - 1)],
-    )
 
 
 def _clock_text(epoch_seconds: float) -> str:
@@ -148,6 +103,7 @@ class ProducerBenchConfig:
     duration: float | None = None
     count: int | None = None
     group: str = "benchmark_producer"
+    rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -162,17 +118,19 @@ class ProducerReport:
     average_rt_ms: float
     p50_rt_ms: float
     p99_rt_ms: float
+    p999_rt_ms: float
     send_failed: int
     response_failed: int
     complete: bool
 
     def line(self) -> str:
-        """The Java tool's line, with p50 and p99 added."""
+        """The Java tool's line, with p50, p99 and p99.9 added."""
         figures = (
             f"Send TPS: {self.send_tps:.0f} Max RT(ms): {self.max_rt_ms:.0f} "
             f"Average RT(ms): {self.average_rt_ms:7.3f} Send Failed: {self.send_failed} "
             f"Response Failed: {self.response_failed} "
-            f"p50 RT(ms): {self.p50_rt_ms:.3f} p99 RT(ms): {self.p99_rt_ms:.3f}"
+            f"p50 RT(ms): {self.p50_rt_ms:.3f} p99 RT(ms): {self.p99_rt_ms:.3f} "
+            f"p999 RT(ms): {self.p999_rt_ms:.3f}"
         )
         if self.complete:
             return f"[Complete] Send Total: {self.send_total} {figures}"
@@ -187,6 +145,7 @@ class ProducerReport:
             "averageRtMs": round(self.average_rt_ms, 3),
             "p50RtMs": round(self.p50_rt_ms, 3),
             "p99RtMs": round(self.p99_rt_ms, 3),
+            "p999RtMs": round(self.p999_rt_ms, 3),
             "sendFailed": self.send_failed,
             "responseFailed": self.response_failed,
         }
@@ -226,6 +185,7 @@ async def run_producer_bench(
     interval: float,
     on_report: Callable[[ProducerReport], None],
     stop: asyncio.Event | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> ProducerReport:
     """Send with `producer` (started) as `config` says; see the module docstring."""
     stop = stop or asyncio.Event()
@@ -233,6 +193,11 @@ async def run_producer_bench(
     budget = _Budget(config.count)
     message = Message(config.topic, random_body(config.message_size))
     senders = config.threads * config.in_flight
+    schedule = (
+        None
+        if config.rate is None
+        else RateSchedule(config.rate, time.perf_counter(), config.batch_size)
+    )
 
     async def sender() -> None:
         while not stop.is_set():
@@ -240,6 +205,13 @@ async def run_producer_bench(
             if size == 0:
                 return
             begin = time.perf_counter()
+            if schedule is not None:
+                begin = schedule.take()
+                early = begin - time.perf_counter()
+                if early > 0:
+                    await _pause(stop, early)
+                    if stop.is_set():
+                        return
             try:
                 if config.batch_size > 1:
                     await producer.send_batch([message] * size)
@@ -258,6 +230,8 @@ async def run_producer_bench(
             stats.latencies.add(rt)
             if rt > stats.max_rt:
                 stats.max_rt = rt
+            if on_progress is not None:
+                on_progress(stats.sent)
 
     def report(since: float, sent_before: int, complete: bool) -> ProducerReport:
         now = time.perf_counter()
@@ -272,6 +246,7 @@ async def run_producer_bench(
             latency.average,
             latency.p50,
             latency.p99,
+            latency.p999,
             stats.send_failed,
             stats.response_failed,
             complete,
@@ -333,6 +308,14 @@ class ConsumerBenchConfig:
     from_first: bool = False
     duration: float | None = None
     count: int | None = None
+    pull: bool = False
+
+
+PULL_BATCH = 32
+"""Messages asked for by each pull of the pull benchmark."""
+
+PULL_IDLE = 0.05
+"""Seconds a pull task waits after finding no new message before it pulls again."""
 
 
 @dataclass(frozen=True)
@@ -350,16 +333,18 @@ class ConsumerReport:
     max_s2c_ms: float
     p50_s2c_ms: float
     p99_s2c_ms: float
+    p999_s2c_ms: float
     complete: bool
 
     def line(self) -> str:
-        """The Java tool's line (TPS as "Consume TPS"), with p50 and p99 of S2C added."""
+        """The Java tool's line (TPS as "Consume TPS"), with p50, p99 and p99.9 of S2C added."""
         figures = (
             f"Consume TPS: {self.consume_tps:.0f} FAIL: {self.failed} "
             f"AVG(B2C) RT(ms): {self.average_b2c_ms:7.3f} "
             f"AVG(S2C) RT(ms): {self.average_s2c_ms:7.3f} "
             f"MAX(B2C) RT(ms): {self.max_b2c_ms:.0f} MAX(S2C) RT(ms): {self.max_s2c_ms:.0f} "
-            f"p50(S2C) RT(ms): {self.p50_s2c_ms:.0f} p99(S2C) RT(ms): {self.p99_s2c_ms:.0f}"
+            f"p50(S2C) RT(ms): {self.p50_s2c_ms:.0f} p99(S2C) RT(ms): {self.p99_s2c_ms:.0f} "
+            f"p999(S2C) RT(ms): {self.p999_s2c_ms:.0f}"
         )
         if self.complete:
             return f"[Complete] Consume Total: {self.consume_total} {figures}"
@@ -377,7 +362,65 @@ class ConsumerReport:
             "maxS2cRtMs": self.max_s2c_ms,
             "p50S2cRtMs": self.p50_s2c_ms,
             "p99S2cRtMs": self.p99_s2c_ms,
+            "p999S2cRtMs": self.p999_s2c_ms,
         }
+
+
+class _ConsumeTally:
+    """What a consumer benchmark received: counts, B2C and S2C latencies, first and last
+    arrival; sets `stop` once `count` messages arrived."""
+
+    def __init__(
+        self,
+        count: int | None,
+        stop: asyncio.Event,
+        on_progress: Callable[[int], None] | None,
+    ) -> None:
+        self.count = count
+        self.stop = stop
+        self.on_progress = on_progress
+        self.b2c = Latencies()
+        self.s2c = Latencies()
+        self.received = 0
+        self.first_at = self.last_at = 0.0
+
+    def add(self, messages: list[MessageExt]) -> None:
+        now = now_millis()
+        for msg in messages:
+            self.b2c.add(now - msg.born_timestamp)
+            self.s2c.add(now - msg.store_timestamp)
+        self.last_at = time.perf_counter()
+        if not self.received:
+            self.first_at = self.last_at
+        self.received += len(messages)
+        if self.on_progress is not None:
+            self.on_progress(self.received)
+        if self.count is not None and self.received >= self.count:
+            self.stop.set()
+
+    def report(self, since: float, before: int, complete: bool) -> ConsumerReport:
+        """An interval's report (from `since`, `before` messages received then), or with
+        `complete` the whole run's, timed from the first message to the last."""
+        now = time.perf_counter()
+        if complete and self.received > 1:
+            since, now = self.first_at, self.last_at
+        born = self.b2c.total() if complete else self.b2c.take_window()
+        stored = self.s2c.total() if complete else self.s2c.take_window()
+        return ConsumerReport(
+            now_millis(),
+            now - since,
+            self.received,
+            (self.received - before) / (now - since) if now > since else 0.0,
+            0,
+            born.average,
+            stored.average,
+            born.maximum,
+            stored.maximum,
+            stored.p50,
+            stored.p99,
+            stored.p999,
+            complete,
+        )
 
 
 async def run_consumer_bench(
@@ -387,26 +430,17 @@ async def run_consumer_bench(
     interval: float,
     on_report: Callable[[ConsumerReport], None],
     stop: asyncio.Event | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> ConsumerReport:
-    """Consume as `config` says; see the module docstring."""
+    """Consume as `config` says (push, or with `config.pull` a pull loop); see the module
+    docstring."""
     stop = stop or asyncio.Event()
-    b2c = Latencies()
-    s2c = Latencies()
-    received = 0
-    first_at = last_at = 0.0
+    tally = _ConsumeTally(config.count, stop, on_progress)
+    if config.pull:
+        return await _pull_bench(namesrv_addrs, config, interval, on_report, stop, tally)
 
     async def listener(messages: list[MessageExt]) -> ConsumeStatus:
-        nonlocal received, first_at, last_at
-        now = now_millis()
-        for msg in messages:
-            b2c.add(now - msg.born_timestamp)
-            s2c.add(now - msg.store_timestamp)
-        last_at = time.perf_counter()
-        if not received:
-            first_at = last_at
-        received += len(messages)
-        if config.count is not None and received >= config.count:
-            stop.set()
+        tally.add(messages)
         return ConsumeStatus.CONSUME_SUCCESS
 
     consumer = PushConsumer(
@@ -422,28 +456,6 @@ async def run_consumer_bench(
     )
     consumer.subscribe(config.topic, config.expression)
     consumer.register_listener(listener)
-
-    def report(since: float, before: int, complete: bool) -> ConsumerReport:
-        now = time.perf_counter()
-        if complete and received > 1:
-            since, now = first_at, last_at
-        born = b2c.total() if complete else b2c.take_window()
-        stored = s2c.total() if complete else s2c.take_window()
-        return ConsumerReport(
-            now_millis(),
-            now - since,
-            received,
-            (received - before) / (now - since) if now > since else 0.0,
-            0,
-            born.average,
-            stored.average,
-            born.maximum,
-            stored.maximum,
-            stored.p50,
-            stored.p99,
-            complete,
-        )
-
     await consumer.start()
     try:
         started = time.perf_counter()
@@ -451,9 +463,51 @@ async def run_consumer_bench(
             stop,
             config.duration,
             interval,
-            lambda since, before: on_report(report(since, before, False)),
-            lambda: received,
+            lambda since, before: on_report(tally.report(since, before, False)),
+            lambda: tally.received,
         )
-        return report(started, 0, True)
+        return tally.report(started, 0, True)
+    finally:
+        await consumer.shutdown()
+
+
+async def _pull_bench(
+    namesrv_addrs: str,
+    config: ConsumerBenchConfig,
+    interval: float,
+    on_report: Callable[[ConsumerReport], None],
+    stop: asyncio.Event,
+    tally: _ConsumeTally,
+) -> ConsumerReport:
+    """One task per queue pulling `PULL_BATCH` messages at a time from the queue's first
+    offset (`from_first`) or its last at the start, until `stop`."""
+    consumer = PullConsumer(config.group, namesrv_addrs)
+    await consumer.start()
+    try:
+        queues = await consumer.fetch_subscribe_message_queues(config.topic)
+
+        async def read(mq: MessageQueue) -> None:
+            offset = await (consumer.min_offset if config.from_first else consumer.max_offset)(mq)
+            while not stop.is_set():
+                result = await consumer.pull(mq, offset, PULL_BATCH, config.expression)
+                offset = result.next_begin_offset
+                if result.status is PullStatus.FOUND:
+                    tally.add(result.messages)
+                else:
+                    await _pause(stop, PULL_IDLE)
+
+        readers = asyncio.gather(*(read(mq) for mq in queues))
+        started = time.perf_counter()
+        try:
+            await _drive(
+                stop,
+                config.duration,
+                interval,
+                lambda since, before: on_report(tally.report(since, before, False)),
+                lambda: tally.received,
+            )
+        finally:
+            await readers
+        return tally.report(started, 0, True)
     finally:
         await consumer.shutdown()

@@ -1,0 +1,76 @@
+"""`rmq bench` against a real standalone: a rate-limited run keeps its rate and reports
+percentiles, the pull mode reads what was produced, and a short run reports as it goes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.test_produce_consume import Cli, cli_for, topic_name
+from tests.procs import RmqProcesses, StandaloneProcess
+
+
+@pytest.fixture(scope="module")
+def standalone(module_processes: RmqProcesses) -> Iterator[StandaloneProcess]:
+    process = module_processes.start_standalone("bench-cli")
+    yield process
+    process.stop_cleanly()
+
+
+@pytest.fixture(scope="module")
+def cli(standalone: StandaloneProcess, tmp_path_factory: pytest.TempPathFactory) -> Cli:
+    return cli_for(standalone.namesrv_addr, tmp_path_factory.mktemp("bench-home"))
+
+
+def test_a_rate_limited_run_keeps_its_rate_and_reports_percentiles(cli: Cli) -> None:
+    topic = topic_name("BenchRate")
+    assert cli.run("topic", "create", topic).returncode == 0
+    report = json.loads(
+        cli.ok(
+            "bench",
+            "produce",
+            "-t",
+            topic,
+            "--rate",
+            "500",
+            "--in-flight",
+            "8",
+            "-d",
+            "2",
+            "--json",
+        )
+    )
+    assert report["rate"] == 500
+    assert (report["sendFailed"], report["responseFailed"]) == (0, 0)
+    # 2 s at 500/s: the schedule hands out ~1,000 sends, never more than it allows
+    assert 850 <= report["sendTotal"] <= 1_010, report
+    assert 425 <= report["sendTps"] <= 525, report
+    assert 0 < report["p50RtMs"] <= report["p99RtMs"] <= report["p999RtMs"] <= report["maxRtMs"]
+
+
+def test_pull_mode_reads_every_produced_message(cli: Cli) -> None:
+    topic = topic_name("BenchPull")
+    produced = json.loads(
+        cli.ok("bench", "produce", "-t", topic, "-b", "16", "-c", "800", "--json")
+    )
+    assert produced["sendTotal"] == 800
+    consumed = json.loads(
+        cli.ok("bench", "consume", "--pull", "-t", topic, "--from", "first", "-c", "800", "--json")
+    )
+    assert consumed["mode"] == "pull"
+    assert consumed["consumeTotal"] >= 800
+    assert 0 <= consumed["p50S2cRtMs"] <= consumed["p99S2cRtMs"] <= consumed["p999S2cRtMs"]
+
+
+def test_a_short_run_reports_every_second(cli: Cli) -> None:
+    topic = topic_name("BenchShort")
+    assert cli.run("topic", "create", topic).returncode == 0
+    lines = (
+        cli.ok("bench", "produce", "-t", topic, "--rate", "200", "-d", "3.5").decode().splitlines()
+    )
+    interval_lines = [line for line in lines if line.startswith("Current Time: ")]
+    assert len(interval_lines) >= 3, lines
+    assert lines[-1].startswith("[Complete] Send Total: ")
+    assert "p999 RT(ms): " in lines[-1]
