@@ -4,7 +4,8 @@
     rmq profile show [NAME]               the settings rmq resolves with NAME (default: the
                                           active profile) and the source of each value
     rmq profile use NAME                  make NAME the active profile (`current` in the file)
-    rmq profile set NAME --namesrv ADDR   create or update a profile
+    rmq profile set NAME [--namesrv ADDR] [--access-key KEY --secret-key SECRET]
+                                          create or update a profile (written mode 0600)
     rmq profile delete NAME [--yes]       delete a profile (asks on a terminal)
 
 The file format, its path and the precedence rules live in `rmq.cli.settings`; this module
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from typing import Annotated
 
 import typer
 
+from rmq.cli.credentials import MASK, credential_settings
 from rmq.cli.errors import EXIT_USAGE, RmqError, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputOption, output_setting, render
@@ -93,7 +96,8 @@ def show_profile(
     """Show the settings rmq uses with profile NAME (default: the active one) and their sources.
 
     The sources, highest first: command-line flags, environment variables (RMQ_NAMESRV,
-    NAMESRV_ADDR, RMQ_OUTPUT), the profile, built-in defaults.
+    NAMESRV_ADDR, RMQ_OUTPUT, RMQ_ACCESS_KEY, RMQ_SECRET_KEY), the profile, built-in
+    defaults.  The secret key is never shown, only whether it is set and where from.
     """
     config = load_config()
     if name is None:
@@ -109,8 +113,25 @@ def show_profile(
         },
         _setting_row("namesrv", namesrv_setting(profile_flag=name)),
         _setting_row("output", output_setting()),
+        *_credential_rows(name),
     ]
     render(rows, columns=("setting", "value", "source"), output=output)
+
+
+def _credential_rows(profile: str | None) -> list[dict[str, str | None]]:
+    """The access key, and the secret key masked, with their sources (None when unset)."""
+    access, secret, _ = credential_settings(profile_flag=profile)
+    return [
+        {
+            "setting": setting,
+            "value": shown if found is not None else None,
+            "source": found.source if found is not None else "not set",
+        }
+        for setting, found, shown in (
+            ("access_key", access, access.value if access else None),
+            ("secret_key", secret, MASK),
+        )
+    ]
 
 
 @app.command("use")
@@ -132,20 +153,46 @@ def use_profile(name: ProfileName) -> None:
 def set_profile(
     name: ProfileName,
     namesrv: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--namesrv",
             "-n",
             metavar="HOST:PORT[;HOST:PORT]",
             help="Name server address(es) to store.",
         ),
-    ],
+    ] = None,
+    access_key: Annotated[
+        str | None,
+        typer.Option("--access-key", metavar="KEY", help="ACL access key to store."),
+    ] = None,
+    secret_key: Annotated[
+        str | None,
+        typer.Option(
+            "--secret-key",
+            metavar="SECRET",
+            help="ACL secret key to store ('-' reads it from the first line of stdin); the "
+            "file is written mode 0600.",
+        ),
+    ] = None,
 ) -> None:
     """Create profile NAME or change its settings; the first profile becomes the active one."""
     validate_profile_name(name)
-    address = validate_namesrv(namesrv, "--namesrv")
+    if namesrv is None and access_key is None and secret_key is None:
+        raise RmqError(
+            "nothing to set", "give --namesrv, --access-key and/or --secret-key", EXIT_USAGE
+        )
+    if secret_key == "-":
+        secret_key = sys.stdin.readline().rstrip("\r\n")
     config = load_config()
-    created = config.put(name, "namesrv", address)
+    created = name not in config.profiles
+    values = {
+        "namesrv": validate_namesrv(namesrv, "--namesrv") if namesrv is not None else None,
+        "access_key": access_key,
+        "secret_key": secret_key,
+    }
+    for key, value in values.items():
+        if value is not None:
+            config.put(name, key, value)
     activated = config.current is None
     if activated:
         config.current = name

@@ -62,6 +62,9 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     (CONFIG_ENV, "path of the profile file"),
     ("XDG_CONFIG_HOME", "the profile file is $XDG_CONFIG_HOME/rmq/rmq.toml when set"),
     (OUTPUT_ENV, "default for -o/--output: table, wide, json, ndjson or yaml"),
+    ("RMQ_ACCESS_KEY", "ACL access key of cluster commands (--access-key)"),
+    ("RMQ_SECRET_KEY", "ACL secret key of cluster commands (--secret-key)"),
+    ("RMQ_SECURITY_TOKEN", "ACL security token sent with the access key, if any"),
     (DEBUG_ENV, "1 turns on --debug: tracebacks and DEBUG logging on stderr"),
     ("NO_COLOR", "any value turns off colour in tables"),
 )
@@ -72,14 +75,20 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 _FILE_HEADER = "# rmq profiles: edit with 'rmq profile set|use|delete' or by hand.\n"
 
+NAMESRV_HELP = (
+    "Name server address(es). Default: $RMQ_NAMESRV, $NAMESRV_ADDR, the active "
+    f"profile, then {DEFAULT_NAMESRV}."
+)
+"""The help of the shared -n/--namesrv option, by which rmq.cli.credentials finds the
+commands that talk to a cluster."""
+
 NamesrvOption = Annotated[
     str | None,
     typer.Option(
         "--namesrv",
         "-n",
         metavar="HOST:PORT[;HOST:PORT]",
-        help="Name server address(es). Default: $RMQ_NAMESRV, $NAMESRV_ADDR, the active "
-        f"profile, then {DEFAULT_NAMESRV}.",
+        help=NAMESRV_HELP,
         show_default=False,
     ),
 ]

@@ -7,9 +7,10 @@
 * `<cmd> ARGS...` (name or alias, any case): parse ARGS as PosixParser does (a parse error
   prints the usage and exits 1; `-h` prints it and exits 0), then run the command.
 
-The one deliberate difference from mqadmin: an unknown command and a failed command exit 1
-(mqadmin exits 0 after printing `The sub command ... not exist.` or a stack trace).  A failed
-command prints, on stderr, the first line of the trace mqadmin prints:
+Requests are signed with the ACL keys of `$ROCKETMQ_HOME/conf/tools.yml` when it has them
+(`toolsacl`).  The one deliberate difference from mqadmin: an unknown command and a failed
+command exit 1 (mqadmin exits 0 after printing `The sub command ... not exist.` or a stack
+trace).  A failed command prints, on stderr, the first line of the trace mqadmin prints:
 `org.apache.rocketmq.tools.command.SubCommandException: <message>`.
 """
 
@@ -24,6 +25,7 @@ from typing import TextIO
 from rmq.cli.mqadmin import commonscli
 from rmq.cli.mqadmin.javafmt import jprintf
 from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
+from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
 
 MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace")
 EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
@@ -83,6 +85,7 @@ def main(args: Sequence[str], out: TextIO | None = None, err: TextIO | None = No
     if "h" in values:
         out.write(usage(command))
         return 0
+    apply_mqadmin_credentials()  # $ROCKETMQ_HOME/conf/tools.yml, as MQAdminStartup reads it
     inv = Invocation(values=values, out=out, namesrv=values.get("n"), usage=usage(command))
     try:
         asyncio.run(_execute(command, inv))

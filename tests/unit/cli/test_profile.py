@@ -44,6 +44,8 @@ def test_lifecycle(rmq: RunRmq, profile_file: Path) -> None:
             {"setting": "profile", "value": "local", "source": f"'current' in {profile_file}"},
             {"setting": "namesrv", "value": "127.0.0.1:19876", "source": "profile 'local'"},
             {"setting": "output", "value": "table", "source": "default"},
+            {"setting": "access_key", "value": None, "source": "not set"},
+            {"setting": "secret_key", "value": None, "source": "not set"},
         )
     ]
 
