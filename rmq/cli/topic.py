@@ -444,6 +444,7 @@ async def only_cluster(admin: AdminClient) -> str:
 
 def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
     """The one-line error for a failed admin operation, with what to do about it."""
+    from rmq.cli.aclerrors import acl_error
     from rmq.client.admin import AdminError
     from rmq.client.errors import RouteNotFound
     from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
@@ -459,6 +460,9 @@ def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
             f"check that the name server(s) {namesrv_addrs} and the brokers are running, "
             "and -n/--namesrv",
         )
+    refused = acl_error(exc)
+    if refused is not None:
+        return refused
     if isinstance(exc, AdminError):
         return RmqError(str(exc), "see 'rmq cluster list' for the clusters and brokers")
     return RmqError(str(exc))
