@@ -3,7 +3,7 @@
 `Terminal(argv, env)` starts `argv` with stdin, stdout and stderr on a new pseudo-terminal
 (120x40); `send` types keys, `expect(pattern)` waits (with a deadline) until the screen text,
 escape sequences removed, shows `pattern` after the previous match, and `finish` waits for the
-exit and returns everything the process wrote.
+exit and returns the exit code and everything shown.
 """
 
 from __future__ import annotations
@@ -77,8 +77,9 @@ class Terminal:
             if not self._read(min(remaining, 0.2)):
                 assert regex.search(self.text, self.seen), f"{pattern!r} not shown:\n{self.text}"
 
-    def finish(self, timeout: float = 60.0) -> tuple[int, bytes]:
-        """Wait for the exit (killing the process after `timeout`); the code and all output."""
+    def finish(self, timeout: float = 60.0) -> tuple[int, str]:
+        """Wait for the exit (killing the process after `timeout`); the exit code and all
+        that was shown (`text`)."""
         deadline = time.monotonic() + timeout
         try:
             while time.monotonic() < deadline:
@@ -94,4 +95,4 @@ class Terminal:
                 code = self.process.wait()
         finally:
             os.close(self.master)
-        return code, self.raw
+        return code, self.text

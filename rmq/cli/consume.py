@@ -6,17 +6,18 @@
 
 Output.  One message record per line (the schema of docs/cli.md, `MessageExt.to_record_dict`:
 the body decompressed, base64 with `"bodyEncoding":"base64"` when it is not UTF-8), or with
-`-f/--format` a kcat/rpk style template (`-f json` is the default record):
-
-    %t topic        %k keys (space-separated)   %v body (raw bytes)   %g tags
-    %h properties as name=value,name=value      %p queue id           %o queue offset
-    %T store timestamp (ms)   %i msgId          %b broker name        %% a percent sign
-    \\n newline   \\t tab   \\r carriage return   \\\\ backslash
+`-f/--format` a kcat/rpk style template (`rmq.cli.consume_format`: fields such as %t %k %v %S,
+printf widths such as %-20k).  `-o ndjson` names the default; the other `-o` formats of the
+read commands are usage errors that point at --format (a stream of messages is not a table).
+With a bounded read (`-c N` or `-e`) and stdout not a terminal, a progress bar shows on a
+terminal stderr (`rmq.cli.progress`).
 
 Start position (`--from`): `first` (the default: each queue's min offset), `last` (its max
 offset: only messages that arrive from now on), a time (`@<epoch ms>`, or ISO 8601 such as
 `2024-05-01`, `2024-05-01T12:00:00Z`, with or without the `@`; a time without a zone is
-local): the first message of each queue stored at or after it, a queue offset `N` (the same
+local; or `@-<duration>`, that long ago: `@-1h`, `@-30m`, `@-10s`, `@-2d`, `@-1h30m`, the
+grammar of `rmq.common.timeutil.parse_time`): the first message of each queue stored at or
+after it, a queue offset `N` (the same
 offset in every queue, kept within the queue's min and max), or `-N` (`--from=-N`: the last N
 messages of each queue).
 
@@ -63,6 +64,7 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 import click
 import typer
 
+from rmq.cli.consume_format import FIELD_HELP, Render, compile_template, render_record
 from rmq.cli.consume_read import (
     StartPosition,
     commit,
@@ -78,6 +80,7 @@ from rmq.cli.tracing import TraceOption, TraceTopicOption, trace_topic
 if TYPE_CHECKING:
     import asyncio
 
+    from rmq.cli.progress import Progress
     from rmq.client.consumer import MessageExt, MessageQueue, OffsetStore
     from rmq.client.instance import ClientInstance
 
@@ -94,112 +97,6 @@ ALLOCATE_STRATEGIES = {
 
 # --- output ----------------------------------------------------------------------------------
 
-Render = Callable[["MessageExt"], bytes]
-
-_FORMAT_HINT = "'-f' / '--format'"
-_ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "\\": b"\\"}
-
-
-def _field_topic(msg: MessageExt) -> bytes:
-    return msg.topic.encode()
-
-
-def _field_keys(msg: MessageExt) -> bytes:
-    return " ".join(msg.keys).encode()
-
-
-def _field_body(msg: MessageExt) -> bytes:
-    return msg.body
-
-
-def _field_tags(msg: MessageExt) -> bytes:
-    return (msg.tags or "").encode()
-
-
-def _field_headers(msg: MessageExt) -> bytes:
-    return ",".join(f"{name}={value}" for name, value in msg.properties.items()).encode()
-
-
-def _field_queue_id(msg: MessageExt) -> bytes:
-    return str(msg.queue_id).encode()
-
-
-def _field_queue_offset(msg: MessageExt) -> bytes:
-    return str(msg.queue_offset).encode()
-
-
-def _field_store_timestamp(msg: MessageExt) -> bytes:
-    return str(msg.store_timestamp).encode()
-
-
-def _field_msg_id(msg: MessageExt) -> bytes:
-    return msg.msg_id.encode()
-
-
-def _field_broker(msg: MessageExt) -> bytes:
-    return msg.broker_name.encode()
-
-
-TEMPLATE_FIELDS: dict[str, Render] = {
-    "t": _field_topic,
-    "k": _field_keys,
-    "v": _field_body,
-    "g": _field_tags,
-    "h": _field_headers,
-    "p": _field_queue_id,
-    "o": _field_queue_offset,
-    "T": _field_store_timestamp,
-    "i": _field_msg_id,
-    "b": _field_broker,
-}
-
-
-def compile_template(template: str) -> Render:
-    """A `--format` template as a function of a message (BadParameter for a bad one);
-    "json" is the NDJSON record."""
-    if template == "json":
-        return render_record
-    parts: list[bytes | Render] = []
-    literal = bytearray()
-    chars = iter(template)
-    for char in chars:
-        if char not in "%\\":
-            literal += char.encode()
-            continue
-        code = next(chars, None)
-        if char == "\\":
-            if code not in _ESCAPES:
-                raise click.BadParameter(
-                    f"unknown escape \\{code or ''}: use \\n \\t \\r \\\\", param_hint=_FORMAT_HINT
-                )
-            literal += _ESCAPES[code]
-        elif code == "%":
-            literal += b"%"
-        elif code in TEMPLATE_FIELDS:
-            if literal:
-                parts.append(bytes(literal))
-                literal.clear()
-            parts.append(TEMPLATE_FIELDS[code])
-        else:
-            known = " ".join(f"%{name}" for name in TEMPLATE_FIELDS)
-            raise click.BadParameter(
-                f"unknown field %{code or ''}: use {known} or %%", param_hint=_FORMAT_HINT
-            )
-    if literal:
-        parts.append(bytes(literal))
-
-    def render(msg: MessageExt) -> bytes:
-        return b"".join(part if isinstance(part, bytes) else part(msg) for part in parts)
-
-    return render
-
-
-def render_record(msg: MessageExt) -> bytes:
-    """The message record as one NDJSON line."""
-    import orjson
-
-    return orjson.dumps(msg.to_record_dict()) + b"\n"
-
 
 class Printer:
     """Writes messages to stdout until `limit` were written or the reader went away; then
@@ -214,6 +111,8 @@ class Printer:
         self.printed = 0
         self.broken_pipe = False
         self.stopped = asyncio.Event()
+        self.on_print: Callable[[int], None] | None = None
+        """Told how many messages each write printed (a progress bar's `advance`)."""
 
     def stop(self) -> None:
         """Print nothing more."""
@@ -236,6 +135,8 @@ class Printer:
                 self.stopped.set()
                 return 0
             self.printed += count
+            if self.on_print is not None:
+                self.on_print(count)
         if self.limit is not None and self.printed >= self.limit:
             self.stopped.set()
         return count
@@ -269,8 +170,9 @@ def consume(
         typer.Option(
             "--from",
             metavar="POS",
-            help="Start: first, last, @<epoch ms> or an ISO time, queue offset N, or -N (the "
-            "last N of each queue).",
+            help="Start: first, last, a queue offset N, -N (the last N of each queue), or a "
+            "time: @<epoch ms>, @<ISO time> (@2024-05-01T12:00:00Z) or @-<duration> (@-1h: "
+            "an hour ago; @-30m, @-10s, @-2d; units ms s m h d w).",
         ),
     ] = "first",
     tag_filter: Annotated[
@@ -327,8 +229,22 @@ def consume(
             "--format",
             "-f",
             metavar="TEMPLATE",
-            help="Output template, e.g. '%k %v\\n' (%t %k %v %g %h %p %o %T %i %b); "
-            "default: NDJSON records.",
+            help="Output template, kcat style, e.g. '%k %v\\n'. Fields: "
+            + FIELD_HELP
+            + ", %% a percent sign. Widths as printf: %-20k pads on the right, %10S on the "
+            "left, %.40v cuts at 40 characters. Escapes \\n \\t \\r \\\\. Default: NDJSON "
+            "records.",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="ndjson",
+            help="Only ndjson, the default: one message record per line. For other layouts "
+            "use --format.",
             show_default=False,
         ),
     ] = None,
@@ -345,6 +261,7 @@ def consume(
     from rmq.common.naming import client_topic_error, group_error
     from rmq.server.runtime import run_server
 
+    _check_output(output, template)
     error = client_topic_error(topic)
     if error is not None:
         raise click.BadParameter(error, param_hint="TOPIC")
@@ -377,6 +294,20 @@ def consume(
     return run_server(_consume(resolve_namesrv(namesrv), options, printer_args, traced))
 
 
+def _check_output(output: str | None, template: str | None) -> None:
+    """`-o`: ndjson (the default record) or nothing; the other formats are usage errors."""
+    if output is None:
+        return
+    if output.lower() != "ndjson":
+        raise click.UsageError(
+            f"rmq consume prints NDJSON message records, one per line (the default; -o ndjson "
+            f"names it), not -o {output}: for another layout use a template, e.g. "
+            "--format '%t %p %o %k %v\\n'"
+        )
+    if template not in (None, "json"):
+        raise click.UsageError("-o ndjson and --format TEMPLATE exclude each other")
+
+
 @dataclass(frozen=True)
 class ConsumeOptions:
     topic: str
@@ -405,16 +336,18 @@ async def _consume(
     from rmq.remoting.errors import RemotingError
     from rmq.server.runtime import exit_code_for, shutdown_signals
 
-    with shutdown_signals() as interrupted:
+    with shutdown_signals() as interrupted, _progress(options, printer_args) as bar:
         printer, dispatcher = await traced_printer(
             namesrv_addrs, options.group, trace_to, printer_args
         )
+        if not options.exit_at_end:
+            printer.on_print = bar.advance
         # Broadcasting keeps offsets in a file named after the client id: a fixed instance
         # name finds them again in the next run.
         instance = ClientInstance(namesrv_addrs, "DEFAULT" if options.broadcast else None)
         await instance.start()
         try:
-            await _run(instance, options, printer, interrupted)
+            await _run(instance, options, printer, interrupted, bar)
         except (ClientError, RemotingError) as exc:
             raise admin_error(exc, namesrv_addrs) from exc
         finally:
@@ -431,8 +364,10 @@ async def _run(
     options: ConsumeOptions,
     printer: Printer,
     interrupted: asyncio.Future[Any],
+    bar: Progress,
 ) -> None:
-    """Read the queues or run the group's push consumer, as the options say."""
+    """Read the queues or run the group's push consumer, as the options say; with -e `bar`
+    counts the queue offsets read towards the ends."""
     from rmq.cli.consume_sql import check_with_brokers
     from rmq.cli.errors import RmqError
     from rmq.client.consumer import PullConsumer
@@ -460,6 +395,7 @@ async def _run(
             ends = None
             if options.exit_at_end:
                 ends = {mq: await reader.max_offset(mq) for mq in queues}
+                bar.set_total(sum(max(ends[mq] - starts[mq], 0) for mq in queues))
             await read_queues(
                 reader,
                 starts,
@@ -469,12 +405,30 @@ async def _run(
                 store,
                 interrupted,
                 expression_type=options.expression_type,
+                advanced=bar.advance,
             )
             return
     finally:
         await reader.shutdown()
     await commit(store, starts, oneway=False)
     await consume_group(instance, options, printer, interrupted)
+
+
+def _progress(
+    options: ConsumeOptions, printer_args: tuple[BinaryIO, Render, int | None]
+) -> Progress:
+    """The bar of a bounded read (-c N: messages printed; -e: queue offsets read, its total
+    known once the ends are), drawn when stderr is a terminal and stdout is not one."""
+    from rmq.cli.progress import Progress
+
+    limit = printer_args[2]
+    bounded = options.exit_at_end or limit is not None
+    return Progress(
+        f"consuming {options.topic}",
+        None if options.exit_at_end else limit,
+        min_total=1,
+        when=bounded and not printer_args[0].isatty(),
+    )
 
 
 def _offset_store(instance: ClientInstance, options: ConsumeOptions) -> OffsetStore:

@@ -12,9 +12,8 @@ Stopping (count reached, broken pipe, a signal) cancels the pulls under way afte
 
 from __future__ import annotations
 
-import datetime
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,31 +51,27 @@ class StartPosition:
 
 
 def parse_start(text: str) -> StartPosition:
-    """`--from`: first, last, @<ms>, an ISO 8601 time, a queue offset N, or -N."""
+    """`--from`: first, last, a queue offset N, -N, or a time: @<ms>, @<ISO time> (the @ may
+    be left out) or @-<duration> (`rmq.common.timeutil.parse_time`)."""
+    from rmq.common.timeutil import parse_time
+
     word = text.strip()
     if word.lower() in ("first", "last"):
         return StartPosition(StartKind(word.lower()))
-    if word.startswith("@"):
-        stamp = word[1:]
-        if stamp.isdigit():
-            return StartPosition(StartKind.TIMESTAMP, int(stamp))
-        return StartPosition(StartKind.TIMESTAMP, _iso_millis(stamp, text))
     if word.isdigit():
         return StartPosition(StartKind.OFFSET, int(word))
     if word.startswith("-") and word[1:].isdigit():
         return StartPosition(StartKind.FROM_END, int(word[1:]))
-    return StartPosition(StartKind.TIMESTAMP, _iso_millis(word, text))
-
-
-def _iso_millis(stamp: str, text: str) -> int:
-    try:
-        moment = datetime.datetime.fromisoformat(stamp)
-    except ValueError:
-        raise click.BadParameter(
-            f"{text!r} is not first, last, @<epoch ms>, an ISO 8601 time, N or -N",
-            param_hint="'--from'",
-        ) from None
-    return int(moment.timestamp() * 1000)
+    if not word.startswith("-"):  # a relative time needs its @: -N is a count of messages
+        try:
+            return StartPosition(StartKind.TIMESTAMP, parse_time(word))
+        except ValueError:
+            pass
+    raise click.BadParameter(
+        f"{text!r} is not first, last, N, -N, @<epoch ms>, @<ISO time> or @-<duration> "
+        "(@-1h: an hour ago; units ms s m h d w)",
+        param_hint="'--from'",
+    )
 
 
 async def commit(store: OffsetStore, offsets: dict[MessageQueue, int], *, oneway: bool) -> None:
@@ -166,10 +161,12 @@ async def read_queues(
     interrupted: asyncio.Future[Any],
     *,
     expression_type: str = "TAG",
+    advanced: Callable[[int], None] | None = None,
 ) -> None:
     """Read every queue from its start (to its end, when `ends` are given) until the
     printer stops or a signal arrives; commit what was printed to `store`.  `expression` is
-    a tag expression, or SQL92 when `expression_type` says so."""
+    a tag expression, or SQL92 when `expression_type` says so; `advanced` is told how many
+    queue offsets each pull moved past."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -183,6 +180,7 @@ async def read_queues(
                 (expression, expression_type),
                 printer,
                 positions,
+                advanced,
             )
         )
         for mq in starts
@@ -217,6 +215,7 @@ async def _read_queue(
     subscription: tuple[str, str],
     printer: Printer,
     positions: dict[MessageQueue, int],
+    advanced: Callable[[int], None] | None,
 ) -> None:
     """Pull `mq` from `positions[mq]` on, printing in offset order; `positions[mq]` is
     always the offset after the last message printed or skipped."""
@@ -264,6 +263,8 @@ async def _read_queue(
         if printed < len(messages):
             positions[mq] = messages[printed].queue_offset
             return
+        if advanced is not None:
+            advanced(next_offset - offset)
         offset = positions[mq] = next_offset
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
-from rmq.cli.consume import Printer, Render
+from rmq.cli.consume import Printer
+from rmq.cli.consume_format import Render
 from rmq.cli.tracing import start_dispatcher
 from rmq.common.trace import ConsumeReturnType
 

@@ -40,23 +40,22 @@ if TYPE_CHECKING:
 
 def _reset_target(text: str) -> int:
     """--to: `first` (0: the offsets at the oldest time), `last` (-1: the end) or `@<time>`
-    (ms since the epoch, or an ISO time)."""
-    import datetime
+    (ms since the epoch, an ISO time or -<duration> before now: `rmq.common.timeutil`)."""
+    from rmq.common.timeutil import parse_time
 
     if text == "first":
         return 0
     if text == "last":
         return -1
     if text.startswith("@"):
-        moment = text[1:]
-        if moment.isdigit():
-            return int(moment)
         try:
-            return int(datetime.datetime.fromisoformat(moment).timestamp() * 1000)
+            return parse_time(text)
         except ValueError:
             pass
     raise click.BadParameter(
-        f"{text!r}: use first, last, @<ms since the epoch> or @<ISO time>", param_hint="'--to'"
+        f"{text!r}: use first, last, @<ms since the epoch>, @<ISO time> or @-<duration> "
+        "(@-1h: an hour ago)",
+        param_hint="'--to'",
     )
 
 
@@ -67,7 +66,12 @@ def reset_offsets(
     topic: TopicOption = "",
     to: Annotated[
         str,
-        typer.Option("--to", metavar="first|last|@TIME", help="Where the offsets go."),
+        typer.Option(
+            "--to",
+            metavar="first|last|@TIME",
+            help="Where the offsets go: first, last, @<epoch ms>, @<ISO time> or "
+            "@-<duration> (@-1h: an hour ago; units ms s m h d w).",
+        ),
     ] = "",
     force: Annotated[
         bool,

@@ -20,7 +20,8 @@ terminal as the command's own output left it.
         bar.update(files_done)
 
 `total` may be given later (`update(done, total=...)`, `set_total`); with `min_total` a bar is
-only drawn once the total is known to be at least that large (short work stays quiet).  An
+only drawn once the total is known to be at least that large (short work stays quiet), and
+`when=False` turns it off (say, while stdout is on the same terminal and being written to).  An
 instance is also a ``progress(done, total)`` callback, the shape of the offline store's scan
 reports (`rmq.store.offline.scan.Progress`).  Counting is cheap: `advance` only adds to a number
 and hands it to rich at most ten times a second.
@@ -57,13 +58,14 @@ class Progress:
         unit: Unit = "records",
         stream: TextIO | None = None,
         min_total: int = 0,
+        when: bool = True,
     ) -> None:
         self.description = description
         self.total = total
         self.unit: Unit = unit
         self.min_total = min_total
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = terminal(self.stream)
+        self.enabled = when and terminal(self.stream)
         self.completed = 0
         self._bar: Any = None
         self._task: Any = None

@@ -10,7 +10,8 @@ import json
 import click
 import pytest
 
-from rmq.cli.consume import Printer, compile_template, render_record
+from rmq.cli.consume import Printer
+from rmq.cli.consume_format import compile_template, render_record
 from rmq.cli.consume_read import StartKind, StartPosition, parse_start
 from rmq.client.consumer import MessageExt
 from rmq.common.message import MessageRecord
@@ -85,13 +86,52 @@ def test_template_headers_and_raw_binary_bodies() -> None:
     assert compile_template("%h:%v")(msg) == b"TAGS=T,a=1:\x00\xff"
 
 
+def test_template_size_field_and_printf_widths() -> None:
+    msg = message("héllo wörld".encode())
+    assert compile_template("%S")(msg) == b"13"  # bytes, not characters
+    assert compile_template("[%-8g|%8g|%5S|%.5v|%-7.3v]")(msg) == (
+        "[TagA    |    TagA|   13|héllo|hél    ]".encode()
+    )
+    # a field longer than its width is not cut; .MAX cuts without padding
+    assert compile_template("%2t %.2t")(msg) == b"Orders Or"
+
+
+def test_widths_of_a_body_that_is_not_utf8_count_bytes() -> None:
+    assert compile_template("%-4v|%.1v|%S")(message(b"\xff\xfe")) == b"\xff\xfe  |\xff|2"
+
+
+def test_the_help_lists_every_field_with_its_meaning(rmq: RunRmq) -> None:
+    from rmq.cli.consume_format import FIELDS
+
+    text = " ".join(rmq("consume", "--help").stdout.split())
+    for code, (meaning, _) in FIELDS.items():
+        assert f"%{code} {meaning}" in text
+    assert "%-20k" in text and "@-1h" in text
+
+
+def test_relative_start_positions() -> None:
+    import time
+
+    before = int(time.time() * 1000)
+    position = parse_start("@-1h30m")
+    after = int(time.time() * 1000)
+    assert position.kind is StartKind.TIMESTAMP
+    assert before - 5_400_000 <= position.value <= after - 5_400_000
+
+
 def test_template_json_is_the_record() -> None:
     assert compile_template("json") is render_record
 
 
 @pytest.mark.parametrize(
     ("template", "error"),
-    [("%x", "unknown field %x"), ("50%", "unknown field %"), ("\\q", "unknown escape \\q")],
+    [
+        ("%x", "unknown field %x"),
+        ("50%", "unknown field %"),
+        ("\\q", "unknown escape \\q"),
+        ("%-5%", "unknown field %-5%"),
+        ("%.k", "unknown field %.: use"),
+    ],
 )
 def test_bad_templates(template: str, error: str) -> None:
     with pytest.raises(click.BadParameter, match=error.replace("\\", "\\\\")):
@@ -146,6 +186,11 @@ def test_printer_stops_when_the_reader_goes_away() -> None:
         (["-c", "0"], "Invalid value for '--count' / '-c'"),
         (["-g", "G", "--allocate", "hash"], "Invalid value for '--allocate'"),
         (["--allocate", "circle"], "--allocate needs -g GROUP"),
+        (["-o", "json"], "rmq consume prints NDJSON message records, one per line"),
+        (["-o", "table"], "for another layout use a template, e.g. --format"),
+        (["-o", "ndjson", "-f", "%v"], "-o ndjson and --format TEMPLATE exclude each other"),
+        (["--from", "-1h"], "@-<duration> (@-1h: an hour ago"),
+        (["--from", "@-1y"], "Invalid value for '--from'"),
     ],
 )
 def test_bad_usage_exits_2_before_connecting(rmq: RunRmq, args: list[str], error: str) -> None:

@@ -27,8 +27,7 @@ def run_on_terminal(script: str) -> str:
     env = {**os.environ}
     env.pop("NO_COLOR", None)
     terminal = Terminal([sys.executable, "-c", script], env)
-    code, raw = terminal.finish()
-    shown = raw.decode(errors="replace")
+    code, shown = terminal.finish()
     assert code == 0, shown
     return shown
 
