@@ -32,6 +32,7 @@ key                                 config              default    meaning
 ``serverMaxRequestsInProgress``     NettyServerConfig   32768      requests in progress, a server
 ``serverPartialFrameMemoryLimit``   NettyServerConfig   134217728  bytes in incomplete frames
 ``startWithEmptyMetadataOnDamage``  MessageStoreConfig  false      damaged metadata: start empty
+``aclFile``                         BrokerConfig        (empty)    the default plain_acl.yml file
 ==================================  ==================  =========  ================================
 
 Every field is checked against the key naming rule when this module is imported.
@@ -302,6 +303,8 @@ class BrokerConfig(ConfigObject):
     transaction_check_interval: Long = 60_000
     """Milliseconds between two transaction check rounds."""
     acl_enable: bool = False
+    acl_file: str = field(default="", metadata=java_key(rmq_only=True))
+    """rmq-only: the default plain ACL file (empty: ``$ROCKETMQ_HOME/conf/plain_acl.yml``)."""
     store_reply_message_enable: bool = True
     enable_detail_stat: bool = True
     auto_delete_unused_stats: bool = False

@@ -68,6 +68,9 @@ from rmq.remoting.codes import RequestCode
 from rmq.remoting.connection import Connection
 from rmq.remoting.limits import flow_limits
 from rmq.remoting.server import RemotingServer
+from rmq.server.broker.acl.files import WATCH_INTERVAL as ACL_WATCH_INTERVAL
+from rmq.server.broker.acl.service import AclService, acl_service
+from rmq.server.broker.acl.service import unguarded as _unguarded
 from rmq.server.broker.adminprocessor import AdminProcessor
 from rmq.server.broker.clientcallprocessor import ClientCallProcessor
 from rmq.server.broker.clientprocessor import ClientProcessor
@@ -170,13 +173,15 @@ class BrokerController:
             EndTransactionProcessor(context),
             StoreAdminProcessor(context),
         )
-        for processor in processors:
+        self.acl: AclService | None = acl_service(context) if configs.broker.acl_enable else None
+        guard = self.acl.guard if self.acl is not None else _unguarded
+        for processor in (*processors, *((self.acl,) if self.acl is not None else ())):
             for code, handler in processor.handlers().items():
-                self.server.register(code, handler)
+                self.server.register(code, guard(handler))
                 if code not in MAIN_PORT_ONLY:
-                    self.fast_server.register(code, handler)
+                    self.fast_server.register(code, guard(handler))
         for server in (self.server, self.fast_server):
-            server.register_default(self.admin_processor.not_supported)
+            server.register_default(guard(self.admin_processor.not_supported))
             server.on_connection_closed(self._connection_closed)
         self._timers: list[asyncio.Task[None]] = []
         self._cleanup: asyncio.Future[CleanupResult] | None = None
@@ -306,6 +311,8 @@ class BrokerController:
         ]
         if self.slave_sync is not None:
             timers.append(self.slave_sync.run_periodically())
+        if self.acl is not None:
+            timers.append(self._every("acl files watch", ACL_WATCH_INTERVAL, self.acl.files.poll))
         self._timers = [loop.create_task(timer) for timer in timers]
 
     async def _every(
