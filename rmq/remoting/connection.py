@@ -26,7 +26,9 @@ A frame that cannot be decoded, or is longer than the maximum frame size, is log
 WARNING with the peer and the reason, and only that connection is closed.  A connection
 without traffic in either direction for `idle_timeout` seconds is closed (Netty's all-idle
 rule).  Writes honour the transport's flow control: a writer waits while the peer is not
-reading, and the connection stops reading new requests meanwhile.  That and the other limits
+reading, and the connection stops reading new requests meanwhile.  Frames written during one
+turn of the event loop leave together at its end (one `writelines`, one system call for many
+responses or pipelined requests).  That and the other limits
 (requests in progress, incomplete frames) are `limits.py`'s.  Every request and response sent
 or received is logged at DEBUG on "rmq.remoting".
 """
@@ -40,6 +42,7 @@ import traceback
 import typing
 from collections.abc import Awaitable, Callable
 
+from rmq.common.timeutil import format_seconds
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import Buffer, RemotingCommand, create_response, not_supported_response
 from rmq.remoting.errors import (
@@ -59,9 +62,9 @@ log = logging.getLogger("rmq.remoting")
 
 Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | None]]
 
-# Frames whose body is at most this long are joined and written in one call; longer bodies
-# are written buffer by buffer after the header, without a copy.
-_JOIN_LIMIT = 16 * 1024
+# Frames queued in one turn of the event loop are written at its end; a queue holding more
+# than this many bytes is written at once.
+_OUTGOING_LIMIT = 256 * 1024
 
 _connection_ids = itertools.count(1)
 
@@ -198,6 +201,9 @@ class Connection(asyncio.Protocol):
         self._read_blockers: set[str] = set()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._writable: asyncio.Future[None] | None = None  # set while the transport is paused
+        # Frames written in this turn of the event loop, sent together by `_flush_outgoing`.
+        self._outgoing: list[Buffer] = []
+        self._outgoing_bytes = 0
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -327,7 +333,8 @@ class Connection(asyncio.Protocol):
             return
         response = create_response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
         _answering(request, response)
-        self._transport.write(encode_header_parts(response, 0))
+        header = encode_header_parts(response, 0)
+        self._queue_outgoing([header], len(header))
 
     def abort_for(self, reason: str) -> None:
         """Close at once because a limit was passed; `reason` is logged."""
@@ -373,6 +380,7 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         """Close after the data already written has been sent."""
         if self._transport is not None:
+            self._flush_outgoing()
             self._transport.close()
 
     def abort(self) -> None:
@@ -395,14 +403,32 @@ class Connection(asyncio.Protocol):
         if command.body is not None:
             buffers.append(command.body)
         buffers += command.body_segments
-        if body_length <= _JOIN_LIMIT:
-            transport.write(b"".join(buffers))
-        else:
-            for buffer in buffers:
-                transport.write(buffer)
-        self._last_activity = self._loop.time()
+        self._queue_outgoing(buffers, len(header) + body_length)
         if log.isEnabledFor(logging.DEBUG):
             self._log_command("send", "to", command)
+
+    def _queue_outgoing(self, buffers: list[Buffer], size: int) -> None:
+        """Queue one frame's buffers (`size` bytes in all) for the end of this turn of the
+        event loop."""
+        if not self._outgoing:
+            self._loop.call_soon(self._flush_outgoing)
+        self._outgoing += buffers
+        self._outgoing_bytes += size
+        if self._outgoing_bytes > _OUTGOING_LIMIT:
+            self._flush_outgoing()
+
+    def _flush_outgoing(self) -> None:
+        """Write the queued frames in one call (a no-op when nothing is queued)."""
+        if not self._outgoing:
+            return
+        buffers = self._outgoing
+        self._outgoing = []
+        self._outgoing_bytes = 0
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        transport.writelines(buffers)
+        self._last_activity = self._loop.time()
 
     # --- receiving ----------------------------------------------------------------------------
 
@@ -425,7 +451,7 @@ class Connection(asyncio.Protocol):
             future.set_exception(
                 RemotingTimeoutError(
                     f"no response to {request.code_name} opaque={request.opaque} "
-                    f"from {self.remote_addr} within {timeout}s"
+                    f"from {self.remote_addr} within {format_seconds(timeout)}"
                 )
             )
 
