@@ -13,10 +13,15 @@ A broker with `aclEnable=true` refuses a request with SYSTEM_ERROR and the remar
 The remark is the source for the resource and, where it has one, the access key; the
 permission is what the command needed (`topic_perm`: PUB to send, SUB to consume; groups
 always need SUB); the access key otherwise is the one the command signed with.
+
+Since the refusal becomes the command's one error line, `quiet_acl_retries` keeps the
+client's per-attempt warnings about it ("send ... failed (...), retrying") off stderr unless
+`--debug` is on.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 
 from rmq.cli.errors import RmqError
@@ -97,6 +102,28 @@ def _describe(message: str, addr: str | None, topic_perm: str) -> RmqError:
             "use an admin account's access key",
         )
     return RmqError(f"refused by the broker's ACL{where}: {message}")
+
+
+class _AclRetryFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.WARNING or logging.getLogger().isEnabledFor(logging.DEBUG):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not any(isinstance(arg, BaseException) and _is_refusal(arg) for arg in args)
+
+
+_RETRY_FILTER = _AclRetryFilter()
+
+
+def quiet_acl_retries() -> None:
+    """Drop the client's warnings about attempts an ACL refused (see the module docstring)."""
+    client_log = logging.getLogger("rmq.client")
+    if _RETRY_FILTER not in client_log.filters:
+        client_log.addFilter(_RETRY_FILTER)
+
+
+def _is_refusal(exc: BaseException) -> bool:
+    return any(acl_message(remark) is not None for _, remark in _refusals(exc))
 
 
 def _access_key() -> str | None:

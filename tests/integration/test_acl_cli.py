@@ -1,0 +1,154 @@
+"""rmq's command line against an rmq broker with `aclEnable=true`: credentials, refusals said in
+one line, and `rmq acl ...` changing the broker's plain_acl.yml.
+
+One `rmq namesrv` and one `rmq broker` whose ROCKETMQ_HOME holds the `PLAIN_ACL` below: no
+globally white address, an admin account, a writer allowed to publish to `TOPIC` only and a
+reader with SUB as its default.  Every command runs as `python -m rmq ...` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.procs import RmqProcess, RmqProcesses
+
+TOPIC = "AclOrders"
+ADMIN = ("RmqAdminKey", "RmqAdminSecret")
+WRITER = ("RmqWriterKey", "RmqWriterSecret")
+READER = ("RmqReaderKey", "RmqReaderSecret")
+PLAIN_ACL = f"""\
+globalWhiteRemoteAddresses:
+accounts:
+  - accessKey: {ADMIN[0]}
+    secretKey: {ADMIN[1]}
+    admin: true
+  - accessKey: {WRITER[0]}
+    secretKey: {WRITER[1]}
+    defaultTopicPerm: DENY
+    topicPerms:
+      - {TOPIC}=PUB
+  - accessKey: {READER[0]}
+    secretKey: {READER[1]}
+    defaultTopicPerm: SUB
+"""
+
+
+@dataclass
+class AclCluster:
+    namesrv: RmqProcess
+    broker: RmqProcess
+    home: Path
+    env: dict[str, str]
+
+    def rmq(
+        self, *args: str, keys: tuple[str, str] | None = None, input: str = ""
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -m rmq ARGS -n <name server>`, signing with `keys` (access, secret)."""
+        creds = ["--access-key", keys[0], "--secret-key", keys[1]] if keys else []
+        return subprocess.run(
+            [sys.executable, "-m", "rmq", *args, "-n", self.namesrv.addr, *creds],
+            env=self.env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def produce(self, keys: tuple[str, str] | None, body: str = "hello") -> Any:
+        return self.rmq("produce", TOPIC, keys=keys, input=json.dumps({"body": body}) + "\n")
+
+
+def until(check: Callable[[], subprocess.CompletedProcess[str]], ok: bool) -> Any:
+    """Run `check` until its exit code says success (`ok`) or failure; the last result."""
+    deadline = time.monotonic() + 20
+    while True:
+        result = check()
+        if (result.returncode == 0) == ok or time.monotonic() > deadline:
+            return result
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster(module_processes: RmqProcesses) -> Iterator[AclCluster]:
+    home = module_processes.root / "acl-rocketmq-home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL, encoding="utf-8")
+    namesrv = module_processes.start_namesrv("acl-namesrv")
+    broker = module_processes.start_broker(
+        "acl-broker",
+        namesrv=namesrv,
+        props={"aclEnable": True},
+        env={"ROCKETMQ_HOME": str(home)},
+    )
+    cli_home = module_processes.root / "acl-cli-home"
+    cli_home.mkdir()
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("RMQ_") and name not in ("NAMESRV_ADDR", "XDG_CONFIG_HOME")
+    }
+    env["HOME"] = str(cli_home)
+    acl = AclCluster(namesrv, broker, home, env)
+    created = acl.rmq("topic", "update", TOPIC, "-r", "2", "-w", "2", keys=ADMIN)
+    assert created.returncode == 0, created.stderr
+    yield acl
+    for process in (broker, namesrv):
+        process.stop_cleanly()
+
+
+def test_produce_with_credentials_sends(cluster: AclCluster) -> None:
+    result = cluster.produce(WRITER, "signed")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[0])["status"] == "SEND_OK"
+    env_signed = subprocess.run(
+        [sys.executable, "-m", "rmq", "produce", TOPIC, "-n", cluster.namesrv.addr],
+        env={**cluster.env, "RMQ_ACCESS_KEY": WRITER[0], "RMQ_SECRET_KEY": WRITER[1]},
+        input='{"body":"from env"}\n',
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert env_signed.returncode == 0, env_signed.stderr
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (
+            READER,
+            f"rmq: error: no PUB permission on topic {TOPIC} for access key {READER[0]} (broker ",
+        ),
+        (None, "rmq: error: the broker requires ACL credentials (broker "),
+        ((WRITER[0], "WrongSecret"), f"rmq: error: wrong secret key for access key {WRITER[0]}"),
+        (("GhostKey", "GhostSecret"), "rmq: error: access key GhostKey is not an account"),
+    ],
+)
+def test_produce_refused_names_what_is_missing(
+    cluster: AclCluster, keys: tuple[str, str] | None, expected: str
+) -> None:
+    result = cluster.produce(keys)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(expected), result.stderr
+    assert cluster.broker.addr in result.stderr
+    if keys is not None:
+        assert keys[1] not in result.stderr
+
+
+def test_admin_command_needs_an_admin_account(cluster: AclCluster) -> None:
+    result = cluster.rmq("topic", "update", "AclOther", keys=WRITER)
+    assert result.returncode == 1
+    assert f"access key {WRITER[0]} is not an admin account: UPDATE_AND_CREATE_TOPIC" in (
+        result.stderr
+    )
