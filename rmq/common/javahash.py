@@ -32,6 +32,8 @@ import threading
 from collections.abc import Callable, Hashable, Iterable
 from typing import Final, TypeVar
 
+from rmq.common import compiled
+
 _MASK32: Final = 0xFFFFFFFF
 _SIGN32: Final = 0x80000000
 _UTF16_NATIVE: Final = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
@@ -142,3 +144,12 @@ def java_hash_order_by(
         return (h ^ (h >> 16)) & (size - 1)
 
     return sorted(unique, key=bucket)
+
+
+# The compiled twins (rmq.common.compiled); the functions above stay the reference.
+_pure_java_hash = java_hash
+_pure_index_key_hash = index_key_hash
+_fast = compiled.load("rmq.common._speedups")
+if _fast is not None:
+    java_hash = _fast.java_hash
+    index_key_hash = _fast.index_key_hash

@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from rmq.common import compiled
 from rmq.common.compression import decompress_body
 from rmq.common.javahash import tags_code
 from rmq.common.msgconst import (
@@ -584,3 +585,12 @@ def encode_batch(messages: Iterable[tuple[int, Buffer, bytes]]) -> bytes:
             properties,
         )
     return b"".join(parts)
+
+
+# The compiled twins (rmq.common.compiled); the functions above stay the reference.
+_pure_encode_record_into = encode_record_into
+_pure_encode_batch_into = encode_batch_into
+_fast = compiled.load("rmq.common._speedups")
+if _fast is not None:
+    encode_record_into = _fast.encode_record_into
+    encode_batch_into = _fast.encode_batch_into

@@ -36,6 +36,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from rmq.common import compiled
 from rmq.common.msgid import IPV4_HOST_LENGTH, IPV6_HOST_LENGTH
 from rmq.common.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
@@ -278,3 +279,12 @@ def store_timestamp_at(buf: Any, pos: int) -> int:
     sys_flag = _INT.unpack_from(buf, pos + SYS_FLAG_POS)[0]
     timestamp: int = _LONG.unpack_from(buf, pos + layout_of(sys_flag).store_timestamp_pos)[0]
     return timestamp
+
+
+# The compiled twins (rmq.common.compiled); the functions above stay the reference.
+_pure_frame_at = frame_at
+_pure_iter_frames = iter_frames
+_fast = compiled.load("rmq.common._speedups")
+if _fast is not None:
+    frame_at = _fast.frame_at
+    iter_frames = _fast.iter_frames
