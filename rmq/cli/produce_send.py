@@ -236,6 +236,21 @@ class Sender:
         self._pending.append(_Job(lines, task))
         return task
 
+    def _stop_on_acl_refusal(self, exc: Exception) -> None:
+        """A broker's ACL refusal ends the run with one error naming what is missing (every
+        other send would be refused alike): the sends under way are cancelled."""
+        from rmq.cli.aclerrors import acl_error
+
+        refused = acl_error(exc, topic_perm="PUB")
+        if refused is None:
+            return
+        for job in self._pending:
+            if not job.task.done():
+                job.task.cancel()
+            elif not job.task.cancelled():
+                job.task.exception()  # retrieved: asyncio must not report it
+        raise refused from exc
+
     async def _drain(self) -> None:
         """Emit finished sends from the head; wait for the head while the window is full."""
         pending = self._pending
@@ -246,6 +261,7 @@ class Sender:
         try:
             result = await job.task
         except Exception as exc:
+            self._stop_on_acl_refusal(exc)
             self.results.failed(job.lines, str(exc) or type(exc).__name__)
             if self.failed_send_line is None:
                 self.failed_send_line = job.lines[0]
