@@ -77,8 +77,11 @@ def properties(n: int, uniq_key: str) -> bytes:
     return f"KEYS\x01order-{n}\x02UNIQ_KEY\x01{uniq_key}\x02TAGS\x01TagA".encode()
 
 
-def build_store(directory: str, commitlog_bytes: int) -> dict[str, Any]:
-    """Fill the first commitlog file of a new store; its message and byte counts."""
+def build_store(
+    directory: str, commitlog_bytes: int, fill_bytes: int | None = None
+) -> dict[str, Any]:
+    """Fill the first commitlog file of a new store (or with `fill_bytes`, that many bytes
+    of commitlog files of `commitlog_bytes` each); its message and byte counts."""
     config = MessageStoreConfig(
         store_path_root_dir=directory, mapped_file_size_commit_log=commitlog_bytes
     )
@@ -105,7 +108,7 @@ def build_store(directory: str, commitlog_bytes: int) -> dict[str, Any]:
         messages += BATCH
         wrote += result.wrote_bytes
         batches += 1
-        if result.physical_offset >= commitlog_bytes:  # the first file is full
+        if result.physical_offset >= (fill_bytes or commitlog_bytes):  # the first file is full
             break
     seconds = time.perf_counter() - start
     store.shutdown()

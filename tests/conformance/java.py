@@ -126,13 +126,16 @@ def start_apache_broker(
     namesrv_addr: str | None,
     props: Mapping[str, object],
     rocketmq_home: Path = ROCKETMQ_HOME,
+    heap: Sequence[str] = SERVER_HEAP,
+    ready_timeout: float = 60,
 ) -> RmqProcess:
     """Apache's BrokerStartup -c <conf>, registered with `namesrv_addr` when it returns
     (None: no name server).
 
     The conf binds everything to 127.0.0.1 on free ports (listenPort, listenPort - 2,
     listenPort + 1) and stores under `<root>/<name>-home/store`; `props` adds or overrides.
-    `rocketmq_home` is its ROCKETMQ_HOME (logback files, and `conf/plain_acl.yml` with ACL on).
+    `rocketmq_home` is its ROCKETMQ_HOME (logback files, and `conf/plain_acl.yml` with ACL on);
+    `heap` its JVM memory options; `ready_timeout` how long it may take to listen and register.
     """
     port = free_broker_port()
     home = processes.root / f"{name}-home"
@@ -150,15 +153,15 @@ def start_apache_broker(
         "org.apache.rocketmq.broker.BrokerStartup",
         ["-c", str(conf)],
         home=home,
-        heap=SERVER_HEAP,
+        heap=heap,
         props={"rocketmq.home.dir": str(rocketmq_home)},
     )
     env = java_env(home, rocketmq_home)
     process = processes.start(
-        name, (), port=port, home=home, env=env, command=argv, ready_timeout=60
+        name, (), port=port, home=home, env=env, command=argv, ready_timeout=ready_timeout
     )
     if namesrv_addr is not None:
-        wait_registered(namesrv_addr, process.addr, 60, process)
+        wait_registered(namesrv_addr, process.addr, ready_timeout, process)
     return process
 
 
