@@ -425,7 +425,9 @@ class UpdateConsumerOffsetResponseHeader:
 @header
 class UpdateGlobalWhiteAddrsConfigRequestHeader:
     global_white_addrs: str
-    acl_file_full_path: str
+    acl_file_full_path: str | None = None
+    """@CFNotNull in Java, yet Apache's broker accepts a request without it (mqadmin's
+    updateGlobalWhiteAddr without -p sends none): the default file."""
 
 
 @header

@@ -470,7 +470,6 @@ CASES += [
         ],
         ["create or update plain access config to {broker} success.", "PlainAccessConfig@"],
         [object_ids],
-        missing=_missing("UPDATE_AND_CREATE_ACL_CONFIG"),
         acl=True,
     ),
     Case(
@@ -481,7 +480,6 @@ CASES += [
         ],
         ["delete plain access config account from {broker} success."],
         [object_ids],
-        missing=_missing("UPDATE_AND_CREATE_ACL_CONFIG", "DELETE_ACL_CONFIG"),
         acl=True,
     ),
     Case(
@@ -489,14 +487,12 @@ CASES += [
         [["clusterAclConfigVersion", "-b", "{broker}"]],
         ["MqaAclCluster", "broker-a"],
         [times],
-        missing=_missing("GET_BROKER_CLUSTER_ACL_INFO"),
         acl=True,
     ),
     Case(
         "updateGlobalWhiteAddr",
         [["updateGlobalWhiteAddr", "-b", "{broker}", "-g", "127.0.0.1,10.10.*.*"]],
         ["update global white remote addresses to {broker} success."],
-        missing=_missing("UPDATE_GLOBAL_WHITE_ADDRS_CONFIG"),
         acl=True,
     ),
 ]

@@ -112,6 +112,8 @@ class AclFiles:
         self.default_file = os.path.normpath(default)
         self.configured = bool(rocketmq_home) or bool(acl_file)
         self.state = AclState()
+        self.default_version = (0, now_millis())
+        """(counter, timestamp) of the default file as last loaded by the watcher."""
         self._stamps: dict[str, tuple[int, int]] = {}
 
     # -- loading -----------------------------------------------------------------------------
@@ -138,8 +140,12 @@ class AclFiles:
             stamps[path] = (stat.st_mtime_ns, stat.st_size)
         return stamps
 
-    def load(self) -> None:
-        """Read every file into a new state (AclError leaves the old one in place)."""
+    def load(self, *, watched: bool = True) -> None:
+        """Read every file into a new state (AclError leaves the old one in place).
+
+        A load after a write of the broker's own is not `watched`: the watcher still sees the
+        file changed and loads it again, and only a watched load moves `default_version`
+        (Apache reports the default file's version as its watcher last loaded it)."""
         if not self.configured:
             return
         if not os.path.exists(self.default_file):
@@ -164,7 +170,9 @@ class AclFiles:
                 state.key_files[account.access_key] = path
             state.versions[path] = _version_of(data)
         self.state = state
-        self._stamps = self._stamp(files)
+        if watched:
+            self._stamps = self._stamp(files)
+            self.default_version = state.versions.get(self.default_file, (0, now_millis()))
         log.info("ACL loaded: %d files, %d accounts", len(files), len(state.accounts))
 
     def poll(self) -> bool:
@@ -182,10 +190,6 @@ class AclFiles:
             return False
         return True
 
-    @property
-    def default_version(self) -> tuple[int, int]:
-        return self.state.versions.get(self.default_file, (0, now_millis()))
-
     # -- rewriting ---------------------------------------------------------------------------
 
     def _write(self, path: str, data: dict[str, Any]) -> None:
@@ -198,7 +202,11 @@ class AclFiles:
             Path(path).write_text(dump_yaml(data), encoding="utf-8")
         except OSError as exc:
             raise AclError(str(exc)) from exc
-        self.load()
+        try:
+            self.load(watched=False)
+        except AclError as exc:
+            # Apache writes what it was given and its watcher then fails to load it
+            log.error("ACL files not reloaded after writing %s: %s", path, exc)
 
     def _read_map(self, path: str, first_keys: tuple[str, ...]) -> dict[str, Any]:
         data = read_yaml(path)
