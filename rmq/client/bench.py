@@ -281,12 +281,15 @@ async def _drive(
     since, before = time.perf_counter(), 0
     try:
         while not stopped.done():
-            timeout = interval
+            # the rest of this interval: a wait that ends a little early is finished next turn
+            timeout = since + interval - time.perf_counter()
             if deadline is not None:
-                timeout = min(timeout, deadline - loop.time())
-                if timeout <= 0:
+                left = deadline - loop.time()
+                if left <= 0:
                     break
-            await asyncio.wait({stopped}, timeout=timeout)
+                timeout = min(timeout, left)
+            if timeout > 0:
+                await asyncio.wait({stopped}, timeout=timeout)
             if not stopped.done() and time.perf_counter() - since >= interval:
                 emit(since, before)
                 since, before = time.perf_counter(), done_count()

@@ -1,5 +1,6 @@
 """`rmq bench` against a real standalone: a rate-limited run keeps its rate and reports
-percentiles, the pull mode reads what was produced, and a short run reports as it goes."""
+percentiles, the pull mode reads what was produced, a short run reports as it goes, and a
+terminal (only a terminal) shows a progress bar."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.integration.test_produce_consume import Cli, cli_for, topic_name
 from tests.procs import RmqProcesses, StandaloneProcess
+from tests.terminal import Terminal
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +76,26 @@ def test_a_short_run_reports_every_second(cli: Cli) -> None:
     assert len(interval_lines) >= 3, lines
     assert lines[-1].startswith("[Complete] Send Total: ")
     assert "p999 RT(ms): " in lines[-1]
+
+
+def test_a_terminal_shows_a_progress_bar_and_the_lines_above_it(cli: Cli) -> None:
+    topic = topic_name("BenchBar")
+    assert cli.run("topic", "create", topic).returncode == 0
+    terminal = Terminal(
+        cli.argv("bench", "produce", "-t", topic, "--rate", "400", "-c", "1200", "-i", "1"), cli.env
+    )
+    terminal.expect(r"sending .*\d+/1200")  # the bar: description and count of the total
+    terminal.expect(r"Current Time: ")  # a report line, printed while the bar is drawn
+    code, shown = terminal.finish()
+    assert code == 0, shown
+    assert "[Complete] Send Total: 1200 " in shown
+
+
+def test_without_a_terminal_no_bar_is_drawn(cli: Cli) -> None:
+    topic = topic_name("BenchPipe")
+    assert cli.run("topic", "create", topic).returncode == 0
+    done = cli.run("bench", "produce", "-t", topic, "--rate", "400", "-c", "400", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"\x1b[" not in done.stderr
+    assert b"sending" not in done.stderr
+    assert json.loads(done.stdout)["sendTotal"] == 400
