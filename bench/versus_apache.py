@@ -1,0 +1,718 @@
+"""rmq beside Apache RocketMQ 4.9.8 on the same machine, in one run: every figure as rmq ÷ Apache.
+
+Two clusters run side by side, each one name server and one master broker with the same
+settings (`broker_props`: ASYNC_MASTER, ASYNC_FLUSH — SYNC_FLUSH for the one case so named —,
+Apache's default 1 GiB commitlog files and consume-queue and index sizes): Apache's
+NamesrvStartup + BrokerStartup from conformance/apache/lib (the broker's JVM with -Xms1g
+-Xmx1g) and `rmq namesrv` + `rmq broker`.  The same load generators drive both, one after the
+other, Apache first then rmq for every step:
+
+* Apache's own benchmark tools (rocketmq-example 4.7.0's `benchmark.Producer` and `Consumer`
+  on the 4.9.8 client; rocketmq-example has no `BatchProducer` before 4.9.x, and no 4.9.x
+  release on Maven Central): sync sends with 1, 16 and 64 threads (one send in flight each)
+  and a push consumer; the Producer prints its TPS every 10 s over the last 9 s, and the last
+  line printed is the figure; the Consumer's rate is read off the group's committed offsets
+  (`ConsumedWatch`), as its own lines cover 9-second windows a backlog may not fill;
+* the Apache C++ client (tests/interop/cpp_client.py's `produce` driver): sync sends, one in
+  flight, messages ÷ the sum of send times;
+* `rmq bench`: sync sends with 1, 16 and 64 in flight, batched sends (32 a batch, 4 in
+  flight), push and pull consume of a backlog, and a rate-limited run at 10,000 msg/s whose
+  latency percentiles are measured from each send's due time.
+
+Before measuring, each broker gets the same warm-up (both generators for `warmup` seconds).
+Then: SYNC_FLUSH with 64 in flight (both clusters restarted with fresh stores); the restart
+time of a broker on a store of `--store-gib` GiB (built once with rmq's store, which writes
+Apache's format byte for byte, and copied for each broker: process start to the port
+answering and the name server listing the broker); anonymous RSS (RssAnon) of each broker
+process idle after start and the highest seen during the 64-in-flight sends.
+
+    python bench/versus_apache.py [--quick] [--store-gib N] [--no-write]
+
+`--quick` (short runs, a 1 GiB store) is for checking the harness; the full run takes about
+15 minutes.  Progress goes to stderr.  The result is bench/results/versus_apache.json (or
+versus_apache-quick.json) and, unless `--no-write`, the generated block of docs/benchmarks.md
+(bench/versus_report.py).  Scratch space: $RMQ_BENCH_DIR or the temp dir; it needs about
+twice the store size plus a few GiB free.  Needs `make apache` and the test extras.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: the tests package holds the server starters
+    sys.path.insert(0, str(ROOT))
+
+import versus_report  # noqa: E402
+from spark_bench import build_store  # noqa: E402
+
+from tests.conformance.java import (  # noqa: E402
+    ensure_built,
+    java_argv,
+    java_env,
+    start_apache_broker,
+    start_apache_namesrv,
+)
+from tests.interop.cpp_client import run_cpp  # noqa: E402
+from tests.procs import RmqProcess, RmqProcesses  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+RMQ = Path(sys.executable).with_name("rmq")
+GIB = 1 << 30
+BODY = 1024
+TOPIC = "VersusSend"
+CONSUME_TOPIC = "VersusConsume"
+QUEUES = 8
+APACHE_BROKER_HEAP = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC")
+JAVA_TOOL_HEAP = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC")
+SEND_TPS = re.compile(r"Send TPS: (\d+) Max RT: (\d+) Average RT: +([\d.]+)")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long each step runs."""
+
+    warmup: float
+    java_seconds: float
+    """A Java tool's run: it prints a TPS line every 10 s, the first at 10 s or, when its two
+    timer tasks run in the other order, at 20 s; over 20 s leaves at least one."""
+    rmq_seconds: float
+    backlog: int
+    cpp_messages: int
+    store_gib: int
+
+
+QUICK = Plan(
+    warmup=4, java_seconds=21.5, rmq_seconds=4, backlog=150_000, cpp_messages=2_000, store_gib=1
+)
+FULL = Plan(
+    warmup=15,
+    java_seconds=31.5,
+    rmq_seconds=15,
+    backlog=1_000_000,
+    cpp_messages=10_000,
+    store_gib=10,
+)
+
+
+def progress(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def broker_props(flush: str) -> dict[str, object]:
+    """The settings both brokers run with (Apache's defaults for every file size)."""
+    return {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": "broker-a",
+        "brokerId": 0,
+        "brokerRole": "ASYNC_MASTER",
+        "flushDiskType": flush,
+        "mappedFileSizeCommitLog": GIB,
+        "mappedFileSizeConsumeQueue": 300_000 * 20,
+        "maxHashSlotNum": 5_000_000,
+        "maxIndexNum": 20_000_000,
+        "autoCreateTopicEnable": True,
+        "autoCreateSubscriptionGroup": True,
+    }
+
+
+# --- the two clusters -------------------------------------------------------------------------
+
+
+@dataclass
+class Side:
+    """One cluster under test."""
+
+    kind: str  # "apache" or "rmq"
+    processes: RmqProcesses
+    namesrv: RmqProcess
+    broker: RmqProcess
+
+    @property
+    def ns(self) -> str:
+        return self.namesrv.addr
+
+
+def start_broker(
+    kind: str, processes: RmqProcesses, namesrv: RmqProcess, props: Mapping[str, object]
+) -> RmqProcess:
+    if kind == "apache":
+        return start_apache_broker(
+            processes,
+            "apache-broker",
+            namesrv_addr=namesrv.addr,
+            props=props,
+            heap=APACHE_BROKER_HEAP,
+            ready_timeout=900,
+        )
+    return processes.start_broker("rmq-broker", namesrv=namesrv, props=props, ready_timeout=900)
+
+
+def start_side(kind: str, root: Path, flush: str) -> Side:
+    root.mkdir(parents=True, exist_ok=True)
+    processes = RmqProcesses(root)
+    if kind == "apache":
+        namesrv = start_apache_namesrv(processes)
+        store = root / "apache-broker-home" / "store"
+    else:
+        namesrv = processes.start_namesrv("rmq-namesrv")
+        store = root / "rmq-broker-home" / "store"
+    props = {
+        **broker_props(flush),
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+    }
+    broker = start_broker(kind, processes, namesrv, props)
+    side = Side(kind, processes, namesrv, broker)
+    for topic in (TOPIC, CONSUME_TOPIC):
+        rmq_cli(side, "topic", "create", topic, "-r", str(QUEUES), "-w", str(QUEUES))
+    return side
+
+
+def stop_side(side: Side) -> None:
+    for process in (side.broker, side.namesrv):
+        if process.running:
+            try:
+                process.stop(timeout=60)
+            except AssertionError:
+                process.kill()
+
+
+# --- load generators --------------------------------------------------------------------------
+
+
+def rmq_cli(side: Side, *args: str, timeout: float = 600) -> str:
+    done = subprocess.run(
+        [str(RMQ), *args, "-n", side.ns],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"rmq {' '.join(args)} against {side.kind} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def rmq_bench(side: Side, *args: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(rmq_cli(side, "bench", *args, "--json"))
+    return result
+
+
+def java_tool(
+    side: Side,
+    main: str,
+    args: Sequence[str],
+    seconds: float,
+    name: str,
+    until: Callable[[], bool] = lambda: False,
+) -> str:
+    """Run an Apache benchmark tool (it never stops by itself) for `seconds` or until `until`
+    (called in the meantime, blocking as it likes) returns true; its stdout."""
+    home = side.processes.root / f"java-{name}"
+    argv = java_argv(
+        f"org.apache.rocketmq.example.benchmark.{main}",
+        ["-n", side.ns, *args],
+        home=home,
+        heap=JAVA_TOOL_HEAP,
+    )
+    out = home / "stdout.txt"
+    with out.open("wb") as stdout:
+        tool = subprocess.Popen(
+            argv, stdout=stdout, stderr=subprocess.STDOUT, env=java_env(home), cwd=home
+        )
+        try:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and not until():
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    tool.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+                    raise SystemExit(
+                        f"{main} exited early on {side.kind}:\n{out.read_text()[-3000:]}"
+                    )
+        finally:
+            tool.terminate()
+            tool.wait(30)
+    return out.read_text(errors="replace")
+
+
+def java_send_tps(side: Side, threads: int, seconds: float, name: str) -> float | None:
+    lines = SEND_TPS.findall(
+        java_tool(
+            side, "Producer", ["-t", TOPIC, "-w", str(threads), "-s", str(BODY)], seconds, name
+        )
+    )
+    return float(lines[-1][0]) if lines else None
+
+
+class ConsumedWatch:
+    """Polls a group's committed offsets on a topic (GET_CONSUME_STATS, which a push
+    consumer's pulls keep current); true once `total` messages are committed.  `rate` is
+    messages ÷ seconds from the first poll that saw progress to the one that saw all."""
+
+    def __init__(self, namesrv: str, group: str, topic: str, total: int) -> None:
+        self.namesrv, self.group, self.topic, self.total = namesrv, group, topic, total
+        self.first: tuple[float, int] | None = None
+        self.last: tuple[float, int] | None = None
+        self.loop = asyncio.new_event_loop()
+
+    def committed(self) -> int:
+        from rmq.client.admin import AdminClient
+        from rmq.client.adminops.consumer import consume_stats
+        from rmq.client.errors import ClientError
+        from rmq.remoting.errors import RemotingError
+
+        async def poll() -> int:
+            async with AdminClient(self.namesrv) as admin:
+                try:
+                    stats = await consume_stats(admin, self.group, self.topic)
+                except (ClientError, RemotingError):
+                    return 0
+            return sum(wrapper.consumer_offset for wrapper in stats.offset_table.values())
+
+        return self.loop.run_until_complete(poll())
+
+    def __call__(self) -> bool:
+        done = self.committed()
+        now = time.perf_counter()
+        if done and self.first is None:
+            self.first = (now, done)
+        if done:
+            self.last = (now, done)
+        return done >= self.total
+
+    @property
+    def rate(self) -> float | None:
+        if self.first is None or self.last is None or self.last[0] <= self.first[0]:
+            return None
+        return (self.last[1] - self.first[1]) / (self.last[0] - self.first[0])
+
+    def close(self) -> None:
+        self.loop.close()
+
+
+@contextmanager
+def peak_rss(process: RmqProcess) -> Iterator[list[int]]:
+    """Sample the process's RssAnon every 0.2 s while the block runs; yields [highest]."""
+    peak = [process.rss_anon()]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            try:
+                peak[0] = max(peak[0], process.rss_anon())
+            except (OSError, AssertionError):
+                return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        sampler.join()
+
+
+def cpp_send_rate(side: Side, count: int) -> float:
+    body = "x" * BODY
+    run = run_cpp(
+        "produce",
+        {"namesrv": side.ns, "topic": TOPIC, "messages": [{"body": body}] * count},
+        timeout=600,
+    )
+    results = run.result["results"]
+    failed = [entry for entry in results if not entry["ok"]]
+    if failed:
+        raise SystemExit(f"C++ client sends failed on {side.kind}: {failed[:3]}")
+    return count / float(sum(entry["elapsed"] for entry in results))
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+class Figures:
+    """The figures measured so far, in table order."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(
+        self,
+        figure: str,
+        tool: str,
+        unit: str,
+        values: Mapping[str, float | None],
+        better: str = "higher",
+        note: str = "",
+    ) -> None:
+        row: dict[str, Any] = {
+            "figure": figure,
+            "tool": tool,
+            "unit": unit,
+            "better": better,
+            "apache": values.get("apache"),
+            "rmq": values.get("rmq"),
+        }
+        if note:
+            row["note"] = note
+        self.rows.append(row)
+        apache, rmq = row["apache"], row["rmq"]
+        shown = f"{rmq / apache:.2f}" if apache and rmq is not None else "–"
+        progress(f"  {figure} / {tool}: apache {apache} rmq {rmq} (rmq ÷ Apache {shown})")
+
+
+def each(sides: Sequence[Side], measure: Callable[[Side], float | None]) -> dict[str, float | None]:
+    return {side.kind: measure(side) for side in sides}
+
+
+def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> None:
+    secs = str(plan.rmq_seconds)
+    size = str(BODY)
+    idle = {side.kind: side.broker.rss_anon() / (1 << 20) for side in sides}
+    progress("warm-up")
+    for side in sides:
+        rmq_bench(
+            side, "produce", "-t", TOPIC, "-s", size, "--in-flight", "16", "-d", str(plan.warmup)
+        )
+        java_tool(
+            side, "Producer", ["-t", TOPIC, "-w", "16", "-s", size], max(plan.warmup, 2), "warmup"
+        )
+
+    progress("sync sends (Apache's Producer, rmq bench, the C++ client)")
+    peaks: dict[str, float | None] = {}
+    for threads in (1, 16, 64):
+        java: dict[str, float | None] = {}
+        for side in sides:
+            with peak_rss(side.broker) as peak:
+                java[side.kind] = java_send_tps(
+                    side, threads, plan.java_seconds, f"producer-{threads}"
+                )
+            if threads == 64:
+                peaks[side.kind] = peak[0] / (1 << 20)
+        figures.add(
+            f"sync send, {threads} in flight", f"Apache Producer -w {threads}", "msgs/s", java
+        )
+        values: dict[str, float | None] = {}
+        for side in sides:
+            with peak_rss(side.broker) as peak:
+                values[side.kind] = rmq_bench(
+                    side,
+                    "produce",
+                    "-t",
+                    TOPIC,
+                    "-s",
+                    size,
+                    "--in-flight",
+                    str(threads),
+                    "-d",
+                    secs,
+                )["sendTps"]
+            if threads == 64:
+                peaks[side.kind] = max(peaks[side.kind] or 0.0, peak[0] / (1 << 20))
+        figures.add(
+            f"sync send, {threads} in flight", f"rmq bench --in-flight {threads}", "msgs/s", values
+        )
+        if threads == 1:
+            cpp = each(sides, lambda side: cpp_send_rate(side, plan.cpp_messages))
+            figures.add("sync send, 1 in flight", "Apache C++ client 1.2", "msgs/s", cpp)
+
+    progress("batched sends")
+    batched = each(
+        sides,
+        lambda side: rmq_bench(
+            side, "produce", "-t", TOPIC, "-s", size, "-b", "32", "--in-flight", "4", "-d", secs
+        )["sendTps"],
+    )
+    figures.add(
+        "batched send (32 a batch, 4 in flight)",
+        "rmq bench -b 32",
+        "msgs/s",
+        batched,
+        note="Apache's BatchProducer is not in rocketmq-example 4.7.0, the newest on Maven Central",
+    )
+
+    progress(f"latency at 10,000 msg/s for {secs} s")
+    rated = {
+        side.kind: rmq_bench(
+            side,
+            "produce",
+            "-t",
+            TOPIC,
+            "-s",
+            size,
+            "--rate",
+            "10000",
+            "--in-flight",
+            "64",
+            "-d",
+            secs,
+        )
+        for side in sides
+    }
+    achieved = {kind: report["sendTps"] for kind, report in rated.items()}
+    figures.add("rate achieved at 10,000 msg/s", "rmq bench --rate 10000", "msgs/s", achieved)
+    for name, key in (("p50", "p50RtMs"), ("p99", "p99RtMs"), ("p99.9", "p999RtMs")):
+        figures.add(
+            f"{name} latency at 10,000 msg/s",
+            "rmq bench --rate 10000",
+            "ms",
+            {kind: report[key] for kind, report in rated.items()},
+            better="lower",
+        )
+
+    progress(f"consume: a backlog of {plan.backlog:,} messages per consumer")
+    push: dict[str, float | None] = {}
+    pull: dict[str, float | None] = {}
+    java = {}
+    for side in sides:
+        backlog = str(plan.backlog)
+        rmq_bench(
+            side,
+            "produce",
+            "-t",
+            CONSUME_TOPIC,
+            "-s",
+            size,
+            "-b",
+            "32",
+            "--in-flight",
+            "4",
+            "-c",
+            backlog,
+        )
+        push[side.kind] = rmq_bench(
+            side,
+            "consume",
+            "-t",
+            CONSUME_TOPIC,
+            "-g",
+            "versus_push",
+            "--from",
+            "first",
+            "-c",
+            backlog,
+            "-d",
+            "600",
+        )["consumeTps"]
+        pull[side.kind] = rmq_bench(
+            side,
+            "consume",
+            "--pull",
+            "-t",
+            CONSUME_TOPIC,
+            "-g",
+            "versus_pull",
+            "--from",
+            "first",
+            "-c",
+            backlog,
+            "-d",
+            "600",
+        )["consumeTps"]
+        watch = ConsumedWatch(side.ns, "versus_java", CONSUME_TOPIC, plan.backlog)
+        try:
+            java_tool(
+                side,
+                "Consumer",
+                ["-t", CONSUME_TOPIC, "-g", "versus_java", "-p", "false"],
+                600,
+                "consumer",
+                until=watch,
+            )
+            java[side.kind] = watch.rate
+        finally:
+            watch.close()
+    figures.add("push consume", "rmq bench consume", "msgs/s", push)
+    figures.add(
+        "push consume",
+        "Apache Consumer",
+        "msgs/s",
+        java,
+        note="the group's committed offsets polled (GET_CONSUME_STATS) from the first progress "
+        "seen to the whole backlog",
+    )
+    figures.add("pull consume (32 a pull)", "rmq bench consume --pull", "msgs/s", pull)
+
+    figures.add("broker RssAnon, idle", "after start", "MiB", idle, better="lower")
+    figures.add(
+        "broker RssAnon, under load", "peak during 64 in flight", "MiB", peaks, better="lower"
+    )
+
+
+def sync_flush_cases(root: Path, plan: Plan, figures: Figures) -> None:
+    progress("SYNC_FLUSH: fresh clusters")
+    sides = [start_side(kind, root / f"sync-{kind}", "SYNC_FLUSH") for kind in ("apache", "rmq")]
+    try:
+        for side in sides:
+            rmq_bench(
+                side,
+                "produce",
+                "-t",
+                TOPIC,
+                "-s",
+                str(BODY),
+                "--in-flight",
+                "16",
+                "-d",
+                str(plan.warmup),
+            )
+        values = each(
+            sides,
+            lambda side: rmq_bench(
+                side,
+                "produce",
+                "-t",
+                TOPIC,
+                "-s",
+                str(BODY),
+                "--in-flight",
+                "64",
+                "-d",
+                str(plan.rmq_seconds),
+            )["sendTps"],
+        )
+        figures.add("SYNC_FLUSH send, 64 in flight", "rmq bench --in-flight 64", "msgs/s", values)
+        java = each(
+            sides, lambda side: java_send_tps(side, 64, plan.java_seconds, "sync-producer-64")
+        )
+        figures.add("SYNC_FLUSH send, 64 in flight", "Apache Producer -w 64", "msgs/s", java)
+    finally:
+        for side in sides:
+            stop_side(side)
+            shutil.rmtree(side.processes.root, ignore_errors=True)
+
+
+def restart_cases(root: Path, plan: Plan, figures: Figures) -> None:
+    source = root / "store-source"
+    progress(f"building a {plan.store_gib} GiB store with rmq's store")
+    built = build_store(str(source), GIB, plan.store_gib * GIB)
+    progress(f"  {built['messages']:,} messages in {built['build_s']:.0f} s")
+    seconds: dict[str, float | None] = {}
+    for kind in ("apache", "rmq"):
+        side_root = root / f"restart-{kind}"
+        processes = RmqProcesses(side_root)
+        side_root.mkdir(parents=True, exist_ok=True)
+        namesrv = (
+            start_apache_namesrv(processes)
+            if kind == "apache"
+            else processes.start_namesrv("rmq-namesrv")
+        )
+        store = side_root / "store"
+        progress(f"copying the store for {kind}")
+        shutil.copytree(source, store)
+        props = {
+            **broker_props("ASYNC_FLUSH"),
+            "storePathRootDir": store,
+            "storePathCommitLog": store / "commitlog",
+        }
+        subprocess.run(["sync"], check=False)
+        try:
+            started = time.perf_counter()
+            broker = start_broker(kind, processes, namesrv, props)
+            seconds[kind] = time.perf_counter() - started
+            for process in (broker, namesrv):
+                process.stop(timeout=120)
+        finally:
+            processes.kill_all()
+        shutil.rmtree(side_root, ignore_errors=True)
+    shutil.rmtree(source, ignore_errors=True)
+    figures.add(
+        f"restart, {plan.store_gib} GiB store", "start to registered", "s", seconds, better="lower"
+    )
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    memory = int(Path("/proc/meminfo").read_text().split()[1]) / (1 << 20)
+    version = subprocess.run(
+        ["java", "-version"], capture_output=True, text=True, check=False
+    ).stderr.splitlines()
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory),
+        "python": platform.python_version(),
+        "java": version[0].strip() if version else "java ?",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short runs and a 1 GiB store")
+    parser.add_argument(
+        "--store-gib", type=int, help="store size of the restart case (default: 10, 1 with --quick)"
+    )
+    parser.add_argument("--no-write", action="store_true", help="leave docs/benchmarks.md alone")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.store_gib is not None:
+        plan = Plan(**{**plan.__dict__, "store_gib": args.store_gib})
+    ensure_built()
+    scratch = Path(os.environ.get("RMQ_BENCH_DIR") or tempfile.gettempdir())
+    needed = (2 * plan.store_gib + 4) * GIB
+    if shutil.disk_usage(scratch).free < needed:
+        raise SystemExit(f"{scratch} has less than {needed // GIB} GiB free (set RMQ_BENCH_DIR)")
+    root = Path(tempfile.mkdtemp(prefix="rmq-versus-", dir=scratch))
+    figures = Figures()
+    began = time.perf_counter()
+    try:
+        progress(f"starting both clusters under {root}")
+        sides = [start_side(kind, root / kind, "ASYNC_FLUSH") for kind in ("apache", "rmq")]
+        try:
+            async_flush_cases(sides, plan, figures)
+        finally:
+            for side in sides:
+                stop_side(side)
+                shutil.rmtree(side.processes.root, ignore_errors=True)
+        sync_flush_cases(root, plan, figures)
+        restart_cases(root, plan, figures)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result = {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "mode": "quick" if args.quick else "full",
+        "seconds": round(time.perf_counter() - began),
+        "machine": machine(),
+        "settings": {
+            "flushDiskType": "ASYNC_FLUSH (SYNC_FLUSH where named)",
+            "brokerRole": "ASYNC_MASTER",
+            "commitlog files": "1 GiB",
+            "Apache broker JVM": " ".join(APACHE_BROKER_HEAP),
+            "body": f"{BODY} B",
+            "queues": QUEUES,
+        },
+        "figures": figures.rows,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("versus_apache-quick.json" if args.quick else "versus_apache.json")
+    out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    progress(f"wrote {out} ({result['seconds']} s)")
+    if not args.no_write:
+        versus_report.write_doc(result)
+        progress(f"updated {versus_report.DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
