@@ -24,7 +24,9 @@ delay_level, orderly_arg}`, all optional), `mode` (`sync` default, `oneway`, `or
 `orderly_arg`, which a message's own `orderly_arg` overrides: the queue is `arg % queues`;
 `orderly_retries`, the client's own retries of an orderly send, default 3), `retry_for`
 (seconds to keep re-sending a failed message, default 0) and `retry_interval` (default 0.2),
-optional `group`, `instance`, `send_timeout_ms`.  Result: `{"results": [...]}`, one entry per
+optional `group`, `instance`, `send_timeout_ms`, and `access_key` / `secret_key` (with
+optional `channel`): session credentials, so every request is signed for a plain-ACL broker.
+Result: `{"results": [...]}`, one entry per
 message, in order: `{"ok": true, "status", "msg_id", "offset", "queue_id" (orderly mode only),
 "attempts", "elapsed"}` or `{"ok": false, "error_type", "error", "attempts"}` (with `elapsed`
 unless `error_type` is `Stopped`: not sent because of SIGTERM); `elapsed` is in seconds from

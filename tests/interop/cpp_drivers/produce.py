@@ -102,6 +102,10 @@ def main() -> None:
     producer = Producer(spec["group"])
     ffi_check(dll.SetProducerInstanceName(producer._handle, spec["instance"].encode()))
     producer.set_namesrv_addr(spec["namesrv"])
+    if spec.get("access_key") is not None:
+        producer.set_session_credentials(
+            spec["access_key"], spec["secret_key"], spec.get("channel", "")
+        )
     if spec.get("send_timeout_ms"):
         producer.set_timeout(int(spec["send_timeout_ms"]))
     producer.start()
