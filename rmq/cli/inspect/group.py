@@ -30,6 +30,9 @@ import click
 import typer
 
 from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, PROG_NAME, RmqError, option_value
+from rmq.cli.inspect import completions
+from rmq.cli.inspect.completions import TARGET_KEY
+from rmq.cli.inspect.repl import InspectGroup
 from rmq.cli.inspect.views import (
     RECORD_COLUMNS,
     RECORD_WIDE_COLUMNS,
@@ -48,7 +51,6 @@ if TYPE_CHECKING:
     from rmq.store.offline.reader import StoreReader
     from rmq.store.offline.search import RecordFilter
 
-TARGET_KEY: Final = "rmq.inspect.target"
 DEFAULT_LIST_COUNT: Final = 100
 DEFAULT_PREVIEW_BYTES: Final = 256
 DEFAULT_MAX_KEYS: Final = 64
@@ -60,6 +62,7 @@ app = command_app(
     "completion, 'help'); with one, it runs once and exits.  Nothing in the directory is "
     "ever written, locked or repaired, so it is safe next to a running broker.",
     invoke_without_command=True,
+    cls=InspectGroup,
 )
 
 
@@ -96,16 +99,30 @@ def inspect(
     if ctx.invoked_subcommand is None:
         from rmq.cli.inspect.repl import run_shell
 
-        raise typer.Exit(run_shell(target))
+        raise typer.Exit(run_shell(ctx))
 
 
 # -- shared options ------------------------------------------------------------------------
 
 TopicOption = Annotated[
-    str | None, typer.Option("--topic", "-t", metavar="TOPIC", help="Only this topic.")
+    str | None,
+    typer.Option(
+        "--topic",
+        "-t",
+        metavar="TOPIC",
+        help="Only this topic.",
+        autocompletion=completions.topics,
+    ),
 ]
 QueueOption = Annotated[
-    int | None, typer.Option("--queue", "-q", metavar="QUEUE_ID", help="Only this queue id.")
+    int | None,
+    typer.Option(
+        "--queue",
+        "-q",
+        metavar="QUEUE_ID",
+        help="Only this queue id.",
+        autocompletion=completions.queue_ids,
+    ),
 ]
 BeginOption = Annotated[
     str | None,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
+import click
 import typer
 
 from rmq.cli.errors import EXIT_USAGE, RmqError, option_value
@@ -30,7 +31,7 @@ from rmq.cli.inspect.group import (
     render_records,
     target_of,
 )
-from rmq.cli.inspect.views import ProgressBar, record_dict
+from rmq.cli.inspect.views import record_dict, scan_progress
 from rmq.cli.output import OutputOption
 from rmq.common.timeutil import parse_time
 
@@ -85,7 +86,7 @@ def _by_key(
     from rmq.store.offline.search import RecordFilter, find_records
 
     if scan:
-        with ProgressBar("scanning") as bar:
+        with scan_progress("scanning") as bar:
             found = list(
                 find_records(
                     reader,
@@ -96,7 +97,7 @@ def _by_key(
             )
     else:
         found = []
-        with ProgressBar("scanning the tail the index does not cover") as bar:
+        with scan_progress("scanning the tail the index does not cover") as bar:
             for name in [topic] if topic is not None else _topics(reader):
                 found += reader.query_by_key(
                     name,
@@ -177,7 +178,7 @@ def search(
     from rmq.store.offline.search import find_records
 
     wanted = record_filter(topic, queue, begin, end, tag, key)
-    with opened(ctx) as reader, ProgressBar("searching") as bar:
+    with opened(ctx) as reader, scan_progress("searching") as bar:
         damage = Damage(reader.layout.root)
         records = list(find_records(reader, wanted, limit=count, report=damage, progress=bar))
     render_records(records, output)
@@ -199,13 +200,18 @@ def export(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", metavar="FILE", help="Write to FILE instead of stdout (not inside the store)."
+            "--out",
+            metavar="FILE",
+            help="Write to FILE instead of stdout (not inside the store; an existing file "
+            "only with --force).",
         ),
     ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FILE if it exists.")] = False,
     broker_name: BrokerNameOption = None,
 ) -> int:
     """Export the matching records as NDJSON, one message record per line: the schema of
-    'rmq consume', so 'rmq produce' can send them again."""
+    'rmq consume', so 'rmq produce' can send them again.  On a terminal (no --out, stdout
+    not redirected) the lines go through the pager ($PAGER, else less)."""
     import orjson
 
     from rmq.store.offline.search import find_records
@@ -216,11 +222,20 @@ def export(
         raise RmqError(
             f"{out} is inside the store directory", "write the export somewhere else", EXIT_USAGE
         )
-    with opened(ctx) as reader, ProgressBar("exporting") as bar:
+    if out is not None and out.is_file() and not force:
+        raise RmqError(f"{out} already exists", "pass --force to replace it")
+    paged = out is None and sys.stdout.isatty()
+    with opened(ctx) as reader, scan_progress("exporting", when=not paged) as bar:
         damage = Damage(reader.layout.root)
+        lines = (
+            orjson.dumps(record_dict(record, broker_name)) + b"\n"
+            for record in find_records(reader, wanted, limit=count, report=damage, progress=bar)
+        )
+        if paged:
+            click.echo_via_pager(line.decode() for line in lines)
+            return damage.exit_code
         with contextlib.ExitStack() as stack:
             sink = stack.enter_context(out.open("wb")) if out is not None else sys.stdout.buffer
-            for record in find_records(reader, wanted, limit=count, report=damage, progress=bar):
-                sink.write(orjson.dumps(record_dict(record, broker_name)) + b"\n")
+            sink.writelines(lines)
             sink.flush()
     return damage.exit_code

@@ -12,6 +12,7 @@ import click
 import typer
 
 from rmq.cli.errors import RmqError
+from rmq.cli.inspect import completions
 from rmq.cli.inspect.group import (
     DEFAULT_LIST_COUNT,
     DEFAULT_PREVIEW_BYTES,
@@ -39,10 +40,21 @@ if TYPE_CHECKING:
 @app.command()
 def dump(
     ctx: typer.Context,
-    offset: Annotated[int | None, typer.Argument(metavar="[OFFSET]", show_default=False)] = None,
+    offset: Annotated[
+        int | None,
+        typer.Argument(
+            metavar="[OFFSET]", show_default=False, autocompletion=completions.commitlog_files
+        ),
+    ] = None,
     file: Annotated[
         str | None,
-        typer.Option("--file", "-f", metavar="NAME", help="Every record of this commitlog file."),
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="NAME",
+            help="Every record of this commitlog file.",
+            autocompletion=completions.commitlog_files,
+        ),
     ] = None,
     count: Annotated[
         int | None,
@@ -55,7 +67,13 @@ def dump(
         ),
     ] = None,
     charset: Annotated[
-        str, typer.Option("--charset", metavar="CHARSET", help="Decode bodies with CHARSET.")
+        str,
+        typer.Option(
+            "--charset",
+            metavar="CHARSET",
+            help="Decode bodies with CHARSET.",
+            autocompletion=completions.charsets,
+        ),
     ] = "utf-8",
     hex_mode: Annotated[bool, typer.Option("--hex", help="Show bodies as a hex dump.")] = False,
     preview: Annotated[
@@ -168,8 +186,16 @@ def _time_and_millis(millis: int) -> str:
 @app.command()
 def queue(
     ctx: typer.Context,
-    topic: Annotated[str, typer.Argument(metavar="TOPIC", show_default=False)],
-    queue_id: Annotated[int, typer.Argument(metavar="QUEUE_ID", show_default=False)],
+    topic: Annotated[
+        str,
+        typer.Argument(metavar="TOPIC", show_default=False, autocompletion=completions.topics),
+    ],
+    queue_id: Annotated[
+        int,
+        typer.Argument(
+            metavar="QUEUE_ID", show_default=False, autocompletion=completions.queue_ids
+        ),
+    ],
     start: Annotated[
         int | None,
         typer.Option(

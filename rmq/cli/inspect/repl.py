@@ -1,51 +1,41 @@
-"""The `rmq inspect STORE_DIR` shell: a prompt_toolkit loop over the `rmq inspect` commands.
+"""The `rmq inspect STORE_DIR` shell: click-repl over the inspect group, plus small hooks.
 
-Each line is split like a shell line (`shlex.split`) and dispatched into the real command
-tree as `rmq inspect STORE_DIR <line>` with `root_command().main(..., standalone_mode=False)`,
-so a command behaves exactly as it does one-shot; a failure is reported as the usual one
-line (`rmq.cli.errors.report`) and the shell carries on.  Built in: `help` (the commands
-with their summaries; `help COMMAND` for one command's options), `exit`/`quit` (or Ctrl-D);
-Ctrl-C clears the line or interrupts a running command.  See docs/decisions.md for why this
-is our own dispatcher and not click-repl.
+click-repl reads the lines (a prompt_toolkit session with history and completion on a
+terminal; line by line from a pipe), splits them and invokes the inspect group's context
+with each, so a command behaves exactly as it does one-shot.  Its `ClickCompleter` walks the
+click tree for command names, options and choices, and calls the parameters' completion
+callbacks (`rmq.cli.inspect.completions`) with the line's context, whose ``meta`` holds the
+open store: topics, queue ids of the topic typed, commitlog file names; paths for options
+that take one.  History is kept in `$XDG_STATE_HOME/rmq/inspect_history`
+(`~/.local/state/rmq/inspect_history`), never in the store.
 
-Completion (TAB) comes from two places: the command tree (command names, options, choices
-such as `-o` formats or `files` kinds) and the open store, listed afresh at every TAB:
-topics and queue ids from `consumequeue/`, commitlog file names (which are offsets, so they
-complete `dump OFFSET` too), and paths for options that take one.  History is kept in
-`$XDG_STATE_HOME/rmq/inspect_history` (`~/.local/state/rmq/inspect_history`), never in the
-store.
+What click-repl leaves to us, as hooks on `InspectGroup` (the inspect group's class):
 
-When stdin is not a terminal the shell reads commands line by line without a prompt (a
-script of commands), and exits 1 if any of them failed.
+- a failed line is reported as the usual one line (`rmq.cli.errors.report`; a mistyped
+  command gets typer's did-you-mean), Ctrl-C interrupts a running command, and the shell
+  carries on either way;
+- the words `help` (the commands; `help COMMAND` for one command's options), `exit` and
+  `quit` exist only in the shell (click-repl's own are `:help`, `:quit`);
+- from a pipe, blank lines are skipped (click-repl stops at the first) and the shell exits 1
+  if any line failed.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import sys
-from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import Any, Final, TextIO
 
 import click
-from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
-from prompt_toolkit.document import Document
-from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.shortcuts import CompleteStyle
+from typer.core import TyperGroup
 
 from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, PROG_NAME, debug_from_env, report
-from rmq.store.layout import StoreLayout, list_consume_queues, list_offset_files
 
-if TYPE_CHECKING:
-    from rmq.cli.inspect.group import StoreTarget
-
-COMMAND_NAME: Final = "inspect"
+SHELL_KEY: Final = "rmq.inspect.shell"
 HISTORY_FILE: Final = "inspect_history"
 EXIT_WORDS: Final = ("exit", "quit")
 HELP_WORD: Final = "help"
-CHARSETS: Final = ("utf-8", "gbk", "gb18030", "big5", "shift_jis", "latin-1", "utf-16", "ascii")
 
 
 def history_path() -> Path:
@@ -55,111 +45,202 @@ def history_path() -> Path:
     return base / PROG_NAME / HISTORY_FILE
 
 
-def inspect_group() -> click.Group:
-    """The `rmq inspect` click group, as registered in the root command."""
-    from rmq.cli.main import root_command
-
-    root = root_command()
-    group = root.get_command(click.Context(root, info_name=PROG_NAME), COMMAND_NAME)
-    assert isinstance(group, click.Group), "rmq inspect is a group"
-    return group
-
-
 class Shell:
-    """Runs lines against one store directory; see the module docstring."""
+    """What the shell keeps between lines: whether to show tracebacks, whether one failed."""
 
-    def __init__(self, target: StoreTarget, *, debug: bool = False) -> None:
-        self.target = target
+    def __init__(self, debug: bool) -> None:
         self.debug = debug
-        self.group = inspect_group()
         self.failed = False
 
-    def prefix(self) -> list[str]:
-        """The command line before a shell line: `inspect STORE_DIR [--commitlog-dir DIR]`."""
-        args = [COMMAND_NAME, str(self.target.root)]
-        if self.target.commitlog_dir is not None:
-            args += ["--commitlog-dir", str(self.target.commitlog_dir)]
-        return args
 
-    def run_line(self, line: str, err: TextIO | None = None) -> bool:
-        """Run one line; False when it asks to leave the shell."""
-        stream = err if err is not None else sys.stderr
-        try:
-            words = shlex.split(line)
-        except ValueError as exc:
-            print(f"{PROG_NAME}: error: {exc}; check the quotes", file=stream)
-            self.failed = True
-            return True
-        if not words:
-            return True
-        if words[0] in EXIT_WORDS:
-            return False
-        if words[0] == HELP_WORD:
-            if len(words) > 1:
-                words = [*words[1:], "--help"]
-            else:
-                sys.stdout.write(self.help_text())
-                return True
-        self.failed |= self.dispatch(words, stream) != EXIT_OK
-        return True
+def shell_of(ctx: click.Context) -> Shell | None:
+    shell = ctx.meta.get(SHELL_KEY)
+    return shell if isinstance(shell, Shell) else None
 
-    def dispatch(self, words: Sequence[str], err: TextIO) -> int:
-        from rmq.cli.main import CliState, root_command
+
+class InspectGroup(TyperGroup):
+    """The inspect group; in the shell it adds the shell's words and reports each line's
+    failure instead of ending the shell (see the module docstring)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return [*names, *SHELL_COMMANDS] if shell_of(ctx) is not None else names
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and shell_of(ctx) is not None:
+            return SHELL_COMMANDS.get(cmd_name)
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        shell = shell_of(ctx)
+        if shell is None:
+            return super().invoke(ctx)
+        from click_repl.exceptions import ExitReplException
 
         try:
-            result = root_command().main(
-                [*self.prefix(), *words],
-                prog_name=PROG_NAME,
-                standalone_mode=False,
-                obj=CliState(debug=self.debug),
-            )
-        except click.Abort:
-            print(f"{PROG_NAME}: interrupted", file=err)
-            return EXIT_FAILURE
-        except (Exception, KeyboardInterrupt) as exc:
-            return report(exc, debug=self.debug, stderr=err)
+            result = super().invoke(ctx)
+        except ExitReplException:
+            raise
+        except KeyboardInterrupt:
+            print(f"{PROG_NAME}: interrupted", file=sys.stderr)
+            code = EXIT_FAILURE
+        except Exception as exc:
+            code = report(exc, debug=shell.debug)
+        else:
+            code = result if type(result) is int else EXIT_OK
         finally:
             sys.stdout.flush()
-        return result if type(result) is int else EXIT_OK
-
-    def help_text(self) -> str:
-        ctx = click.Context(self.group, info_name=COMMAND_NAME)
-        rows = [
-            (name, command.get_short_help_str(limit=70))
-            for name in self.group.list_commands(ctx)
-            if (command := self.group.get_command(ctx, name)) is not None
-        ]
-        rows += [
-            (HELP_WORD, "This list; 'help COMMAND' shows a command's options."),
-            ("exit, quit", "Leave the shell (or press Ctrl-D)."),
-        ]
-        width = max(len(name) for name, _ in rows)
-        lines = [f"Commands on {self.target.root} (read-only):", ""]
-        lines += [f"  {name:<{width}}  {text}" for name, text in rows]
-        lines += ["", "Every command takes -o table|wide|json|ndjson|yaml; TAB completes."]
-        return "\n".join(lines) + "\n"
+        shell.failed |= code != EXIT_OK
+        return None
 
 
-def run_shell(target: StoreTarget) -> int:
-    """The interactive shell on a terminal, else the commands read from stdin."""
-    shell = Shell(target, debug=debug_from_env() or _debug_flag())
-    if not sys.stdin.isatty():
-        for line in sys.stdin:
-            if not shell.run_line(line):
-                break
-        return EXIT_FAILURE if shell.failed else EXIT_OK
-    return _interactive(shell)
+def _command_names(ctx: click.Context, incomplete: str) -> list[str]:
+    group = ctx.find_root().command
+    names = group.list_commands(ctx) if isinstance(group, click.Group) else []
+    return [name for name in names if name.startswith(incomplete) and name not in SHELL_COMMANDS]
 
 
-def _debug_flag() -> bool:
+@click.command(HELP_WORD, help="The commands; 'help COMMAND' shows a command's options.")
+@click.argument(
+    "command",
+    required=False,
+    shell_complete=lambda ctx, param, incomplete: _command_names(ctx, incomplete),
+)
+@click.pass_context
+def _help(ctx: click.Context, command: str | None) -> None:
+    group_ctx = ctx.parent
+    assert group_ctx is not None and isinstance(group_ctx.command, click.Group)
+    group = group_ctx.command
+    if command is None:
+        click.echo(help_text(group, group_ctx))
+        return
+    _, found, _ = group.resolve_command(group_ctx, [command])  # did-you-mean when mistyped
+    assert found is not None
+    found.make_context(command, ["--help"], parent=group_ctx)  # prints the help, exits 0
+
+
+def help_text(group: click.Group, ctx: click.Context) -> str:
+    """Every command with its summary, then the shell's own words."""
+    rows = [
+        (name, command.get_short_help_str(limit=70))
+        for name in group.list_commands(ctx)
+        if name not in SHELL_COMMANDS and (command := group.get_command(ctx, name)) is not None
+    ]
+    rows += [
+        (HELP_WORD, "This list; 'help COMMAND' shows a command's options."),
+        (", ".join(EXIT_WORDS), "Leave the shell (or press Ctrl-D)."),
+    ]
+    width = max(len(name) for name, _ in rows)
+    store = ctx.params.get("store_dir")
+    lines = [f"Commands on {store} (read-only):", ""]
+    lines += [f"  {name:<{width}}  {text}" for name, text in rows]
+    lines += ["", "Every command takes -o table|wide|json|ndjson|yaml; TAB completes."]
+    return "\n".join(lines)
+
+
+def _leave() -> None:
+    from click_repl.exceptions import ExitReplException
+
+    raise ExitReplException()
+
+
+SHELL_COMMANDS: Final[dict[str, click.Command]] = {
+    HELP_WORD: _help,
+    **{
+        word: click.Command(word, callback=_leave, help="Leave the shell (or press Ctrl-D).")
+        for word in EXIT_WORDS
+    },
+}
+
+
+class _Script:
+    """stdin for click-repl when it is not a terminal: its lines without the blank ones."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def readline(self) -> str:
+        for line in self.stream:
+            if line.strip():
+                return line
+        return ""
+
+    def isatty(self) -> bool:
+        return False
+
+
+def run_shell(ctx: click.Context) -> int:
+    """The shell on the inspect group's context: interactive on a terminal, else the lines
+    of stdin; returns the exit code."""
+    from click_repl import repl
+
+    shell = Shell(debug_from_env() or _debug_flag(ctx))
+    ctx.meta[SHELL_KEY] = shell
+    interactive = sys.stdin.isatty()
+    stdin = sys.stdin
+    if not interactive:
+        sys.stdin = _Script(stdin)
+    try:
+        repl(
+            ctx,
+            prompt_kwargs=_prompt_settings(ctx) if interactive else {},
+            allow_system_commands=False,
+            allow_internal_commands=False,
+        )
+    finally:
+        sys.stdin = stdin
+        del ctx.meta[SHELL_KEY]
+    return EXIT_FAILURE if shell.failed and not interactive else EXIT_OK
+
+
+def store_completer(ctx: click.Context) -> Any:
+    """click-repl's completer on the inspect group's context, offering each option once.
+
+    Two hooks: the group's own parameters (STORE_DIR, --commitlog-dir) are not offered (they
+    were given when the shell started), and a flag just typed (`dump --hex <TAB>`) is taken
+    out of the words first, since click-repl takes the last option for one waiting for its
+    value and offers nothing."""
+    from click_repl import ClickCompleter
+
+    class StoreCompleter(ClickCompleter):
+        def _get_completion_for_cmd_args(
+            self,
+            ctx_command: click.Command,
+            incomplete: str,
+            autocomplete_ctx: click.Context,
+            args: list[str],
+        ) -> Any:
+            if ctx_command is self.cli:  # the group's own STORE_DIR and options are given
+                return []
+            flags = {
+                opt
+                for param in ctx_command.params
+                if isinstance(param, click.Option) and param.is_flag
+                for opt in param.opts + param.secondary_opts
+            }
+            while args and args[-1] in flags:
+                args = args[:-1]
+            return super()._get_completion_for_cmd_args(
+                ctx_command, incomplete, autocomplete_ctx, args
+            )
+
+    assert isinstance(ctx.command, click.Group)
+    return StoreCompleter(ctx.command, ctx, show_only_unused=True)
+
+
+def _debug_flag(ctx: click.Context) -> bool:
     from rmq.cli.main import CliState
 
-    ctx = click.get_current_context(silent=True)
-    state = ctx.find_object(CliState) if ctx is not None else None
+    state = ctx.find_object(CliState)
     return state is not None and state.debug
 
 
-def _interactive(shell: Shell) -> int:
+def _prompt_settings(ctx: click.Context) -> dict[str, Any]:
+    """prompt_toolkit settings: the history file, the completer on the store, the prompt."""
+    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+    from prompt_toolkit.shortcuts import CompleteStyle
+
     path = history_path()
     history: History
     try:
@@ -168,157 +249,16 @@ def _interactive(shell: Shell) -> int:
     except OSError as exc:
         print(f"{PROG_NAME}: warning: no history file ({exc})", file=sys.stderr)
         history = InMemoryHistory()
-    session: PromptSession[str] = PromptSession(
-        history=history,
-        completer=StoreCompleter(shell),
-        complete_style=CompleteStyle.READLINE_LIKE,
-    )
+    assert isinstance(ctx.command, click.Group)
+    root = Path(ctx.params["store_dir"])
     print(
-        f"{PROG_NAME} inspect: {shell.target.root} (read-only). 'help' lists the commands, "
+        f"{PROG_NAME} inspect: {root} (read-only). 'help' lists the commands, "
         "TAB completes, Ctrl-D leaves.",
         file=sys.stderr,
     )
-    prompt = f"inspect {shell.target.root.resolve().name}> "
-    while True:
-        try:
-            line = session.prompt(prompt)
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
-            break
-        if not shell.run_line(line):
-            break
-    return EXIT_OK
-
-
-# -- completion ----------------------------------------------------------------------------
-
-
-class StoreNames:
-    """Names in the store directory, listed afresh on every call (the store may change)."""
-
-    def __init__(self, target: StoreTarget) -> None:
-        self.layout = StoreLayout.of(target.root, target.commitlog_dir or "")
-
-    def topics(self) -> list[str]:
-        return sorted(
-            {topic for topic, _, _ in list_consume_queues(self.layout.consume_queue_root)}
-        )
-
-    def queue_ids(self, topic: str | None) -> list[str]:
-        ids = {
-            queue_id
-            for name, queue_id, _ in list_consume_queues(self.layout.consume_queue_root)
-            if topic is None or name == topic
-        }
-        return [str(queue_id) for queue_id in sorted(ids)]
-
-    def commitlog_files(self) -> list[str]:
-        return [path.name for _, path in list_offset_files(self.layout.commitlog)]
-
-
-def candidates(text: str, group: click.Group, names: StoreNames) -> tuple[str, list[str]]:
-    """The word being completed at the end of `text` and what may replace it."""
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        words = text.split()
-    current = "" if not text or text[-1].isspace() else (words.pop() if words else "")
-    if not words:
-        ctx = click.Context(group, info_name=COMMAND_NAME)
-        commands = [*group.list_commands(ctx), HELP_WORD, *EXIT_WORDS]
-        return current, _starting(commands, current)
-    if words[0] == HELP_WORD:
-        ctx = click.Context(group, info_name=COMMAND_NAME)
-        return current, _starting(group.list_commands(ctx), current) if len(words) == 1 else []
-    command = group.commands.get(words[0])
-    if command is None:
-        return current, []
-    param, given = _expected_param(command, words[1:])
-    if current.startswith("-") and not isinstance(param, click.Option):
-        options = [opt for p in command.params if isinstance(p, click.Option) for opt in p.opts]
-        return current, _starting(options, current)
-    if param is None:
-        return current, []
-    return current, _starting(_values(param, given, names, current), current)
-
-
-def _starting(words: Iterable[str], prefix: str) -> list[str]:
-    return sorted({word for word in words if word.startswith(prefix)})
-
-
-def _expected_param(
-    command: click.Command, words: Sequence[str]
-) -> tuple[click.Parameter | None, dict[str, str]]:
-    """Which parameter the next word fills after `words`, and the values given so far."""
-    options = {
-        opt: param
-        for param in command.params
-        if isinstance(param, click.Option)
-        for opt in param.opts
+    return {
+        "message": f"inspect {root.resolve().name}> ",
+        "history": history,
+        "completer": store_completer(ctx),
+        "complete_style": CompleteStyle.READLINE_LIKE,
     }
-    arguments = [param for param in command.params if isinstance(param, click.Argument)]
-    given: dict[str, str] = {}
-    pending: click.Option | None = None
-    position = 0
-    for word in words:
-        if pending is not None:
-            given[pending.name or ""] = word
-            pending = None
-        elif word in options:
-            option = options[word]
-            if not option.is_flag:
-                pending = option
-        elif not word.startswith("-") and position < len(arguments):
-            given[arguments[position].name or ""] = word
-            if arguments[position].nargs == 1:
-                position += 1
-    if pending is not None:
-        return pending, given
-    return (arguments[position] if position < len(arguments) else None), given
-
-
-def _values(
-    param: click.Parameter, given: dict[str, str], names: StoreNames, current: str
-) -> list[str]:
-    if isinstance(param.type, click.Choice):
-        return [str(choice) for choice in param.type.choices]
-    if isinstance(param.type, click.Path):
-        return _paths(current)
-    name = param.name or ""
-    if name == "topic":
-        return names.topics()
-    if name in ("queue", "queue_id"):
-        return names.queue_ids(given.get("topic"))
-    if name in ("file", "offset"):
-        return names.commitlog_files()
-    if name == "charset":
-        return list(CHARSETS)
-    return []
-
-
-def _paths(current: str) -> list[str]:
-    """Entries of the directory `current` points into, directories with a trailing `/`."""
-    directory, _, _ = current.rpartition("/")
-    base = Path(directory or ".").expanduser()
-    try:
-        entries = list(os.scandir(base))
-    except OSError:
-        return []
-    prefix = f"{directory}/" if directory or current.startswith("/") else ""
-    return [prefix + entry.name + ("/" if entry.is_dir() else "") for entry in entries]
-
-
-class StoreCompleter(Completer):
-    """prompt_toolkit completer over :func:`candidates`."""
-
-    def __init__(self, shell: Shell) -> None:
-        self.shell = shell
-        self.names = StoreNames(shell.target)
-
-    def get_completions(
-        self, document: Document, complete_event: CompleteEvent
-    ) -> Iterator[Completion]:
-        current, found = candidates(document.text_before_cursor, self.shell.group, self.names)
-        for word in found:
-            yield Completion(word, start_position=-len(current))

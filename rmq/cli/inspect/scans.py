@@ -16,10 +16,10 @@ from rmq.cli.inspect.group import (
     opened,
 )
 from rmq.cli.inspect.views import (
-    ProgressBar,
     display_path,
     for_people,
     plain_data,
+    scan_progress,
     tag_histogram,
     with_times,
 )
@@ -48,7 +48,7 @@ def stats(
     from rmq.store.offline.search import queue_stats, topic_stats
 
     fmt = resolve_output(output)
-    with opened(ctx) as reader, ProgressBar("scanning") as bar:
+    with opened(ctx) as reader, scan_progress("scanning") as bar:
         damage = Damage(reader.layout.root)
         rows = queue_stats(reader, topic=topic, progress=bar)
     if by is StatsBy.TOPIC:
@@ -60,11 +60,12 @@ def stats(
                 del row[field_name]
         if for_people(fmt):
             row.update(with_times(row), tags=tag_histogram(row["tags"]))
+            row["storedBytes"] = row.pop("bytes")  # whole records as stored: bodies compressed
     columns = [
         "topic",
         "queueId",
         "messages",
-        "bytes",
+        "storedBytes",
         "minQueueOffset",
         "maxQueueOffset",
         "crcErrors",
@@ -85,7 +86,7 @@ def verify(ctx: typer.Context, output: OutputOption = None) -> int:
     import time
 
     fmt = resolve_output(output)
-    with opened(ctx) as reader, ProgressBar("verifying") as bar:
+    with opened(ctx) as reader, scan_progress("verifying") as bar:
         started = time.monotonic()
         report = reader.validate(progress=bar)
         elapsed = time.monotonic() - started

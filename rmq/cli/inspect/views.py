@@ -1,15 +1,16 @@
 """How `rmq inspect` shows store data: rows for `rmq.cli.output.render`, body previews, hex
-dumps, times, paths, and the progress bar of long scans.
+dumps, times, paths, sizes, and the progress bar of long scans.
 
 Rows are built once per format: json, ndjson and yaml get the data as the store returns it
 (camelCase keys, times in ms, message records in the schema of `rmq consume`), while table
 and wide also get what a person reads more easily: every `...Timestamp` field gets a
 `...Time` twin in local time, record bodies get a one-line `bodyPreview`, tag histograms
-become `TagA=3,TagB=1`.  Nothing here imports rich until a progress bar is drawn.
+become `TagA=3,TagB=1`, byte counts become `1.5 MiB`.  Nothing here imports rich until a
+progress bar is drawn.
 
-The progress bar goes to stderr, only on a terminal and only for scans of at least
-`PROGRESS_MIN_BYTES`, and disappears when the scan ends, so pipes and small stores never
-see it.
+The progress bar is the command line's shared one (`rmq.cli.progress`): on stderr, only on a
+terminal, only for scans of at least `PROGRESS_MIN_BYTES`, and gone when the scan ends, so
+pipes and small stores never see it.
 """
 
 from __future__ import annotations
@@ -18,17 +19,15 @@ import dataclasses
 import datetime
 import os
 import re
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final
 
 from rmq.cli.output import OutputFormat
+from rmq.cli.progress import Progress
 
 if TYPE_CHECKING:
-    from rich.progress import Progress as RichProgress
-
     from rmq.common.message import MessageRecord
 
 PROGRESS_MIN_BYTES: Final = 64 << 20
@@ -189,62 +188,7 @@ def record_rows(records: Iterable[MessageRecord], fmt: OutputFormat) -> Iterator
         yield row
 
 
-class ProgressBar:
-    """A `rmq.store.offline.scan.Progress` callback drawing a transient rich bar on `stream`,
-    created at the first report of a scan of at least `min_bytes` (nothing otherwise)."""
-
-    def __init__(
-        self,
-        description: str,
-        *,
-        stream: TextIO | None = None,
-        min_bytes: int = PROGRESS_MIN_BYTES,
-    ) -> None:
-        self.description = description
-        self.stream = stream if stream is not None else sys.stderr
-        self.min_bytes = min_bytes
-        self._bar: RichProgress | None = None
-        self._task: Any = None
-        self._enabled = self.stream.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            if not self._enabled or total < self.min_bytes:
-                return
-            self._start()
-        assert self._bar is not None
-        self._bar.update(self._task, completed=done, total=total)
-
-    def _start(self) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
-        self._bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=Console(file=self.stream),
-            transient=True,
-        )
-        self._bar.start()
-        self._task = self._bar.add_task(self.description)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-    def __enter__(self) -> ProgressBar:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+def scan_progress(description: str, *, when: bool = True) -> Progress:
+    """The shared progress bar (`rmq.cli.progress`) for a scan of the store: bytes, on a
+    terminal stderr only, and only for scans of at least `PROGRESS_MIN_BYTES`."""
+    return Progress(description, unit="bytes", min_total=PROGRESS_MIN_BYTES, when=when)
