@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any, Literal, TextIO
 
-Unit = Literal["records", "bytes", "files"]
+Unit = Literal["records", "bytes", "files", "tasks"]
 
 REFRESH_SECONDS = 0.1
 """Counts reach the bar at most this often (and always when the work ends)."""

@@ -13,7 +13,10 @@ by -n (or $NAMESRV_ADDR, the profile, 127.0.0.1:9876).  The job itself is
 `rmq.spark.export.run_export`, the same one `spark-submit rmq/spark/export.py` runs.
 
 Output: the rows written per topic (`-o` as everywhere; json/yaml give one object with
-`out`, `format`, `files`, `rows` and `topics`), progress and Spark's own messages on stderr.
+`out`, `format`, `files`, `rows` and `topics`).  On stderr: the phases (starting Spark,
+reading, writing, counting) as `rmq: ...` lines, or, when stderr is a terminal, a progress
+bar showing the phase and the tasks of the running Spark stages; Spark's errors, and nothing
+else of Spark's (no log4j banner, no WARN lines: `rmq.spark.quiet`), unless --debug.
 pyspark (and pyarrow) are an optional extra: without them the command says to
 `pip install 'rmq[spark]'` and exits 1.  They are imported inside the command only.
 """
@@ -116,7 +119,8 @@ def spark_export(
         typer.Option(
             "--since",
             metavar="TIME",
-            help="Messages stored at or after TIME (epoch ms or ISO 8601).",
+            help="Messages stored at or after TIME: epoch ms, ISO 8601, or -DURATION before "
+            "now (-1d, -6h, -1h30m).",
             show_default=False,
         ),
     ] = None,
@@ -125,7 +129,7 @@ def spark_export(
         typer.Option(
             "--until",
             metavar="TIME",
-            help="Messages stored before TIME (epoch ms or ISO 8601).",
+            help="Messages stored before TIME (as --since).",
             show_default=False,
         ),
     ] = None,
@@ -223,27 +227,47 @@ def _job(ctx: typer.Context, dirs: list[Path], **fields: Any) -> ExportJob:
 
 
 def _run(job: ExportJob, master: str, *, debug: bool) -> ExportResult:
+    """Start Spark quietly (`rmq.spark.quiet`; all its logs with --debug) and run the job,
+    its phases and tasks on a progress bar when stderr is a terminal, else as lines."""
+    from rmq.cli.progress import Progress
     from rmq.spark.export import run_export
+    from rmq.spark.quiet import jvm_noise_filtered, quiet_driver_conf
     from rmq.spark.session import build_session
+    from rmq.spark.stages import watch_stages
 
-    def progress(text: str) -> None:
-        print(f"rmq: {text}", file=sys.stderr, flush=True)
+    with Progress(f"starting Spark ({master})", unit="tasks") as bar:
 
-    progress(f"starting Spark ({master})")
-    console_progress = "true" if sys.stderr.isatty() else "false"
-    try:
-        spark = build_session(master, conf={"spark.ui.showConsoleProgress": console_progress})
-    except Exception as exc:
-        raise RmqError(
-            f"cannot start Spark: {_one_line(exc)}",
-            "check that Java 17 or later is installed (JAVA_HOME) and the --master URL",
-        ) from exc
-    if not debug:
-        spark.sparkContext.setLogLevel("ERROR")
-    try:
-        return run_export(spark, job, progress)
-    except Exception as exc:
-        raise RmqError(f"Spark export failed: {_one_line(exc)}") from exc
+        def progress(text: str) -> None:
+            if bar.enabled:
+                bar.describe(text)
+            else:
+                print(f"rmq: {text}", file=sys.stderr, flush=True)
+
+        if not bar.enabled:
+            progress(f"starting Spark ({master})")
+        conf = {"spark.ui.showConsoleProgress": "false"}
+        if not debug:
+            conf.update(quiet_driver_conf())
+        try:
+            if debug:
+                spark = build_session(master, conf=conf)
+            else:
+                with jvm_noise_filtered():
+                    spark = build_session(master, conf=conf)
+        except Exception as exc:
+            raise RmqError(
+                f"cannot start Spark: {_one_line(exc)}",
+                "check that Java 17 or later is installed (JAVA_HOME) and the --master URL",
+            ) from exc
+        if not debug:
+            spark.sparkContext.setLogLevel("ERROR")
+        try:
+            if not bar.enabled:
+                return run_export(spark, job, progress)
+            with watch_stages(spark, bar):
+                return run_export(spark, job, progress)
+        except Exception as exc:
+            raise RmqError(f"Spark export failed: {_one_line(exc)}") from exc
 
 
 def _show(result: ExportResult, output: OutputFormat | None) -> None:

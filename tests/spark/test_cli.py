@@ -139,7 +139,7 @@ def test_the_job_runs_under_spark_submit(store: Path, tmp_path: Path) -> None:
         (["STORE", "--out", "x", "--starting-offsets", "earliest"], "for online exports only"),
         (["--out", "x", "-t", "T", "--ending-offsets", "earliest"], "cannot be earliest"),
         (["--out", "x", "-t", "T", "--starting-offsets", "{"], "startingOffsets must be"),
-        (["STORE", "--out", "x", "--since", "yesterday"], "neither epoch milliseconds"),
+        (["STORE", "--out", "x", "--since", "yesterday"], "is not a time: use epoch milliseconds"),
         (["STORE", "--out", "x", "--partition-by", "body"], "cannot partition by body"),
         (["STORE", "--out", "x", "--format", "avro"], "'avro' is not one of"),
     ],
