@@ -69,7 +69,7 @@ from rmq.store.indexgeometry import (
     index_file_size,
     index_geometries,
 )
-from rmq.store.mappedfile import MappedFile
+from rmq.store.mappedfile import MappedFile, sync_mapping
 
 log = logging.getLogger(__name__)
 
@@ -401,12 +401,13 @@ class IndexFile:
         return True
 
     def sync(self) -> None:
-        """``msync`` the file; safe while the writer continues or the file is destroyed."""
+        """Write the file's dirty pages to disk (:func:`sync_mapping`); safe while the writer
+        continues or the file is destroyed."""
         with self._sync_lock:
             if self._buf.closed:
                 return
             try:
-                self._buf.flush()
+                sync_mapping(self.path, self._buf)
             except OSError:
                 self._dirty = True
                 raise

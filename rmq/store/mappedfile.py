@@ -8,8 +8,9 @@ place: the blocks are reserved on creation, so a full disk fails there with a cl
 mapping, and a crash never leaves a short file under a store name.  Writers put bytes into
 :attr:`MappedFile.buffer` at :attr:`MappedFile.wrote_position` (with ``struct.pack_into`` or
 :meth:`MappedFile.append`) and then publish them with :meth:`MappedFile.appended`; readers
-get zero-copy ``memoryview`` slices below the wrote position; the flush thread ``msync``s the
-dirty range and records how far the file is durable in :attr:`MappedFile.flushed_position`.
+get zero-copy ``memoryview`` slices below the wrote position; the flush thread writes the
+dirty pages to disk (:func:`sync_mapping`) and records how far the file is durable in
+:attr:`MappedFile.flushed_position`.
 
 A :class:`MappedFileQueue` is the ordered list of mapped files of one directory that together
 form one contiguous byte stream: the commitlog, or one consume queue.  New files are created
@@ -54,6 +55,26 @@ TEMP_SUFFIX: Final = ".tmp"
 
 Allocate = Callable[[int, int, int], None]
 """``posix_fallocate(fd, offset, length)``; replaceable to simulate a full disk."""
+
+
+def sync_mapping(path: str | os.PathLike[str], mapping: mmap.mmap) -> None:
+    """Write the dirty pages of the mapped file ``path`` to disk, as ``msync`` would.
+
+    ``fdatasync`` on a descriptor of the file covers the pages dirtied through a shared
+    mapping (Linux marks them dirty in the page cache on the first write after a flush) and,
+    unlike CPython's ``mmap.flush``, releases the GIL while the disk works, so the writer
+    thread keeps appending meanwhile.  Where ``os.fdatasync`` does not exist the mapping's own
+    ``msync`` is used.
+    """
+    datasync = getattr(os, "fdatasync", None)
+    if datasync is None:
+        mapping.flush()
+        return
+    fd = os.open(path, os.O_RDWR)
+    try:
+        datasync(fd)
+    finally:
+        os.close(fd)
 
 
 def _sync_directory(directory: str) -> None:
@@ -213,7 +234,7 @@ class MappedFile:
         return self.view[pos : pos + size]
 
     def flush(self, least_pages: int = 0) -> int:
-        """``msync`` the bytes written since the last flush; returns the flushed position.
+        """Write the bytes written since the last flush to disk; returns the flushed position.
 
         With ``least_pages > 0`` nothing happens unless at least that many whole pages are
         dirty (a full file is always flushed).  Safe against a concurrent :meth:`destroy`.
@@ -229,12 +250,11 @@ class MappedFile:
                 and wrote // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE < least_pages
             ):
                 return flushed
-            start = flushed - flushed % OS_PAGE_SIZE
             assert wrote <= self.file_size, (
                 f"{self.path}: flushed position would move from {flushed} to {wrote}, past "
                 f"the file (size {self.file_size})"
             )
-            self.buffer.flush(start, wrote - start)
+            sync_mapping(self.path, self.buffer)
             self.flushed_position = wrote
             return wrote
 

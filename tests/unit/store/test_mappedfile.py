@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,37 @@ def test_reset_stays_inside_the_file(tmp_path: Path) -> None:
         mapped.reset_to(17)
     with pytest.raises(AssertionError, match="outside the file"):
         mapped.reset_to(-1)
+
+
+def test_a_flush_syncs_the_file_and_lets_the_writer_run_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flush is an fdatasync of the file, which releases the GIL: a flush that blocks
+    in the kernel does not stop appends on another thread."""
+    mapped = MappedFile.create(str(tmp_path / "00000000000000000000"), 2 * 4096)
+    assert mapped.append(b"first")
+    entered, release = threading.Event(), threading.Event()
+    synced: list[str] = []
+    real_fdatasync = os.fdatasync
+
+    def slow_fdatasync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        entered.set()
+        assert release.wait(30), "the test never released the flush"
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fdatasync", slow_fdatasync)
+    flusher = threading.Thread(target=mapped.flush)
+    flusher.start()
+    try:
+        assert entered.wait(30), "the flush never reached fdatasync"
+        assert mapped.append(b"second"), "the append waited for the flush"
+        assert mapped.flushed_position == 0
+    finally:
+        release.set()
+        flusher.join(30)
+    assert synced == [mapped.path]
+    assert mapped.flushed_position == len(b"first")
+    assert mapped.flush() == len(b"firstsecond")
+    with open(mapped.path, "rb") as file:
+        assert file.read(11) == b"firstsecond"
