@@ -80,6 +80,7 @@ COMMANDS: dict[str, str] = {
     "broker-config": "rmq.cli.config_cmds:broker_config_app",
     "namesrv-config": "rmq.cli.config_cmds:namesrv_config_app",
     "kv": "rmq.cli.config_cmds:kv_app",
+    "acl": "rmq.cli.acl:app",
     "mqadmin": "rmq.cli.mqadmin:command",
     "inspect": "rmq.cli.inspect.commands:app",
     "spark-export": "rmq.cli.spark_export:app",

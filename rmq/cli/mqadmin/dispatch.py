@@ -27,7 +27,7 @@ from rmq.cli.mqadmin.javafmt import jprintf
 from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
 from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
 
-MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace")
+MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace", "cmd_acl")
 EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
 
 

@@ -68,6 +68,9 @@ JAVA_BLANKS = "".join(chr(code) for code in range(33))
 
 Runner = Callable[["Invocation"], Awaitable[None]]
 
+UNUSED_NAMESRV = "127.0.0.1:9876"
+"""The name server list of a command that asks brokers only and was given none."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -131,16 +134,18 @@ class Invocation:
         return short in self.values
 
     @asynccontextmanager
-    async def admin(self) -> AsyncIterator[AdminClient]:
+    async def admin(self, *, namesrv_needed: bool = True) -> AsyncIterator[AdminClient]:
         """The AdminClient on the name servers (-n, else NAMESRV_ADDR), shared by the calls
-        of one invocation and closed when the command ends."""
+        of one invocation and closed when the command ends.  A command that only asks
+        brokers by address (`namesrv_needed=False`) runs without a name server, as mqadmin
+        does: its client's list then holds `UNUSED_NAMESRV`, which no request goes to."""
         from rmq.client.admin import AdminClient
 
         if self._admin is None:
             addrs = self.namesrv or os.environ.get("NAMESRV_ADDR")
-            if not addrs:
+            if not addrs and namesrv_needed:
                 raise MqadminFailure("No name server address, please set it")
-            self._admin = AdminClient(addrs)
+            self._admin = AdminClient(addrs or UNUSED_NAMESRV)
         yield self._admin
 
     async def close(self) -> None:

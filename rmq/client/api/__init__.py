@@ -23,6 +23,8 @@ function here without writing the checks again.
 One module per request family, all re-exported here so callers write `api.send_message`:
 
 * `request`: the two checks (`request_broker`, `request_namesrv`);
+* `acl`: the plain ACL's admin requests (50-53), used as `rmq.client.api.acl` (not
+  re-exported);
 * `namesrv`: routes, cluster and topic lists, topic deletion and KV config on name servers;
 * `send`: sends (`SendRequestTemplate`, `send_message`, `SendResult`) and send-back;
 * `pull`: pulls and a queue's offsets (`pull_message`, consumer offsets, min/max, search);

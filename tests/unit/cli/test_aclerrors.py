@@ -42,7 +42,7 @@ def test_missing_permission_after_send_retries() -> None:
     failed.__cause__ = refusal("No default permission for topic:Orders")
     assert line(failed).startswith(
         f"rmq: error: no PUB permission on topic Orders for access key alice (broker {BROKER}); "
-        "grant it with 'rmq acl set alice --topic-perm Orders=PUB'"
+        "grant it with 'rmq acl set' (--topic-perm Orders=PUB)"
     )
     group = refusal("No default permission for group:Readers")
     assert "no SUB permission on group Readers for access key alice" in line(
