@@ -125,7 +125,13 @@ def parse_line(
     if not stripped:
         return None
     if fmt is InputFormat.JSON or stripped[:1] == b"{":
-        return _outgoing(topic, line_no, record_fields(json_object(stripped), defaults))
+        try:
+            document = json_object(stripped)
+        except RecordJsonError as exc:
+            if stripped[:1] == b"{":
+                raise
+            raise RecordJsonError(f"{exc}; -f lines sends each line as it is") from None
+        return _outgoing(topic, line_no, record_fields(document, defaults))
     return _outgoing(topic, line_no, line_fields(raw, defaults))
 
 
@@ -146,7 +152,10 @@ def _outgoing(topic: str, line_no: int, fields: MessageFields) -> Outgoing:
     try:
         message.validate()
     except MQClientError as exc:
-        raise RecordJsonError(exc.remark) from None
+        from rmq.cli.sendlimits import limit_note
+
+        note = limit_note(exc, len(fields.body))
+        raise RecordJsonError(f"{exc.remark} ({note})" if note else exc.remark) from None
     return Outgoing(line_no, message, fields.sharding_key)
 
 
@@ -480,7 +489,9 @@ async def _produce(
     failed = results.failed_lines
     if failed:
         plural = "s" if len(failed) > 1 else ""
-        detail = f"{len(failed)} message{plural} failed ({describe_lines(failed)})"
+        detail = (
+            f"{len(failed)} message{plural} failed ({describe_lines(failed)}), {results.sent} sent"
+        )
         if sender.failed_send_line is not None:
             error = RmqError(
                 f"{detail}; sending stopped at the failed send of line "

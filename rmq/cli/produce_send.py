@@ -262,7 +262,9 @@ class Sender:
             result = await job.task
         except Exception as exc:
             self._stop_on_acl_refusal(exc)
-            self.results.failed(job.lines, str(exc) or type(exc).__name__)
+            from rmq.cli.sendlimits import explain
+
+            self.results.failed(job.lines, explain(exc))
             if self.failed_send_line is None:
                 self.failed_send_line = job.lines[0]
             return

@@ -266,12 +266,31 @@ def namesrv_setting(flag_value: str | None = None, *, profile_flag: str | None =
         default=DEFAULT_NAMESRV,
         profile_flag=profile_flag,
     )
-    return Resolved(validate_namesrv(setting.value, setting.source), setting.source)
+    resolved = Resolved(validate_namesrv(setting.value, setting.source), setting.source)
+    _namesrv_sources[resolved.value] = resolved.source
+    return resolved
+
+
+_namesrv_sources: dict[str, str] = {}
+"""Where each name server list this process resolved came from, for `namesrv_origin`."""
 
 
 def resolve_namesrv(flag_value: str | None) -> str:
     """The name server address list (`host:port[;host:port]`) a command should talk to."""
     return namesrv_setting(flag_value).value
+
+
+def namesrv_origin(addr: str) -> str:
+    """`addr` (a name server list, or one address of one) with where it came from when that
+    was not the -n flag: "127.0.0.1:9876 (from profile 'dev')", "... (from NAMESRV_ADDR)",
+    "... (the default)"; for the errors a wrong address causes."""
+    for addrs, source in _namesrv_sources.items():
+        if addr == addrs or addr in addrs.split(";"):
+            if source == "default":
+                return f"{addr} (the default)"
+            if source != "--namesrv":
+                return f"{addr} (from {source})"
+    return addr
 
 
 def validate_namesrv(value: str, source: str) -> str:

@@ -45,7 +45,7 @@ import typer
 from rmq.cli.errors import EXIT_USAGE, RmqError, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
-from rmq.cli.settings import NamesrvOption, resolve_namesrv
+from rmq.cli.settings import NamesrvOption, namesrv_origin, resolve_namesrv
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient, PlannedRequest, TopicUpdate
@@ -119,10 +119,10 @@ ClusterTargetOption = Annotated[
     ),
 ]
 ReadQueuesOption = Annotated[
-    int, typer.Option("--read-queues", "-r", min=0, help="Read queue count.")
+    int, typer.Option("--read-queues", "-r", min=1, help="Read queue count (1 or more).")
 ]
 WriteQueuesOption = Annotated[
-    int, typer.Option("--write-queues", "-w", min=0, help="Write queue count.")
+    int, typer.Option("--write-queues", "-w", min=1, help="Write queue count (1 or more).")
 ]
 PermOption = Annotated[
     int,
@@ -257,6 +257,19 @@ def put_topic(
     render(data, columns=list(data), output=output)
 
 
+async def require_topic_to_delete(admin: AdminClient, topic: str) -> None:
+    """RmqError (exit 1) when the name server has no route for `topic`."""
+    from rmq.client.errors import RouteNotFound
+
+    try:
+        await admin.topic_route(topic)
+    except RouteNotFound:
+        raise RmqError(
+            f"topic {topic!r} not found: the name server has no route for it; nothing was deleted",
+            "check the name with 'rmq topic list --all'",
+        ) from None
+
+
 async def require_no_topic(admin: AdminClient, topic: str) -> None:
     """RmqError (exit 1) when the name server has a route for `topic`."""
     from rmq.client.errors import RouteNotFound
@@ -302,6 +315,7 @@ def delete(
     if dry_run:
         show_plan(plan_topic_deletion(topic, name, addrs.split(";")), output)
         return
+    run_admin(addrs, lambda admin: require_topic_to_delete(admin, topic))
     require_confirmation(
         f"delete topic {topic!r} from cluster {name!r} and the name servers", yes=yes
     )
@@ -313,15 +327,34 @@ def delete(
 @app.command("list")
 def list_topics(
     cluster: ClusterOption = None,
+    show_all: Annotated[
+        bool,
+        typer.Option(
+            "--all", "-a", help="Include system topics and the groups' %RETRY% and %DLQ% topics."
+        ),
+    ] = False,
     namesrv: NamesrvOption = None,
     output: OutputOption = None,
 ) -> None:
     """List topics and the clusters serving them.
 
-    Every topic the name server knows, or only those of --cluster.
+    Every topic the name server knows, or only those of --cluster; without --all, not the
+    topics the brokers make for themselves (system topics such as TBW102 and
+    SCHEDULE_TOPIC_XXXX, each cluster's and broker's own topic, %RETRY% and %DLQ% topics).
     """
-    entries = run_admin(resolve_namesrv(namesrv), lambda admin: admin.list_topics(cluster))
-    render([record(entry) for entry in entries], columns=("topic", "clusters"), output=output)
+    from rmq.common.naming import is_internal_topic, reply_topic
+
+    async def listing(admin: AdminClient) -> list[dict[str, Any]]:
+        entries = await admin.list_topics(cluster)
+        if show_all:
+            return [record(entry) for entry in entries]
+        own: set[str] = set()
+        for name, brokers in (await admin.cluster_info()).cluster_addr_table.items():
+            own.update((name, reply_topic(name), *brokers))
+        return [record(entry) for entry in entries if not is_internal_topic(entry.topic, own)]
+
+    rows = run_admin(resolve_namesrv(namesrv), listing)
+    render(rows, columns=("topic", "clusters"), output=output)
 
 
 @app.command("route")
@@ -378,16 +411,25 @@ def status(
 ) -> None:
     """Show the offsets of a topic's queues.
 
-    For each queue: the min and max offset and the store time of its last message.
+    For each queue: the min and max offset and the store time of its last message; -o wide
+    adds the messages it holds, the broker that answered and the store time in ms.
     """
     topic = pick_topic(topic_argument, topic_option)
     queues = run_admin(resolve_namesrv(namesrv), lambda admin: admin.topic_status(topic))
     data = [record(queue) for queue in queues]
-    rows = [{**row, "lastUpdated": human_time(row["lastUpdateTimestamp"])} for row in data]
+    rows = [
+        {
+            **row,
+            "lastUpdated": human_time(row["lastUpdateTimestamp"]),
+            "messages": row["maxOffset"] - row["minOffset"],
+        }
+        for row in data
+    ]
     show(
         data,
         table_rows=rows,
         columns=("brokerName", "queueId", "minOffset", "maxOffset", "lastUpdated"),
+        wide_columns=("messages", "brokerAddr", "lastUpdateTimestamp"),
         output=output,
     )
 
@@ -446,7 +488,7 @@ def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
     """The one-line error for a failed admin operation, with what to do about it."""
     from rmq.cli.aclerrors import acl_error
     from rmq.client.admin import AdminError
-    from rmq.client.errors import RouteNotFound
+    from rmq.client.errors import NotANameServer, RouteNotFound
     from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
 
     if isinstance(exc, RouteNotFound):
@@ -454,11 +496,16 @@ def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
             f"topic {exc.topic!r} not found: the name server has no route for it",
             "check the name with 'rmq topic list', or create it with 'rmq topic update'",
         )
+    if isinstance(exc, NotANameServer):
+        return RmqError(
+            f"{namesrv_origin(exc.addr)} is not a name server (it answered {exc.answer})",
+            "point -n/--namesrv at a name server (port 9876 unless set otherwise)",
+        )
     if isinstance(exc, RemotingConnectError | RemotingTimeoutError):
         return RmqError(
             f"cannot reach the server: {exc}",
-            f"check that the name server(s) {namesrv_addrs} and the brokers are running, "
-            "and -n/--namesrv",
+            f"check that the name server(s) {namesrv_origin(namesrv_addrs)} and the brokers "
+            "are running, and -n/--namesrv",
         )
     refused = acl_error(exc)
     if refused is not None:

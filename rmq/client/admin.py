@@ -109,13 +109,14 @@ class TopicEntry:
 @dataclass(frozen=True, slots=True)
 class QueueStatus:
     """One queue of `topic_status`: its offset range and the store time (ms) of its last
-    message, 0 when it has none."""
+    message, 0 when it has none; `broker_addr` is the broker that reported it."""
 
     broker_name: str
     queue_id: int
     min_offset: int
     max_offset: int
     last_update_timestamp: int
+    broker_addr: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,8 +274,9 @@ class AdminClient:
                 offsets.min_offset,
                 offsets.max_offset,
                 offsets.last_update_timestamp,
+                addr,
             )
-            for table in tables
+            for addr, table in zip(addrs, tables, strict=True)
             for mq, offsets in table.offset_table.items()
         ]
         if not rows:
@@ -379,9 +381,12 @@ class AdminClient:
         async def refusal_named(addr: str) -> T:
             try:
                 return await call(addr)
-            except RouteNotFound:
-                raise
             except MQClientError as exc:
+                if (
+                    isinstance(exc, RouteNotFound)
+                    or exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+                ):
+                    raise  # NameServerList names an address that is not a name server
                 raise AdminError(f"name server {addr} refused: {describe(exc)}") from exc
 
         return await self._namesrvs.call(refusal_named)

@@ -11,6 +11,8 @@ Three kinds, after the Java client's exceptions:
 * `RouteNotFound(topic, remark)`: the name server knows no route for a topic
   (TOPIC_NOT_EXIST); a subclass of `MQClientError` because the producer treats it as
   "try the auto-create template topic" rather than as a failure.
+* `NotANameServer(addr, remark)`: an address used as a name server answered a name-server
+  request with REQUEST_CODE_NOT_SUPPORTED (a broker's address given as the name server).
 
 Connection failures and timeouts keep the remoting layer's own exceptions
 (`rmq.remoting.errors.RemotingConnectError` / `RemotingTimeoutError`); when the producer
@@ -69,6 +71,19 @@ class RouteNotFound(MQClientError):
             remark or f"No topic route info in name server for {topic}",
         )
         self.topic = topic
+
+
+class NotANameServer(MQClientError):
+    """The server at `addr` answered a name-server request with REQUEST_CODE_NOT_SUPPORTED:
+    it is something else (a broker, most likely) given as a name server."""
+
+    def __init__(self, addr: str, remark: str) -> None:
+        super().__init__(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark)
+        self.addr = addr
+        self.answer = (
+            f"{code_name(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, ResponseCode)}: {remark.strip()}"
+        )
+        self.args = (f"{addr} is not a name server (it answered {self.answer})",)
 
 
 class MQBrokerError(ClientError):

@@ -51,7 +51,13 @@ from typing import Protocol, TypeVar
 from rmq.client import api
 from rmq.client.consumerrequests import ConsumerAnswers, register_consumer_requests
 from rmq.client.credentials import SessionCredentials, remoting_client
-from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError, RouteNotFound
+from rmq.client.errors import (
+    ClientErrorCode,
+    MQBrokerError,
+    MQClientError,
+    NotANameServer,
+    RouteNotFound,
+)
 from rmq.client.requestreply import RequestFutures, register_reply_requests
 from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
 from rmq.common.config import local_address
@@ -66,7 +72,7 @@ from rmq.remoting.bodies import (
     QueueData,
     TopicRouteData,
 )
-from rmq.remoting.codes import RequestCode
+from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection
 from rmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
@@ -115,7 +121,7 @@ class NameServerList:
     """Name servers used one at a time: a request goes to the current one; when that cannot
     be connected to or does not answer in time, the next becomes current and the request is
     tried there, each name server at most once.  Any answer, a refusal included, ends the
-    request."""
+    request; REQUEST_CODE_NOT_SUPPORTED raises NotANameServer naming the address."""
 
     __slots__ = ("_current", "addrs")
 
@@ -132,6 +138,10 @@ class NameServerList:
             addr = self.addrs[self._current]
             try:
                 return await call(addr)
+            except MQClientError as exc:
+                if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise NotANameServer(addr, exc.remark) from exc
+                raise
             except (RemotingConnectError, RemotingTimeoutError) as exc:
                 failure = exc
                 self._current = (self._current + 1) % count

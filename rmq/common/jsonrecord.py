@@ -110,9 +110,10 @@ def json_object(text: bytes) -> dict[str, Any]:
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise RecordJsonError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+        reason = exc.msg.partition(",")[0]
+        raise RecordJsonError(f"not a JSON object ({reason} at column {exc.colno})") from None
     if not isinstance(value, dict):
-        raise RecordJsonError(f"a record must be a JSON object, not {_json_type(value)}")
+        raise RecordJsonError(f"not a JSON object but {_json_type(value)}")
     return value
 
 
@@ -124,8 +125,8 @@ def line_fields(body: bytes, defaults: RecordDefaults) -> MessageFields:
             document = json_object(body)
         except RecordJsonError as exc:
             raise RecordJsonError(
-                f"--sharding-key-field {defaults.sharding_key_field} needs the line to be a "
-                f"JSON object ({exc})"
+                f"--sharding-key-field {defaults.sharding_key_field} needs a JSON object: "
+                f"the line is {exc}"
             ) from None
         sharding_key = _sharding_key(document, defaults.sharding_key_field)
     return _checked(

@@ -195,6 +195,12 @@ def is_dlq_topic(topic: str) -> bool:
     return topic.startswith(DLQ_GROUP_TOPIC_PREFIX)
 
 
+def is_internal_topic(topic: str, broker_topics: Collection[str] = ()) -> bool:
+    """Whether ``topic`` is one the brokers make for themselves rather than one a user
+    created: a system topic (see `is_system_topic`) or a group's retry or dead-letter topic."""
+    return is_system_topic(topic, broker_topics) or is_retry_topic(topic) or is_dlq_topic(topic)
+
+
 def is_lmq(topic: str) -> bool:
     return topic.startswith(LMQ_PREFIX)
 

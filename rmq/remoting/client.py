@@ -25,6 +25,7 @@ import asyncio
 import functools
 from collections.abc import Callable
 
+from rmq.common.timeutil import format_seconds
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection, RemotingEndpoint
 from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
@@ -68,7 +69,9 @@ class RemotingClient(RemotingEndpoint):
         connection = await self.connection(addr)
         remaining = deadline - loop.time()
         if remaining <= 0:
-            raise RemotingTimeoutError(f"connecting to {addr} used up the {timeout}s timeout")
+            raise RemotingTimeoutError(
+                f"connecting to {addr} used up the {format_seconds(timeout)} timeout"
+            )
         if self.rpc_hook is not None:
             self.rpc_hook(request)
         return await connection.send_request(request, remaining)
@@ -122,7 +125,7 @@ class RemotingClient(RemotingEndpoint):
             )
         except TimeoutError:
             raise RemotingConnectError(
-                f"connect to {addr} timed out after {self.connect_timeout}s"
+                f"connect to {addr} timed out after {format_seconds(self.connect_timeout)}"
             ) from None
         except OSError as exc:
             raise RemotingConnectError(f"connect to {addr} failed: {exc}") from None

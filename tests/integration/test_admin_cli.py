@@ -251,6 +251,8 @@ def test_topic_list_table_shows_topics_with_their_clusters(cluster: Cluster) -> 
     header, *rows = table_lines(cluster.rmq("topic", "list"))
     assert header == ["TOPIC", "CLUSTERS"]
     assert ["AdminListed", CLUSTER] in rows
+    assert ["broker-a", CLUSTER] not in rows  # a broker's own topic is shown only with --all
+    header, *rows = table_lines(cluster.rmq("topic", "list", "--all"))
     assert ["broker-a", CLUSTER] in rows  # every broker registers a topic named after itself
 
 
@@ -273,6 +275,7 @@ def test_status_reports_queue_offsets_and_last_store_time(cluster: Cluster) -> N
         "minOffset": 0,
         "maxOffset": 0,
         "lastUpdateTimestamp": 0,
+        "brokerAddr": cluster.broker_b.addr,
     }
     assert {key: filled[key] for key in ("brokerName", "queueId", "minOffset", "maxOffset")} == {
         "brokerName": "broker-b",

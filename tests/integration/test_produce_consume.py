@@ -270,13 +270,25 @@ def test_invalid_lines_are_named_and_the_rest_is_sent(cli: Cli) -> None:
     assert result.returncode == 1
     assert [row["line"] for row in ndjson(result.stdout)] == [1, 3, 5]
     errors = result.stderr.decode().splitlines()
-    assert errors[0].startswith("rmq: error: line 2: not valid JSON")
+    assert errors[0].startswith("rmq: error: line 2: not a JSON object (")
     assert errors[1].startswith('rmq: error: line 4: no "body" field')
-    assert errors[-1] == "rmq: error: 2 messages failed (lines 2, 4); see the errors above"
+    assert errors[-1] == "rmq: error: 2 messages failed (lines 2, 4), 3 sent; see the errors above"
     assert sorted(record["body"] for record in cli.consume(topic, "-e")) == [
         "five",
         "one",
         "plain three",
+    ]
+
+
+def test_a_text_line_under_json_format_is_not_a_json_object(cli: Cli) -> None:
+    topic = topic_name("TextAsJson")
+    result = cli.run("produce", topic, "-f", "json", input=b'{"body":"one"}\ntext line\n')
+    assert result.returncode == 1
+    assert [row["line"] for row in ndjson(result.stdout)] == [1]
+    assert result.stderr.decode().splitlines() == [
+        "rmq: error: line 2: not a JSON object (invalid literal at column 1); "
+        "-f lines sends each line as it is",
+        "rmq: error: 1 message failed (line 2), 1 sent; see the errors above",
     ]
 
 

@@ -103,7 +103,7 @@ def test_defaults_apply_unless_the_record_sets_its_own() -> None:
 def test_auto_format_reads_braces_as_records_and_anything_else_as_a_body() -> None:
     item = parse("  not json, {braces} later")
     assert item is not None and item.message.body == b"  not json, {braces} later"
-    with pytest.raises(RecordJsonError, match="not valid JSON"):
+    with pytest.raises(RecordJsonError, match=r"^not a JSON object \(unexpected"):
         parse("{broken")
     with pytest.raises(RecordJsonError, match='no "body" field'):
         parse(record(orderId=1))
@@ -123,9 +123,12 @@ def test_blank_lines_are_skipped_in_json_and_auto_formats() -> None:
 
 
 def test_json_format_refuses_plain_lines_and_non_objects() -> None:
-    with pytest.raises(RecordJsonError, match="not valid JSON"):
+    with pytest.raises(
+        RecordJsonError,
+        match=r"^not a JSON object \(unexpected character at column 1\); -f lines sends each line",
+    ):
         parse("plain", InputFormat.JSON)
-    with pytest.raises(RecordJsonError, match="must be a JSON object, not an array"):
+    with pytest.raises(RecordJsonError, match=r"^not a JSON object but an array; -f lines"):
         parse("[1, 2]", InputFormat.JSON)
 
 
@@ -165,7 +168,7 @@ def test_sharding_key_from_the_record_or_the_field_named() -> None:
     assert (item.sharding_key, item.message.body) == ("7", b'{"orderId": 7, "amount": 1}')
     with pytest.raises(RecordJsonError, match="no 'orderId' field"):
         parse(record(body="x"), defaults=field)
-    with pytest.raises(RecordJsonError, match="needs the line to be a JSON object"):
+    with pytest.raises(RecordJsonError, match="needs a JSON object: the line is not a JSON object"):
         parse("plain", InputFormat.LINES, defaults=field)
 
 

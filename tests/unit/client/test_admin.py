@@ -567,9 +567,9 @@ def test_topic_status_merges_one_broker_per_name_preferring_the_master() -> None
         try:
             async with AdminClient(namesrv.addr) as admin:
                 assert await admin.topic_status("T") == [
-                    QueueStatus("a", 0, 2, 3, 0),
-                    QueueStatus("a", 1, 0, 5, 9),
-                    QueueStatus("b", 0, 1, 1, 1),
+                    QueueStatus("a", 0, 2, 3, 0, master_a.addr),
+                    QueueStatus("a", 1, 0, 5, 9, master_a.addr),
+                    QueueStatus("b", 0, 1, 1, 1, slave_only_b.addr),
                 ]
             assert slave_a.requests == []
         finally:
