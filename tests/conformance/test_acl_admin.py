@@ -9,17 +9,24 @@ byte once each `timestamp:` is masked; the file paths of each side are replaced 
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rmq.remoting.aclsign import sign_request
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand, next_opaque
-from tests.conformance.java import ensure_built
-from tests.conformance.mqadmin_acl import start_apache_acl_broker, start_rmq_acl_broker
+from tests.conformance.java import ROCKETMQ_HOME, ensure_built, start_apache_broker
+from tests.conformance.mqadmin_acl import (
+    ACL_PROPS,
+    start_apache_acl_broker,
+    start_rmq_acl_broker,
+)
 from tests.procs import RemotingSession, RmqProcesses
 
 CREATE = RequestCode.UPDATE_AND_CREATE_ACL_CONFIG
@@ -64,25 +71,45 @@ def _normalise(text: str | None, home: Path) -> str | None:
     return _TIMESTAMP.sub(r"\g<1><time>", text.replace(str(home), "<home>"))
 
 
-def _run(addr: str, home: Path) -> list[dict[str, Any]]:
-    plain_acl = home / "conf" / "plain_acl.yml"
+def _header(response: RemotingCommand, home: Path) -> dict[str, Any]:
+    header: dict[str, Any] = {}
+    for key, value in (response.ext_fields or {}).items():
+        if key == "allAclFileVersion":
+            # a Java HashMap of paths: its order depends on the (different) homes
+            text = _normalise(value, home) or "{}"
+            header[key] = json.loads(text.replace(":<time>", ':"<time>"'))
+        elif key != "brokerAddr":
+            header[key] = _normalise(value, home)
+    return header
+
+
+def _run(
+    addr: str,
+    home: Path,
+    requests: list[tuple[int, dict[str, str]]],
+    files: tuple[str, ...] = ("plain_acl.yml",),
+    credentials: tuple[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Send `requests` (signed with `credentials` when given); each answer with the text of
+    `files` (under conf/) after it."""
     outcomes = []
     with RemotingSession(timeout=15) as session:
-        for code, fields in REQUESTS:
+        for code, fields in requests:
             ext = {key: value.replace("<home>", str(home)) for key, value in fields.items()}
             request = RemotingCommand(code, opaque=next_opaque(), ext_fields=ext)
+            if credentials is not None:
+                sign_request(request, *credentials)
             response = session.send(addr, request)
-            header = {
-                key: _normalise(value, home)
-                for key, value in (response.ext_fields or {}).items()
-                if key not in ("brokerAddr",)
+            texts = {
+                name: _normalise((home / "conf" / name).read_text(encoding="utf-8"), home)
+                for name in files
             }
             outcomes.append(
                 {
                     "code": response.code,
                     "remark": _normalise(response.remark, home),
-                    "header": header,
-                    "file": _normalise(plain_acl.read_text(encoding="utf-8"), home),
+                    "header": _header(response, home),
+                    "files": texts,
                 }
             )
     return outcomes
@@ -98,7 +125,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, lis
         (root / kind).mkdir(parents=True, exist_ok=True)
         try:
             broker, home = start(processes)
-            results[kind] = _run(broker.addr, home)
+            results[kind] = _run(broker.addr, home, REQUESTS)
         finally:
             processes.kill_all()
     yield results
@@ -107,7 +134,65 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, lis
 @pytest.mark.matrix("ACL", "admin requests 50-53: answers and plain_acl.yml written", "rmq")
 def test_acl_admin_requests_equal_apaches(outcomes: dict[str, list[Any]]) -> None:
     apache, rmq = outcomes["apache"], outcomes["rmq"]
-    assert apache[0]["code"] == 0 and "AclFileUser1" in apache[0]["file"]
+    assert apache[0]["code"] == 0 and "AclFileUser1" in apache[0]["files"]["plain_acl.yml"]
     assert apache[3]["code"] == RequestCode.UPDATE_AND_CREATE_ACL_CONFIG + 159  # 209, refused
     for (code, fields), theirs, ours in zip(REQUESTS, apache, rmq, strict=True):
+        assert ours == theirs, (code, fields)
+
+
+# -- several files: conf/acl/*.yml beside an empty default file ------------------------------
+
+TEAM_ACL = """accounts:
+  - accessKey: AclTeamAdmin
+    secretKey: AclTeamSecret
+    admin: true
+  - accessKey: AclTeamUser
+    secretKey: AclTeamUserSecret
+"""
+
+FOLDER_REQUESTS: list[tuple[int, dict[str, str]]] = [
+    (CREATE, {"accessKey": "AclNewUser1", "secretKey": "AclNewSecret1"}),
+    (CREATE, {"accessKey": "AclTeamUser", "secretKey": "AclTeamUserSecret2", "admin": "true"}),
+    (WHITE, {"globalWhiteAddrs": "10.1.1.1", "aclFileFullPath": "<home>/conf/acl/empty.yml"}),
+    (DELETE, {"accessKey": "AclNewUser1"}),
+    (VERSIONS, {}),
+]
+FOLDER_FILES = ("plain_acl.yml", "acl/team.yml", "acl/empty.yml")
+
+
+def _folder_home(root: Path) -> Path:
+    home = root / "rocketmq-home"
+    (home / "conf" / "acl").mkdir(parents=True)
+    shutil.copy(ROCKETMQ_HOME / "conf" / "logback_broker.xml", home / "conf")
+    (home / "conf" / "plain_acl.yml").write_text("", encoding="utf-8")
+    (home / "conf" / "acl" / "team.yml").write_text(TEAM_ACL, encoding="utf-8")
+    (home / "conf" / "acl" / "empty.yml").write_text("", encoding="utf-8")
+    return home
+
+
+@pytest.mark.matrix("ACL", "admin requests 50-53 over conf/acl/ files, signed", "rmq")
+def test_acl_folder_requests_equal_apaches(tmp_path: Path) -> None:
+    ensure_built()
+    results = {}
+    for kind in ("apache", "rmq"):
+        processes = RmqProcesses(tmp_path / kind)
+        (tmp_path / kind).mkdir(parents=True)
+        try:
+            home = _folder_home(processes.root)
+            if kind == "apache":
+                broker = start_apache_broker(
+                    processes, "folder-acl", namesrv_addr=None, props=ACL_PROPS, rocketmq_home=home
+                )
+            else:
+                broker = processes.start_broker(
+                    "folder-acl", namesrv=None, props=ACL_PROPS, env={"ROCKETMQ_HOME": str(home)}
+                )
+            credentials = ("AclTeamAdmin", "AclTeamSecret")
+            results[kind] = _run(broker.addr, home, FOLDER_REQUESTS, FOLDER_FILES, credentials)
+        finally:
+            processes.kill_all()
+    apache, rmq = results["apache"], results["rmq"]
+    assert [outcome["code"] for outcome in apache] == [0] * len(FOLDER_REQUESTS)
+    assert "AclTeamUserSecret2" in apache[1]["files"]["acl/team.yml"]
+    for (code, fields), theirs, ours in zip(FOLDER_REQUESTS, apache, rmq, strict=True):
         assert ours == theirs, (code, fields)
