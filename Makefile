@@ -19,7 +19,17 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(PIP) install $(PIP_FLAGS) -e '.[test]'
 	touch $@ $(VENV)/.core-installed
 
-run: $(VENV)/.core-installed
+# Man pages: a wheel installs man/*.1 into <env>/share/man/man1 (pyproject's data-files), where
+# `man rmq` finds them through the env's bin on PATH.  An editable install installs no data
+# files, so the pages are copied there, again whenever they change.
+MAN_STAMP := $(VENV)/share/man/man1/.rmq-pages
+$(MAN_STAMP): $(wildcard man/*.1) | $(BIN)/python
+	mkdir -p $(@D)
+	rm -f $(@D)/rmq.1 $(@D)/rmq-*.1
+	cp man/*.1 $(@D)/
+	touch $@
+
+run: $(VENV)/.core-installed $(MAN_STAMP)
 	$(BIN)/rmq standalone
 
 lint: $(VENV)/.test-installed
@@ -29,7 +39,7 @@ lint: $(VENV)/.test-installed
 	$(BIN)/mypy examples/shop
 	$(BIN)/lint-imports
 
-unit: $(VENV)/.test-installed
+unit: $(VENV)/.test-installed $(MAN_STAMP)
 	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance
 
 test: lint unit

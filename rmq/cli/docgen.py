@@ -11,7 +11,8 @@ the files change exactly when a command, an option or a help text changes:
                                               EXIT STATUS taken from rmq.cli.settings/errors
     man/rmq-<command>[-<subcommand>].1        one page per visible command and subcommand:
                                               NAME, SYNOPSIS, DESCRIPTION, OPTIONS,
-                                              COMMANDS (for groups), SEE ALSO
+                                              COMMANDS (for groups), EXAMPLES (from
+                                              rmq.cli.examples), SEE ALSO
 
 Pages are plain roff (man(7) macros) without a date, so regenerating an unchanged tree
 gives identical bytes.  Writing also removes pages of commands that no longer exist.
@@ -31,6 +32,7 @@ import click
 from rmq import __version__
 from rmq.cli.completion import Shell, completion_script
 from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_STATUSES, PROG_NAME
+from rmq.cli.examples import EXAMPLES
 from rmq.cli.main import root_command
 from rmq.cli.settings import ENVIRONMENT
 
@@ -107,6 +109,11 @@ def man_page(
             lines += [".TP", f"\\fB{_roff(_page_name(child_path))}\\fR(1)", _roff(short)]
     if len(path) == 1:
         lines += _root_sections()
+    examples = EXAMPLES.get(page, ())
+    if examples:
+        lines.append(".SH EXAMPLES")
+        for command_line, meaning in examples:
+            lines += [".TP", f"\\fB{_roff(command_line)}\\fR", _roff(meaning)]
     see_also = [_page_name(path[:-1])] if len(path) > 1 else []
     see_also += [_page_name(child_path) for child_path, _ in children]
     if see_also:

@@ -188,6 +188,9 @@ def load_command(name: str, target: str) -> click.Command:
     if not isinstance(command, click.Command):
         raise TypeError(f"{target} is neither a typer app nor a click command")
     command.name = name
+    from rmq.cli.helptext import full_short_help
+
+    full_short_help(command)  # command lists show whole first sentences, not "..."
     from rmq.cli.credentials import add_credential_options
 
     add_credential_options(command)  # --access-key / --secret-key beside -n/--namesrv
