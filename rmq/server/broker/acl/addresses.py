@@ -118,6 +118,9 @@ def _bounds(value: str, *, base: int, limit: int, pattern: str) -> tuple[int, in
 def _range_v4(pattern: str) -> Matcher:
     parts = _split(pattern, ".")
     for index in (1, 2, 3):
+        if index >= len(parts):
+            # Java's ArrayIndexOutOfBoundsException, whose message Apache answers
+            raise AclError(f"Index {index} out of bounds for length {len(parts)}")
         bounds = _bounds(parts[index].strip(), base=10, limit=255, pattern=pattern)
         if bounds is not None and bounds[1] > 0:
             break
