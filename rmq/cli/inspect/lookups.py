@@ -231,8 +231,11 @@ def export(
             orjson.dumps(record_dict(record, broker_name)) + b"\n"
             for record in find_records(reader, wanted, limit=count, report=damage, progress=bar)
         )
-        if paged:
-            click.echo_via_pager(line.decode() for line in lines)
+        if paged:  # the pager adds the last newline
+            click.echo_via_pager(
+                ("" if number == 0 else "\n") + line[:-1].decode()
+                for number, line in enumerate(lines)
+            )
             return damage.exit_code
         with contextlib.ExitStack() as stack:
             sink = stack.enter_context(out.open("wb")) if out is not None else sys.stdout.buffer

@@ -89,6 +89,8 @@ def dump(
         raise click.BadParameter(f"unknown charset {charset!r}", param_hint="'--charset'") from None
     if (offset is None) == (file is None):
         raise click.UsageError("give either OFFSET or --file NAME")
+    from rmq.store.errors import StoreError
+
     fmt = resolve_output(output)
     with opened(ctx) as reader:
         damage = Damage(reader.layout.root)
@@ -100,7 +102,12 @@ def dump(
             start, stop = _file_range(reader, file)
             walk = reader.iter_records(start, stop=stop, report=damage)
             limit = count
-        records = [record for _, record in itertools.islice(walk, limit)]
+        try:
+            records = [record for _, record in itertools.islice(walk, limit)]
+        except StoreError:
+            if offset is not None and (inside := _inside_record(reader, offset)) is not None:
+                raise inside from None
+            raise
         if not for_people(fmt):
             render(record_rows(records, fmt), columns=(), output=fmt)
             return damage.exit_code
@@ -113,6 +120,33 @@ def dump(
                 title=f"Record at commitlog offset {record.physical_offset}",
             )
     return damage.exit_code
+
+
+def _inside_record(reader: StoreReader, offset: int) -> RmqError | None:
+    """The error for an `offset` that falls inside an intact record (not a record boundary),
+    naming the boundaries around it; None when no intact record covers it (damage)."""
+    from rmq.store.offline.problems import ignore_problem
+
+    commitlog = reader.commitlog
+    mapped, pos = commitlog.locate(offset)
+    before = after = None
+    last = mapped is commitlog.files[-1]
+    for frame in commitlog.walk_file(mapped, 0, last, ignore_problem, False, None):
+        if frame.physical_offset >= offset:
+            after = frame.physical_offset
+            break
+        before = frame
+    if before is None or before.physical_offset + before.total_size <= offset or after == offset:
+        return None
+    start, end = before.physical_offset, before.physical_offset + before.total_size
+    nearest = f"{start} and {after}" if after is not None else f"{start} (the last in its file)"
+    return RmqError(
+        f"commitlog offset {offset} ({display_path(mapped.path, reader.layout.root)}@{pos}) "
+        f"is not a record boundary: it is inside the record at "
+        f"{start} ({before.total_size} bytes, up to {end}); the nearest records start at "
+        f"{nearest}",
+        f"'dump {start}' shows that record",
+    )
 
 
 def _file_range(reader: StoreReader, file: str) -> tuple[int, int]:
@@ -220,6 +254,7 @@ def queue(
 
     fmt = resolve_output(output)
     with opened(ctx) as reader:
+        _check_queue(reader, topic, queue_id)
         damage = Damage(reader.layout.root)
         low, high = reader.queue_offsets(topic, queue_id)
         first = low if start is None else start
@@ -262,3 +297,28 @@ def queue(
         columns.append("error")
     render(rows, columns=columns, wide_columns=RECORD_WIDE_COLUMNS, output=fmt)
     return damage.exit_code
+
+
+LISTED_TOPICS = 10
+"""How many topics an error about an unknown topic names."""
+
+
+def _check_queue(reader: StoreReader, topic: str, queue_id: int) -> None:
+    """An error naming the topic's queues (or the store's topics) when the queue has no
+    consume queue in the store."""
+    queues = reader.consume_queues()
+    ids = sorted(number for name, number in queues if name == topic)
+    if queue_id in ids:
+        return
+    if ids:
+        raise RmqError(
+            f"topic {topic} has no queue {queue_id} in this store; its queues are "
+            + ", ".join(map(str, ids)),
+            f"e.g. 'queue {topic} {ids[0]}'",
+        )
+    topics = sorted({name for name, _ in queues})
+    listed = ", ".join(topics[:LISTED_TOPICS]) + (", ..." if len(topics) > LISTED_TOPICS else "")
+    raise RmqError(
+        f"no topic {topic} in this store (no consume queue)",
+        f"its topics are {listed}" if topics else "the store has no consume queues",
+    )

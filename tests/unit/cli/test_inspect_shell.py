@@ -160,3 +160,14 @@ def test_shell_reads_commands_from_a_pipe(rmq: RunRmq, store: SpecStore) -> None
     result = rmq("inspect", str(store.root), input="overview -o json\n\n\nconfig -o json\n")
     assert result.returncode == 0, result.stderr
     assert result.stdout.count('"commitlog') >= 1 and result.stdout.rstrip().endswith("]")
+
+
+def test_export_on_a_terminal_goes_through_the_pager(store: SpecStore, tmp_path: Path) -> None:
+    paged = tmp_path / "paged.ndjson"
+    env = {**os.environ, "HOME": str(tmp_path), "PAGER": f"tee {paged}"}
+    argv = [sys.executable, "-m", "rmq", "inspect", str(store.root), "export", "-t", "Orders"]
+    code, _ = Terminal(argv, env).finish()
+    assert code == 0
+    lines = paged.read_text().splitlines()
+    orders = [r.physical_offset for r in store.records if r.topic == "Orders"]
+    assert [json.loads(line)["commitLogOffset"] for line in lines] == orders

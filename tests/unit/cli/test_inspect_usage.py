@@ -92,3 +92,73 @@ def test_a_separate_commitlog_directory_counts(
     result = rmq("inspect", "--commitlog-dir", str(moved), str(store.root), "stats", "-o", "json")
     assert result.returncode == 0, result.stderr
     assert sum(row["messages"] for row in json.loads(result.stdout)) == len(store.records)
+
+
+def test_queue_that_the_store_does_not_have(rmq: RunRmq, store: SpecStore) -> None:
+    result = rmq("inspect", str(store.root), "queue", "TopicTest", "9")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "rmq: error: topic TopicTest has no queue 9 in this store; its queues are 0, 1; "
+        "e.g. 'queue TopicTest 0'\n"
+    )
+    result = rmq("inspect", str(store.root), "queue", "Nope", "0")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        "rmq: error: no topic Nope in this store (no consume queue); "
+        "its topics are Orders, TopicTest\n"
+    )
+    # in the shell too, and the shell carries on (exit 1 for the script)
+    result = rmq("inspect", str(store.root), input="queue TopicTest 9\nqueue TopicTest 1 -o json\n")
+    assert result.returncode == 1
+    assert "has no queue 9" in result.stderr
+    assert len(json.loads(result.stdout)) == sum(
+        1 for r in store.records if (r.topic, r.queue_id) == ("TopicTest", 1)
+    )
+
+
+def test_dump_inside_a_record_names_the_boundaries(rmq: RunRmq, store: SpecStore) -> None:
+    first, second = store.records[1], store.records[2]
+    assert first.physical_offset + first.size == second.physical_offset
+    inside = first.physical_offset + 5
+    result = rmq("inspect", str(store.root), "dump", str(inside))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"rmq: error: commitlog offset {inside} (commitlog/00000000000000000000@{inside}) is "
+        f"not a record boundary: it is inside the record at {first.physical_offset} "
+        f"({first.size} bytes, up to {second.physical_offset}); the nearest records start at "
+        f"{first.physical_offset} and {second.physical_offset}; "
+        f"'dump {first.physical_offset}' shows that record\n"
+    )
+    ok = rmq("inspect", str(store.root), "dump", str(first.physical_offset), "-o", "json")
+    assert json.loads(ok.stdout)[0]["commitLogOffset"] == first.physical_offset
+
+
+def test_dump_at_a_damaged_boundary_still_reports_the_damage(rmq: RunRmq, store: SpecStore) -> None:
+    damaged = store.records[2]
+    path, position = store.commitlog_path(damaged.physical_offset)
+    data = bytearray(path.read_bytes())
+    data[position + 4] ^= 0xFF  # the magic code
+    path.write_bytes(bytes(data))
+    result = rmq("inspect", str(store.root), "dump", str(damaged.physical_offset))
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"rmq: error: no message at commitlog offset {damaged.physical_offset} "
+    )
+    assert "bad magic" in result.stderr and "not a record boundary" not in result.stderr
+
+
+def test_export_never_overwrites_a_file_without_force(
+    rmq: RunRmq, store: SpecStore, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.ndjson"
+    out.write_text("keep me\n")
+    result = rmq("inspect", str(store.root), "export", "--out", str(out))
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"rmq: error: {out} already exists; pass --force to replace it\n",
+    )
+    assert out.read_text() == "keep me\n"
+    result = rmq("inspect", str(store.root), "export", "--out", str(out), "--force")
+    assert result.returncode == 0, result.stderr
+    exported = [json.loads(line)["commitLogOffset"] for line in out.read_text().splitlines()]
+    assert exported == [record.physical_offset for record in store.records]
