@@ -23,7 +23,7 @@ from types import ModuleType
 
 PURE_PYTHON_ENV = "RMQ_PURE_PYTHON"
 
-EXTENSIONS = ("rmq.common._speedups",)
+EXTENSIONS = ("rmq.common._speedups", "rmq.remoting._framesplit")
 """Every compiled module (setup.py builds these; the names of their .pyx sources)."""
 
 

@@ -36,6 +36,7 @@ import struct
 
 import orjson
 
+from rmq.common import compiled
 from rmq.remoting.codes import LanguageCode, SerializeType
 from rmq.remoting.command import Buffer, RemotingCommand
 from rmq.remoting.errors import RemotingProtocolError
@@ -302,3 +303,10 @@ def _read_string(
         return str(header[position : position + length], "utf-8"), position + length
     except UnicodeDecodeError:
         raise RemotingProtocolError(f"ROCKETMQ header {what} is not UTF-8") from None
+
+
+# The compiled twin (rmq.common.compiled); the class above stays the reference.
+_PureFrameSplitter = FrameSplitter
+_fast = compiled.load("rmq.remoting._framesplit")
+if _fast is not None:
+    FrameSplitter = _fast.FrameSplitter  # type: ignore[misc]  # same interface (_framesplit.pyi)
