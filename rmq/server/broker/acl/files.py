@@ -156,24 +156,32 @@ class AclFiles:
         files = self._listed()
         state = AclState(files=files)
         for path in files:
-            data = read_yaml(path)
-            if not isinstance(data, Mapping) or not data:
-                continue
-            whites = [address_matcher(str(a)) for a in data.get("globalWhiteRemoteAddresses") or ()]
-            state.global_white += whites
-            for item in data.get("accounts") or ():
-                account = Account.from_yaml(item)
-                if account.access_key in state.key_files:
-                    log.warning("access key %s is defined in several ACL files", account.access_key)
-                    continue
-                state.accounts[account.access_key] = account
-                state.key_files[account.access_key] = path
-            state.versions[path] = _version_of(data)
+            try:
+                self._load_file(state, path)
+            except AclError as exc:
+                raise AclError(f"{path}: {exc.message}") from exc
         self.state = state
         if watched:
             self._stamps = self._stamp(files)
             self.default_version = state.versions.get(self.default_file, (0, now_millis()))
         log.info("ACL loaded: %d files, %d accounts", len(files), len(state.accounts))
+
+    def _load_file(self, state: AclState, path: str) -> None:
+        data = read_yaml(path)
+        if not isinstance(data, Mapping) or not data:
+            return
+        whites = [address_matcher(str(a)) for a in data.get("globalWhiteRemoteAddresses") or ()]
+        state.global_white += whites
+        for item in data.get("accounts") or ():
+            if not isinstance(item, Mapping):
+                raise AclError(f"an account is not a map: {item!r}")
+            account = Account.from_yaml(item)
+            if account.access_key in state.key_files:
+                log.warning("access key %s is defined in several ACL files", account.access_key)
+                continue
+            state.accounts[account.access_key] = account
+            state.key_files[account.access_key] = path
+        state.versions[path] = _version_of(data)
 
     def poll(self) -> bool:
         """Reload when a file changed, appeared or went; True when it did."""
