@@ -82,7 +82,8 @@ def test_help_lists_registered_commands_only(rmq: RunRmq) -> None:
         result = rmq(flag)
         assert result.returncode == 0
         section = result.stdout.split("Commands:\n", 1)[1]
-        assert [line.split()[0] for line in section.splitlines()] == list(COMMANDS)
+        names = [line.split()[0] for line in section.splitlines() if line[2:3] != " "]
+        assert names == list(COMMANDS)  # long descriptions wrap onto indented lines
         for option in ("--debug", "--profile NAME", "--version", "-h, --help"):
             assert option in result.stdout
 
