@@ -115,7 +115,7 @@ SYSTEM_TOPICS = {
 
 def _topic_list(cluster: Cluster) -> Any:
     """The system topics and this module's topic: other modules' topics are not compared."""
-    rows = rmq_json(cluster, "topic", "list")
+    rows = rmq_json(cluster, "topic", "list", "--all")
     return [row for row in rows if row["topic"] in SYSTEM_TOPICS | {TOPIC}]
 
 
