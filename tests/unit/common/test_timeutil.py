@@ -1,4 +1,5 @@
-"""The one reader of typed times (rmq.common.timeutil.parse_time) and of durations."""
+"""The one reader of typed times (rmq.common.timeutil.parse_time) and of durations, and the
+one writer of timeouts (format_seconds)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import datetime
 
 import pytest
 
-from rmq.common.timeutil import parse_duration, parse_time
+from rmq.common.timeutil import format_seconds, parse_duration, parse_time
 
 NOW = 1_800_000_000_000
 
@@ -56,3 +57,20 @@ def test_what_is_not_a_time_says_what_is(text: str) -> None:
 def test_bad_durations(text: str) -> None:
     with pytest.raises(ValueError, match="is not a duration"):
         parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (4.999519347999978, "5.0s"),
+        (5, "5.0s"),
+        (3.0, "3.0s"),
+        (12.34, "12.3s"),
+        (0.25, "250ms"),
+        (0.9996, "1.0s"),
+        (0.0004, "0ms"),
+        (-0.1, "0ms"),
+    ],
+)
+def test_format_seconds_rounds_for_people(seconds: float, text: str) -> None:
+    assert format_seconds(seconds) == text
