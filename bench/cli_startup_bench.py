@@ -33,6 +33,12 @@ CASES: tuple[tuple[str, list[str], dict[str, str], float], ...] = (
         {"_RMQ_COMPLETE": "bash_complete", "COMP_WORDS": "rmq pro", "COMP_CWORD": "1"},
         0.2,
     ),
+    (
+        "completion of 'rmq inspect ./st<TAB>' (a path)",
+        [],
+        {"_RMQ_COMPLETE": "bash_complete", "COMP_WORDS": "rmq inspect ./st", "COMP_CWORD": "2"},
+        0.2,
+    ),
 )
 
 
