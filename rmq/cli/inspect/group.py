@@ -38,6 +38,7 @@ from rmq.cli.inspect.views import (
     RECORD_WIDE_COLUMNS,
     display_path,
     for_people,
+    human_sizes,
     record_rows,
     with_times,
 )
@@ -129,8 +130,8 @@ BeginOption = Annotated[
     typer.Option(
         "--begin",
         metavar="TIME",
-        help="Stored at or after TIME: epoch milliseconds or ISO 8601 (local time when no "
-        "zone is given).",
+        help="Stored at or after TIME: epoch milliseconds, ISO 8601 (local time when no "
+        "zone is given) or -DURATION before now (-1h, -30m, -2d).",
     ),
 ]
 EndOption = Annotated[
@@ -197,10 +198,10 @@ def render_table(
     fmt: OutputFormat,
 ) -> None:
     """Rows with their columns and wide-only columns; for people every `...Timestamp` gets
-    its `...Time` twin."""
+    its `...Time` twin and byte counts are in binary units."""
     table, wide = columns
     render(
-        [with_times(row) for row in rows] if for_people(fmt) else rows,
+        [human_sizes(with_times(row)) for row in rows] if for_people(fmt) else rows,
         columns=table,
         wide_columns=wide,
         output=fmt,

@@ -18,6 +18,7 @@ from rmq.cli.inspect.group import (
 )
 from rmq.cli.inspect.views import (
     for_people,
+    human_sizes,
     plain_data,
     with_times,
 )
@@ -66,7 +67,7 @@ def overview(ctx: typer.Context, output: OutputOption = None) -> None:
     if not for_people(fmt):
         render(data, columns=(), output=fmt)
         return
-    summary = with_times(data)
+    summary = human_sizes(with_times(data))
     pid = data["lockHolderPid"]
     summary["broker"] = (
         f"running: the lock is held by pid {pid if pid is not None else '?'}"

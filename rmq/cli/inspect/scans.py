@@ -18,6 +18,7 @@ from rmq.cli.inspect.group import (
 from rmq.cli.inspect.views import (
     display_path,
     for_people,
+    human_sizes,
     plain_data,
     scan_progress,
     tag_histogram,
@@ -61,6 +62,7 @@ def stats(
         if for_people(fmt):
             row.update(with_times(row), tags=tag_histogram(row["tags"]))
             row["storedBytes"] = row.pop("bytes")  # whole records as stored: bodies compressed
+            row.update(human_sizes(row))
     columns = [
         "topic",
         "queueId",
@@ -128,7 +130,7 @@ def verify(ctx: typer.Context, output: OutputOption = None) -> int:
             else f"{len(problems)} problem{'s' if len(problems) > 1 else ''} found"
         )
         render(
-            {"result": result, **summary},
+            human_sizes({"result": result, **summary}),
             columns=["result", *summary],
             output=fmt,
             title="Verification",

@@ -100,6 +100,42 @@ def format_time(millis: int | None) -> str | None:
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{millis % 1000:03d}"
 
 
+SIZE_FIELDS: Final = frozenset(
+    {
+        "size",
+        "backupSize",
+        "bytes",
+        "storedBytes",
+        "bytesScanned",
+        "commitlogBytes",
+        "consumeQueueBytes",
+        "indexBytes",
+    }
+)
+"""Byte counts that tables show in binary units (json, ndjson and yaml keep the bytes)."""
+_SIZE_UNITS: Final = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def human_size(size: int) -> str:
+    """``size`` bytes for a person: `512 B`, `1.5 KiB`, `1.0 GiB`."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in _SIZE_UNITS:
+        value /= 1024
+        if round(value, 1) < 1024 or unit == _SIZE_UNITS[-1]:
+            break
+    return f"{value:.1f} {unit}"
+
+
+def human_sizes(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The row with each byte count of `SIZE_FIELDS` in binary units."""
+    return {
+        name: human_size(value) if name in SIZE_FIELDS and type(value) is int else value
+        for name, value in row.items()
+    }
+
+
 def with_times(row: Mapping[str, Any]) -> dict[str, Any]:
     """`row` with a `...Time` field after every int `...Timestamp` field (for tables)."""
     result: dict[str, Any] = {}

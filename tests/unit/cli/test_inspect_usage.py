@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from rmq.cli.inspect.views import human_size
 from tests.specstore import SpecStore, build
 from tests.unit.cli.conftest import RunRmq
 
@@ -162,3 +164,38 @@ def test_export_never_overwrites_a_file_without_force(
     assert result.returncode == 0, result.stderr
     exported = [json.loads(line)["commitLogOffset"] for line in out.read_text().splitlines()]
     assert exported == [record.physical_offset for record in store.records]
+
+
+def test_tables_show_sizes_in_binary_units_and_json_keeps_bytes(
+    rmq: RunRmq, store: SpecStore
+) -> None:
+    table = rmq("inspect", str(store.root), "overview").stdout
+    assert re.search(r"^COMMITLOG BYTES +3\.0 KiB *$", table, re.MULTILINE), table
+    assert re.search(r"^CONSUME QUEUE BYTES +400 B *$", table, re.MULTILINE), table
+    data = json.loads(rmq("inspect", str(store.root), "overview", "-o", "json").stdout)
+    assert (data["commitlogBytes"], data["consumeQueueBytes"]) == (3072, 400)
+    files = rmq("inspect", str(store.root), "files").stdout.splitlines()
+    assert [line.split()[3:5] for line in files[1:]] == [["1.0", "KiB"]] * 3
+    scanned = rmq("inspect", str(store.root), "verify").stdout
+    assert re.search(r"^BYTES SCANNED +3\.0 KiB *$", scanned, re.MULTILINE), scanned
+    assert (
+        json.loads(rmq("inspect", str(store.root), "verify", "-o", "json").stdout)["bytesScanned"]
+        == 3072
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "shown"),
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KiB"),
+        (1536, "1.5 KiB"),
+        (31390, "30.7 KiB"),
+        ((1 << 20) - 1, "1.0 MiB"),
+        (1 << 30, "1.0 GiB"),
+        (5 << 50, "5.0 PiB"),
+    ],
+)
+def test_human_size(size: int, shown: str) -> None:
+    assert human_size(size) == shown
