@@ -273,6 +273,31 @@ def rmq_command(args: Sequence[str], *, debug: bool = False) -> list[str]:
     return [sys.executable, "-m", "rmq", *(["--debug"] if debug else []), *args]
 
 
+def run_rmq_cli(
+    args: Sequence[str],
+    *,
+    home: Path,
+    input: bytes = b"",
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """`rmq args...` to its end, HOME `home`, without the caller's RMQ_* and NAMESRV_ADDR
+    (only those of `env`); stdout and stderr as text."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
+    clean.pop("NAMESRV_ADDR", None)
+    done = subprocess.run(
+        rmq_command(args),
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        env={**clean, "HOME": str(home), **(env or {})},
+        check=False,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
 @dataclass
 class RmqProcesses:
     """The processes one test started, in a directory of its own."""

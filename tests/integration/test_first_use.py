@@ -7,7 +7,6 @@ environment is named as such, and timeouts print rounded."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rmq.common.naming import SYSTEM_TOPICS
-from tests.procs import LOOPBACK, RmqProcesses, StandaloneProcess, rmq_command
+from tests.procs import LOOPBACK, RmqProcesses, StandaloneProcess, run_rmq_cli
 
 BROKER_MAX_MESSAGE_SIZE = 2048
 CLIENT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
@@ -33,26 +32,9 @@ def standalone(module_processes: RmqProcesses) -> Iterator[StandaloneProcess]:
 
 
 def rmq(
-    *args: str,
-    home: Path,
-    input: bytes = b"",
-    env: Mapping[str, str] | None = None,
-    timeout: float = 60,
+    *args: str, home: Path, input: bytes = b"", env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`rmq ARGS` with HOME `home`, no RMQ_* or NAMESRV_ADDR but those of `env`."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
-    clean.pop("NAMESRV_ADDR", None)
-    done = subprocess.run(
-        rmq_command(args),
-        input=input,
-        capture_output=True,
-        timeout=timeout,
-        env={**clean, "HOME": str(home), **(env or {})},
-        check=False,
-    )
-    return subprocess.CompletedProcess(
-        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
-    )
+    return run_rmq_cli(args, home=home, input=input, env=env)
 
 
 def one_error(done: subprocess.CompletedProcess[str], code: int = 1) -> str:
@@ -66,16 +48,19 @@ def one_error(done: subprocess.CompletedProcess[str], code: int = 1) -> str:
 # -- maxMessageSize ---------------------------------------------------------------------------
 
 
+def first_error_of_sending(standalone: StandaloneProcess, home: Path, body: bytes) -> str:
+    """The first stderr line of `rmq produce -f lines` sending `body`, which must fail."""
+    namesrv = standalone.namesrv_addr
+    done = rmq("produce", "Big", "-f", "lines", "-n", namesrv, home=home, input=body + b"\n")
+    assert done.returncode == 1, done.stderr
+    return done.stderr.splitlines()[0]
+
+
 def test_a_body_over_the_producers_limit_names_max_message_size(
     standalone: StandaloneProcess, tmp_path: Path
 ) -> None:
     body = b"x" * (CLIENT_MAX_MESSAGE_SIZE + 1)
-    done = rmq(
-        "produce", "BigBody", "-f", "lines", "-n", standalone.namesrv_addr,
-        home=tmp_path, input=body + b"\n",
-    )  # fmt: skip
-    assert done.returncode == 1
-    assert done.stderr.splitlines()[0] == (
+    assert first_error_of_sending(standalone, tmp_path, body) == (
         "rmq: error: line 1: the message body size over max value, MAX: "
         f"{CLIENT_MAX_MESSAGE_SIZE} (over the producer's maxMessageSize; "
         f"the body is {len(body)} bytes)"
@@ -86,12 +71,7 @@ def test_a_broker_refusal_names_the_brokers_max_message_size(
     standalone: StandaloneProcess, tmp_path: Path
 ) -> None:
     body = b"y" * (BROKER_MAX_MESSAGE_SIZE + 100)
-    done = rmq(
-        "produce", "BrokerLimit", "-f", "lines", "-n", standalone.namesrv_addr,
-        home=tmp_path, input=body + b"\n",
-    )  # fmt: skip
-    assert done.returncode == 1
-    first = done.stderr.splitlines()[0]
+    first = first_error_of_sending(standalone, tmp_path, body)
     assert first.startswith("rmq: error: line 1: ")
     assert f"msg body length limit {BROKER_MAX_MESSAGE_SIZE}B" in first
     assert first.endswith("(over the broker's maxMessageSize, or properties over 32 KiB)")

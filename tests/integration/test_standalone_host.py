@@ -3,9 +3,7 @@ it, `--host` opens it up; a busy port names the one option that moves it."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from tests.procs import (
     free_broker_port,
     free_port,
     registered_brokers,
-    rmq_command,
+    run_rmq_cli,
     wait_registered,
     write_properties,
 )
@@ -68,12 +66,8 @@ def test_standalone_binds_and_advertises_loopback_by_default(
     assert listening_addresses(ports) == {port: {LOOPBACK} for port in ports}
     namesrv_addr = f"{LOOPBACK}:{namesrv_port}"
     assert registered_brokers(namesrv_addr) == {0: f"{LOOPBACK}:{broker_port}"}
-    done = subprocess.run(
-        rmq_command(["topic", "route", "TBW102", "-n", namesrv_addr, "-o", "json"]),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_rmq_cli(
+        ["topic", "route", "TBW102", "-n", namesrv_addr, "-o", "json"], home=rmq_processes.root
     )
     assert done.returncode == 0, done.stderr
     assert f'"0": "{LOOPBACK}:{broker_port}"' in done.stdout.replace("\n", "").replace("  ", "")
@@ -95,27 +89,12 @@ def test_host_wildcard_binds_all_and_advertises_the_outward_address(
 
 def refused(tmp_path: Path, taken: int, namesrv_port: int, broker_port: int) -> str:
     """The one error line of a standalone whose port `taken` is in use."""
+    ports = ["--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)]
     with socket.socket() as holder:
         holder.bind((LOOPBACK, taken))
         holder.listen()
-        done = subprocess.run(
-            rmq_command(
-                [
-                    "standalone",
-                    "--namesrv-port",
-                    str(namesrv_port),
-                    "--broker-port",
-                    str(broker_port),
-                    "--store",
-                    str(tmp_path / "store"),
-                ]
-            ),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "HOME": str(tmp_path)},
-            check=False,
+        done = run_rmq_cli(
+            ["standalone", *ports, "--store", str(tmp_path / "store")], home=tmp_path
         )
     assert done.returncode == 1, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("rmq: error:")]
@@ -145,21 +124,7 @@ def test_a_busy_port_names_only_its_option(tmp_path: Path, which: str) -> None:
 
 def test_a_namesrv_port_among_the_broker_ports_is_a_usage_error(tmp_path: Path) -> None:
     broker_port = free_broker_port()
-    done = subprocess.run(
-        rmq_command(
-            [
-                "standalone",
-                "--namesrv-port",
-                str(broker_port + 1),
-                "--broker-port",
-                str(broker_port),
-            ]
-        ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "HOME": str(tmp_path)},
-        check=False,
-    )
+    ports = ["--namesrv-port", str(broker_port + 1), "--broker-port", str(broker_port)]
+    done = run_rmq_cli(["standalone", *ports], home=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith(f"rmq: error: --namesrv-port {broker_port + 1} is one of")
