@@ -45,6 +45,7 @@ def export_argv(store: Path, out: Path) -> list[str]:
     ]
 
 
+@pytest.mark.timeout(900)  # starting a JVM and a Spark job on a loaded machine
 def test_in_a_pipe_stderr_holds_only_the_phases(store: Path, tmp_path: Path) -> None:
     result = subprocess.run(
         export_argv(store, tmp_path / "out"), capture_output=True, text=True, timeout=600
@@ -57,6 +58,7 @@ def test_in_a_pipe_stderr_holds_only_the_phases(store: Path, tmp_path: Path) -> 
     assert any(line.startswith("rmq: writing json to") for line in lines)
 
 
+@pytest.mark.timeout(900)
 def test_on_a_terminal_a_progress_bar_and_no_spark_chatter(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "summary.json"
     command = f"{shlex.join(export_argv(store, tmp_path / 'out'))} > {shlex.quote(str(out))}"
