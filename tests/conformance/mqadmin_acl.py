@@ -12,14 +12,17 @@ commands rewrite a file of the test's, never one of the repository.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from tests.conformance.clusters import BROKER_PROPS
 from tests.conformance.java import ROCKETMQ_HOME, start_apache_broker
 from tests.procs import RmqProcess, RmqProcesses
 
 ACL_CLUSTER = "MqaAclCluster"
+
+T = TypeVar("T")
 
 PLAIN_ACL = """\
 globalWhiteRemoteAddresses:
@@ -37,35 +40,61 @@ ACL_PROPS: Mapping[str, object] = {
 }
 
 
-def acl_home(root: Path) -> Path:
-    """A ROCKETMQ_HOME with the broker's logback file and `PLAIN_ACL`."""
+def acl_home(root: Path, files: Mapping[str, str] | None = None) -> Path:
+    """A ROCKETMQ_HOME with the broker's logback file and, under `conf/`, `files` (path ->
+    text; default: `plain_acl.yml` holding `PLAIN_ACL`)."""
     home = root / "rocketmq-home"
     (home / "conf").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROCKETMQ_HOME / "conf" / "logback_broker.xml", home / "conf")
-    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL, encoding="utf-8")
+    for name, text in (files if files is not None else {"plain_acl.yml": PLAIN_ACL}).items():
+        path = home / "conf" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
     return home
+
+
+def start_acl_broker(
+    kind: str,
+    processes: RmqProcesses,
+    rocketmq_home: Path,
+    *,
+    name: str,
+    namesrv_addr: str | None = None,
+    props: Mapping[str, object] = ACL_PROPS,
+) -> RmqProcess:
+    """An Apache (`kind` "apache") or rmq broker with `props` and `rocketmq_home`."""
+    if kind == "apache":
+        return start_apache_broker(
+            processes, name, namesrv_addr=namesrv_addr, props=props, rocketmq_home=rocketmq_home
+        )
+    return processes.start_broker(
+        name, namesrv=namesrv_addr, props=props, env={"ROCKETMQ_HOME": str(rocketmq_home)}
+    )
+
+
+def each_kind(root: Path, run: Callable[[str, RmqProcesses], T]) -> dict[str, T]:
+    """`run(kind, processes)` for "apache", then "rmq", each with processes of its own under
+    `root/<kind>` that are killed when it returns."""
+    results = {}
+    for kind in ("apache", "rmq"):
+        (root / kind).mkdir(parents=True, exist_ok=True)
+        processes = RmqProcesses(root / kind)
+        try:
+            results[kind] = run(kind, processes)
+        finally:
+            processes.kill_all()
+    return results
 
 
 def start_apache_acl_broker(processes: RmqProcesses) -> tuple[RmqProcess, Path]:
     """Apache's BrokerStartup with ACL on and no name server; returns it and its ROCKETMQ_HOME."""
     rocketmq_home = acl_home(processes.root / "apache-acl")
-    process = start_apache_broker(
-        processes,
-        "apache-acl-broker",
-        namesrv_addr=None,
-        props=ACL_PROPS,
-        rocketmq_home=rocketmq_home,
+    return start_acl_broker("apache", processes, rocketmq_home, name="apache-acl-broker"), (
+        rocketmq_home
     )
-    return process, rocketmq_home
 
 
 def start_rmq_acl_broker(processes: RmqProcesses) -> tuple[RmqProcess, Path]:
     """`rmq broker` configured alike, ROCKETMQ_HOME in its environment."""
     rocketmq_home = acl_home(processes.root / "rmq-acl")
-    process = processes.start_broker(
-        "rmq-acl-broker",
-        namesrv=None,
-        props=ACL_PROPS,
-        env={"ROCKETMQ_HOME": str(rocketmq_home)},
-    )
-    return process, rocketmq_home
+    return start_acl_broker("rmq", processes, rocketmq_home, name="rmq-acl-broker"), (rocketmq_home)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +19,11 @@ import pytest
 from rmq.remoting.aclsign import sign_request
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand, next_opaque
-from tests.conformance.java import ROCKETMQ_HOME, ensure_built, start_apache_broker
+from tests.conformance.java import ensure_built
 from tests.conformance.mqadmin_acl import (
-    ACL_PROPS,
+    acl_home,
+    each_kind,
+    start_acl_broker,
     start_apache_acl_broker,
     start_rmq_acl_broker,
 )
@@ -116,19 +116,15 @@ def _run(
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[Any]]]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     ensure_built()
-    root = tmp_path_factory.mktemp("acl-admin")
-    results = {}
-    for kind, start in (("apache", start_apache_acl_broker), ("rmq", start_rmq_acl_broker)):
-        processes = RmqProcesses(root / kind)
-        (root / kind).mkdir(parents=True, exist_ok=True)
-        try:
-            broker, home = start(processes)
-            results[kind] = _run(broker.addr, home, REQUESTS)
-        finally:
-            processes.kill_all()
-    yield results
+    starters = {"apache": start_apache_acl_broker, "rmq": start_rmq_acl_broker}
+
+    def run(kind: str, processes: RmqProcesses) -> list[dict[str, Any]]:
+        broker, home = starters[kind](processes)
+        return _run(broker.addr, home, REQUESTS)
+
+    return each_kind(tmp_path_factory.mktemp("acl-admin"), run)
 
 
 @pytest.mark.matrix("ACL", "admin requests 50-53: answers and plain_acl.yml written", "rmq")
@@ -160,37 +156,18 @@ FOLDER_REQUESTS: list[tuple[int, dict[str, str]]] = [
 FOLDER_FILES = ("plain_acl.yml", "acl/team.yml", "acl/empty.yml")
 
 
-def _folder_home(root: Path) -> Path:
-    home = root / "rocketmq-home"
-    (home / "conf" / "acl").mkdir(parents=True)
-    shutil.copy(ROCKETMQ_HOME / "conf" / "logback_broker.xml", home / "conf")
-    (home / "conf" / "plain_acl.yml").write_text("", encoding="utf-8")
-    (home / "conf" / "acl" / "team.yml").write_text(TEAM_ACL, encoding="utf-8")
-    (home / "conf" / "acl" / "empty.yml").write_text("", encoding="utf-8")
-    return home
-
-
 @pytest.mark.matrix("ACL", "admin requests 50-53 over conf/acl/ files, signed", "rmq")
 def test_acl_folder_requests_equal_apaches(tmp_path: Path) -> None:
     ensure_built()
-    results = {}
-    for kind in ("apache", "rmq"):
-        processes = RmqProcesses(tmp_path / kind)
-        (tmp_path / kind).mkdir(parents=True)
-        try:
-            home = _folder_home(processes.root)
-            if kind == "apache":
-                broker = start_apache_broker(
-                    processes, "folder-acl", namesrv_addr=None, props=ACL_PROPS, rocketmq_home=home
-                )
-            else:
-                broker = processes.start_broker(
-                    "folder-acl", namesrv=None, props=ACL_PROPS, env={"ROCKETMQ_HOME": str(home)}
-                )
-            credentials = ("AclTeamAdmin", "AclTeamSecret")
-            results[kind] = _run(broker.addr, home, FOLDER_REQUESTS, FOLDER_FILES, credentials)
-        finally:
-            processes.kill_all()
+    files = {"plain_acl.yml": "", "acl/team.yml": TEAM_ACL, "acl/empty.yml": ""}
+
+    def run(kind: str, processes: RmqProcesses) -> list[dict[str, Any]]:
+        home = acl_home(processes.root, files)
+        broker = start_acl_broker(kind, processes, home, name="folder-acl")
+        credentials = ("AclTeamAdmin", "AclTeamSecret")
+        return _run(broker.addr, home, FOLDER_REQUESTS, FOLDER_FILES, credentials)
+
+    results = each_kind(tmp_path, run)
     apache, rmq = results["apache"], results["rmq"]
     assert [outcome["code"] for outcome in apache] == [0] * len(FOLDER_REQUESTS)
     assert "AclTeamUserSecret2" in apache[1]["files"]["acl/team.yml"]

@@ -14,21 +14,13 @@ byte-identical.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conformance.clusters import BROKER_PROPS
-from tests.conformance.java import (
-    ROCKETMQ_HOME,
-    ensure_built,
-    run_driver,
-    start_apache_broker,
-    start_apache_namesrv,
-)
+from tests.conformance.java import ensure_built, run_driver, start_apache_namesrv
+from tests.conformance.mqadmin_acl import acl_home, each_kind, start_acl_broker
 from tests.procs import RmqProcesses
 
 PLAIN_ACL = """\
@@ -80,48 +72,23 @@ STEPS: list[dict[str, Any]] = [
 ACL_PROPS = {**BROKER_PROPS, "brokerClusterName": "AclCluster", "aclEnable": True}
 
 
-def acl_home(root: Path) -> Path:
-    home = root / "rocketmq-home"
-    (home / "conf").mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROCKETMQ_HOME / "conf" / "logback_broker.xml", home / "conf")
-    (home / "conf" / "plain_acl.yml").write_text(PLAIN_ACL, encoding="utf-8")
-    return home
+def _steps(kind: str, processes: RmqProcesses) -> list[Any]:
+    home = acl_home(processes.root, {"plain_acl.yml": PLAIN_ACL})
+    namesrv = start_apache_namesrv(processes) if kind == "apache" else processes.start_namesrv()
+    broker = start_acl_broker(
+        kind, processes, home, name="acl-broker", namesrv_addr=namesrv.addr, props=ACL_PROPS
+    )
+    spec = {"namesrv": namesrv.addr, "broker": broker.addr, "topic": "AclTopic", "steps": STEPS}
+    outcomes: list[Any] = run_driver("AclScenarios.steps", spec, home=processes.root / "driver")[
+        "outcomes"
+    ]
+    return outcomes
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, list[Any]]]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
     ensure_built()
-    root = tmp_path_factory.mktemp("acl-clients")
-    results: dict[str, list[Any]] = {}
-    for kind in ("apache", "rmq"):
-        processes = RmqProcesses(root / kind)
-        (root / kind).mkdir(parents=True, exist_ok=True)
-        try:
-            home = acl_home(processes.root)
-            if kind == "apache":
-                namesrv = start_apache_namesrv(processes)
-                broker = start_apache_broker(
-                    processes,
-                    "acl-broker",
-                    namesrv_addr=namesrv.addr,
-                    props=ACL_PROPS,
-                    rocketmq_home=home,
-                )
-            else:
-                namesrv = processes.start_namesrv()
-                broker = processes.start_broker(
-                    "acl-broker",
-                    namesrv=namesrv,
-                    props=ACL_PROPS,
-                    env={"ROCKETMQ_HOME": str(home)},
-                )
-            spec = {"namesrv": namesrv.addr, "broker": broker.addr, "topic": "AclTopic"}
-            results[kind] = run_driver(
-                "AclScenarios.steps", {**spec, "steps": STEPS}, home=root / f"{kind}-driver"
-            )["outcomes"]
-        finally:
-            processes.kill_all()
-    yield results
+    return each_kind(tmp_path_factory.mktemp("acl-clients"), _steps)
 
 
 @pytest.mark.matrix("ACL", "Java client with AclClientRPCHook: allowed and refused", "rmq")
