@@ -22,6 +22,7 @@ printed back: a dry run shows it masked.  A change prints one row per broker it 
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 import click
@@ -35,7 +36,6 @@ from rmq.cli.topic import ClusterOption, DryRunOption, run_admin, show, show_pla
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
-    from rmq.client.api.acl import PlainAccessConfig
 
 app = command_app(help="Manage the brokers' plain ACL: accounts and white addresses.")
 
@@ -202,41 +202,41 @@ def set_account(
 
         show_plan(plan_update_account(account, target), output)
         return
-    _change(account, broker, cluster, namesrv, output)
+    from rmq.client.adminops.acl import update_account
+
+    async def update(admin: AdminClient, addr: str) -> None:
+        await update_account(admin, addr, account)
+
+    addrs = _on_each_broker(namesrv, broker, cluster, update, secret=secret)
+    _changed(_rows(addrs, "accessKey", account_key, "updated"), output)
 
 
-def _change(
-    account: PlainAccessConfig,
+def _on_each_broker(
+    namesrv: str | None,
     broker: str | None,
     cluster: str | None,
-    namesrv: str | None,
-    output: OutputFormat | None,
-) -> None:
-    from rmq.client.adminops.acl import update_account
+    operation: Callable[[AdminClient, str], Awaitable[None]],
+    *,
+    secret: str | None = None,
+) -> list[str]:
+    """Run `operation` on `--broker`, or on each broker of the cluster; the addresses done.
+    An account `secret` a broker's refusal quotes is masked in the error."""
+    from rmq.cli.credentials import MASK
+    from rmq.cli.errors import RmqError
 
     async def change(admin: AdminClient) -> list[str]:
         addrs = await _targets(admin, broker, cluster)
         for addr in addrs:
-            await update_account(admin, addr, account)
+            await operation(admin, addr)
         return addrs
 
-    addrs = _masked_run(namesrv, change, account.secret_key)
-    _changed(_rows(addrs, "accessKey", account.access_key, "updated"), output)
-
-
-def _masked_run(namesrv: str | None, operation: Any, secret: str | None) -> list[str]:
-    """`run_admin`, with an account secret the brokers' refusal may quote masked."""
-    from rmq.cli.credentials import MASK
-    from rmq.cli.errors import RmqError
-
     try:
-        result: list[str] = run_admin(resolve_namesrv(namesrv), operation)
+        return run_admin(resolve_namesrv(namesrv), change)
     except RmqError as error:
-        if secret and (secret in error.message or secret in (error.hint or "")):
+        if secret:
             error.message = error.message.replace(secret, MASK)
             error.hint = error.hint.replace(secret, MASK) if error.hint else None
         raise
-    return result
 
 
 @app.command("delete")
@@ -260,13 +260,10 @@ def delete_account(
         return
     require_confirmation(f"delete ACL account {account_key!r} from {target}", yes=yes)
 
-    async def change(admin: AdminClient) -> list[str]:
-        addrs = await _targets(admin, broker, cluster)
-        for addr in addrs:
-            await delete(admin, addr, account_key)
-        return addrs
+    async def remove(admin: AdminClient, addr: str) -> None:
+        await delete(admin, addr, account_key)
 
-    addrs = run_admin(resolve_namesrv(namesrv), change)
+    addrs = _on_each_broker(namesrv, broker, cluster, remove)
     _changed(_rows(addrs, "accessKey", account_key, "deleted"), output)
 
 
@@ -308,11 +305,8 @@ def whitelist(
         show_plan(plan_update_global_white(joined, acl_file, target), output)
         return
 
-    async def change(admin: AdminClient) -> list[str]:
-        addrs = await _targets(admin, broker, cluster)
-        for addr in addrs:
-            await update_global_white(admin, addr, joined, acl_file)
-        return addrs
+    async def update(admin: AdminClient, addr: str) -> None:
+        await update_global_white(admin, addr, joined, acl_file)
 
-    addrs = run_admin(resolve_namesrv(namesrv), change)
+    addrs = _on_each_broker(namesrv, broker, cluster, update)
     _changed(_rows(addrs, "globalWhiteAddrs", joined, "updated"), output)
