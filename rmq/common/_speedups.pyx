@@ -18,7 +18,7 @@ between calls of the frame iterator), so an mmap can be closed as soon as its ca
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 from mmap import mmap as _mmap
 from zlib import crc32 as _crc32
@@ -457,6 +457,157 @@ def encode_batch_into(
         physical_offset=physical_offset, sys_flag=sys_flag, born_timestamp=born_timestamp,
         born_host=born_host, store_timestamp=store_timestamp, store_host=store_host,
         reconsume_times=reconsume_times,
+    )
+
+
+cdef inline object _value(const uint8_t* p, Py_ssize_t start, Py_ssize_t end):
+    return (<const char*>p)[start:end].decode("utf-8", "replace")
+
+
+cdef void _scan_properties(const uint8_t* p, Py_ssize_t length, Py_ssize_t* spans) noexcept nogil:
+    """The last TAGS, KEYS and UNIQ_KEY values of a property string (properties.py's rules:
+    pairs split on 0x02, the name ends at the first 0x01, empty names and values dropped, the
+    last pair of a name wins): spans[2k], spans[2k + 1] = value start and end, -1 if absent."""
+    cdef Py_ssize_t start = 0, end, sep
+    while start <= length:
+        end = start
+        while end < length and p[end] != 0x02:
+            end += 1
+        sep = start
+        while sep < end and p[sep] != 0x01:
+            sep += 1
+        if start < sep < end - 1:
+            if sep - start == 4 and memcmp(p + start, b"TAGS", 4) == 0:
+                spans[0] = sep + 1
+                spans[1] = end
+            elif sep - start == 4 and memcmp(p + start, b"KEYS", 4) == 0:
+                spans[2] = sep + 1
+                spans[3] = end
+            elif sep - start == 8 and memcmp(p + start, b"UNIQ_KEY", 8) == 0:
+                spans[4] = sep + 1
+                spans[5] = end
+        start = end + 1
+
+
+cdef object _prepare_batch(object data, bytes batch_properties, bytes topic_bytes, int host_bits):
+    """PreparedBatch of a batch body, or None when a check fails (the caller then runs the
+    pure prepare_batch, which raises)."""
+    cdef Py_ssize_t topic_len = len(topic_bytes), batch_len = len(batch_properties)
+    cdef Py_ssize_t head_size = BODY_POS[host_bits], pos = 0, limit, body_pos, props_len_pos
+    cdef Py_ssize_t end, props_len, inner_len, merged_len, trailer_len, total = 0, k
+    cdef int32_t flag, body_len
+    cdef int16_t inner_props_len
+    cdef bint separator
+    cdef Py_buffer src
+    cdef const uint8_t* p
+    cdef uint8_t* t
+    cdef Py_ssize_t[6] spans
+    cdef list flags = [], bodies = [], trailers = [], sizes = [], crcs = []
+    cdef list tags_codes = [], keys = [], uniq_keys = []
+    if topic_len > MAX_TOPIC_BYTES:
+        return None
+    message = _message()
+    overrides = message.decode_properties_bytes(batch_properties)
+    tags_override = overrides.get("TAGS")
+    keys_override = overrides.get("KEYS")
+    uniq_override = overrides.get("UNIQ_KEY")
+    tags_code = _javahash().tags_code
+    view = memoryview(data)
+    PyObject_GetBuffer(view, &src, PyBUF_SIMPLE)
+    try:
+        p = <const uint8_t*>src.buf
+        limit = src.len
+        while pos < limit:
+            body_pos = pos + 20
+            if body_pos > limit:
+                return None
+            flag = _i32(p + pos + 12)
+            body_len = _i32(p + pos + 16)
+            props_len_pos = body_pos + body_len
+            if body_len < 0 or props_len_pos + 2 > limit:
+                return None
+            inner_props_len = _i16(p + props_len_pos)
+            end = props_len_pos + 2 + inner_props_len
+            if inner_props_len < 0 or end > limit:
+                return None
+            inner_len = inner_props_len
+            if batch_len == 0:
+                merged_len = inner_len
+                separator = False
+            elif inner_len == 0:
+                merged_len = batch_len
+                separator = False
+            else:
+                separator = p[end - 1] != 0x02
+                merged_len = inner_len + separator + batch_len
+            if merged_len > MAX_PROPERTIES_BYTES:
+                return None
+            trailer_len = 1 + topic_len + 2 + merged_len
+            trailer = PyBytes_FromStringAndSize(NULL, trailer_len)
+            t = <uint8_t*><char*>trailer
+            t[0] = <uint8_t>topic_len
+            memcpy(t + 1, <const char*>topic_bytes, topic_len)
+            t += 1 + topic_len
+            t[0] = <uint8_t>(merged_len >> 8)
+            t[1] = <uint8_t>merged_len
+            t += 2
+            memcpy(t, p + end - inner_len, inner_len)
+            t += inner_len
+            if separator:
+                t[0] = 0x02
+                t += 1
+            memcpy(t, <const char*>batch_properties, batch_len)
+            body = view[body_pos:props_len_pos]
+            flags.append(flag)
+            bodies.append(body)
+            trailers.append(trailer)
+            sizes.append(head_size + body_len + trailer_len)
+            total += head_size + body_len + trailer_len
+            crcs.append(_crc32(body) & CRC_MASK)
+            for k in range(6):
+                spans[k] = -1
+            _scan_properties(p + end - inner_len, inner_len, spans)
+            if tags_override is not None:
+                tags = tags_override
+            elif spans[0] >= 0:
+                tags = _value(p + end - inner_len, spans[0], spans[1])
+            else:
+                tags = None
+            tags_codes.append(tags_code(tags))
+            if keys_override is not None:
+                keys.append(keys_override)
+            elif spans[2] >= 0:
+                keys.append(_value(p + end - inner_len, spans[2], spans[3]))
+            else:
+                keys.append(None)
+            if uniq_override is not None:
+                uniq_keys.append(uniq_override)
+            elif spans[4] >= 0:
+                uniq_keys.append(_value(p + end - inner_len, spans[4], spans[5]))
+            else:
+                uniq_keys.append(None)
+            pos = end
+    finally:
+        PyBuffer_Release(&src)
+    return message.PreparedBatch(
+        host_bits, total, flags, bodies, trailers, sizes, crcs, tags_codes, keys, uniq_keys
+    )
+
+
+def prepare_batch(data, batch_properties, topic_bytes, *, born_v6, store_v6):
+    """message.prepare_batch (the pure one for anything it does not accept)."""
+    batch = None
+    if (
+        type(batch_properties) is bytes and type(topic_bytes) is bytes
+        and type(born_v6) is bool and type(store_v6) is bool
+    ):
+        batch = _prepare_batch(
+            data, batch_properties, topic_bytes, (born_v6 is True) | (store_v6 is True) << 1
+        )
+    if batch is not None:
+        return batch
+    return _message()._pure_prepare_batch(
+        data, batch_properties, topic_bytes, born_v6=born_v6, store_v6=store_v6
     )
 
 

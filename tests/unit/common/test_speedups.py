@@ -261,6 +261,69 @@ def test_encode_batch_gives_the_pure_bytes_and_errors(
     assert fast_buf == pure_buf
 
 
+PROPERTY_NAMES = st.sampled_from([b"TAGS", b"KEYS", b"UNIQ_KEY", b"TAG", b"", b"a", b"\xff"])
+PROPERTY_BYTES = st.binary(max_size=8).map(lambda raw: raw.replace(b"\x02", b""))
+# Property strings as Java writes them and as they should not be: duplicates, 0x01 inside
+# values, empty names or values, invalid UTF-8, a trailing 0x02.
+RAW_PROPERTIES = st.lists(
+    st.tuples(PROPERTY_NAMES, st.sampled_from([b"\x01", b"", b"\x01\x01"]), PROPERTY_BYTES),
+    max_size=5,
+).map(lambda pairs: b"\x02".join(name + sep + value for name, sep, value in pairs))
+
+
+@st.composite
+def raw_batches(draw: st.DrawFn) -> bytes:
+    """Batch bodies, sometimes cut short or with a bad length, sometimes over-long properties."""
+    messages = draw(
+        st.lists(
+            st.tuples(
+                INT32,
+                st.binary(max_size=40),
+                st.one_of(RAW_PROPERTIES, st.just(b"p" * (MAX_PROPERTIES_BYTES - 5))),
+            ),
+            max_size=5,
+        )
+    )
+    body = bytearray(encode_batch(messages))
+    if body and draw(st.booleans()):
+        body[draw(st.integers(0, len(body) - 1))] = draw(st.integers(0, 255))
+    if draw(st.booleans()):
+        body = body[: draw(st.integers(0, len(body)))]
+    return bytes(body)
+
+
+@SETTINGS
+@given(
+    raw_batches(),
+    st.one_of(RAW_PROPERTIES, st.sampled_from([b"", b"p" * 10])),
+    st.sampled_from([b"", b"T", b"t" * MAX_TOPIC_BYTES, b"t" * (MAX_TOPIC_BYTES + 1)]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([bytes, bytearray, memoryview]),
+)
+def test_prepare_batch_gives_the_pure_batch_and_errors(
+    body: bytes,
+    batch_properties: bytes,
+    topic: bytes,
+    born_v6: bool,
+    store_v6: bool,
+    body_type: Callable[[bytes], Any],
+) -> None:
+    assert fast is not None
+    data = body_type(body)
+    expected = outcome(
+        lambda: message._pure_prepare_batch(
+            data, batch_properties, topic, born_v6=born_v6, store_v6=store_v6
+        )
+    )
+    got = outcome(
+        lambda: fast.prepare_batch(
+            data, batch_properties, topic, born_v6=born_v6, store_v6=store_v6
+        )
+    )
+    assert got == expected
+
+
 TEXTS = st.one_of(
     st.text(),
     st.text(alphabet=st.characters(codec="ascii"), min_size=5, max_size=60),
@@ -295,6 +358,7 @@ SELECTED = (
     " recordwalk.iter_frames is recordwalk._pure_iter_frames,"
     " message.encode_record_into is message._pure_encode_record_into,"
     " message.encode_batch_into is message._pure_encode_batch_into,"
+    " message.prepare_batch is message._pure_prepare_batch,"
     " javahash.java_hash is javahash._pure_java_hash,"
     " javahash.index_key_hash is javahash._pure_index_key_hash)"
 )
@@ -309,7 +373,7 @@ def test_the_switch_selects_the_pure_functions(switch: str | None, pure: str) ->
     result = subprocess.run(
         [sys.executable, "-c", SELECTED], env=env, capture_output=True, text=True, check=True
     )
-    assert result.stdout.split() == [pure] * 6
+    assert result.stdout.split() == [pure] * 7
 
 
 def test_every_extension_source_is_listed() -> None:
@@ -323,3 +387,37 @@ def test_every_extension_source_is_listed() -> None:
                 sources.add(relative.replace(os.sep, "."))
     assert sources == set(compiled.EXTENSIONS)
     assert compiled.status() == dict.fromkeys(compiled.EXTENSIONS, "compiled")
+
+
+def test_valid_input_never_reaches_the_pure_functions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled functions do the work themselves (the agreement tests would pass as well
+    if they handed everything to the pure ones)."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("handed to the pure function")
+
+    for module, name in (
+        (recordwalk, "_pure_frame_at"),
+        (recordwalk, "_pure_iter_frames"),
+        (message, "_pure_encode_record_into"),
+        (message, "_pure_encode_batch_into"),
+        (message, "_pure_prepare_batch"),
+        (javahash, "_pure_java_hash"),
+        (javahash, "_pure_index_key_hash"),
+    ):
+        monkeypatch.setattr(module, name, refuse)
+    assert fast is not None
+    buf = bytearray(4096)
+    size = fast.encode_record_into(buf, 0, **FIXED)
+    assert fast.frame_at(buf, 0, size)[5] == size
+    assert [frame[:2] for frame in fast.iter_frames(buf, 0, len(buf))] == [(0, size)]
+    body = encode_batch([(0, b"a", b"TAGS\x01x"), (1, b"", b"KEYS\x01k\x02UNIQ_KEY\x01u")])
+    batch = fast.prepare_batch(body, b"WAIT\x01true", b"T", born_v6=False, store_v6=True)
+    assert batch.keys == [None, "k"]
+    fields = {key: FIXED[key] for key in ("queue_id", "queue_offset", "physical_offset")}
+    fast.encode_batch_into(
+        buf, size, batch, **fields, sys_flag=0, born_timestamp=1, born_host=HOSTS[0],
+        store_timestamp=2, store_host=HOSTS[1], reconsume_times=0,
+    )  # fmt: skip
+    assert fast.java_hash("TagA") == 2598919
+    assert fast.index_key_hash("T#k") == abs(fast.java_hash("T#k"))
