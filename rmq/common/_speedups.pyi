@@ -3,7 +3,7 @@
 from collections.abc import Iterator
 from typing import Any
 
-from rmq.common.message import Buffer, PreparedBatch
+from rmq.common.message import Buffer, MessageRecord, PreparedBatch
 from rmq.common.recordwalk import Frame
 
 class FrameIterator(Iterator[Frame]):
@@ -49,5 +49,6 @@ def encode_batch_into(
 def prepare_batch(
     data: Buffer, batch_properties: bytes, topic_bytes: bytes, *, born_v6: bool, store_v6: bool
 ) -> PreparedBatch: ...
+def decode(buf: Any, pos: int, limit: int, with_body: bool) -> MessageRecord: ...
 def java_hash(text: str) -> int: ...
 def index_key_hash(key: str) -> int: ...

@@ -242,6 +242,93 @@ def frame_at(buf, Py_ssize_t pos, Py_ssize_t limit):
     return _recordwalk()._pure_frame_at(buf, pos, limit)
 
 
+cdef object _msgid_module = None
+cdef object _record_class = None
+cdef object _host_str = None
+cdef object _decode_properties = None
+cdef const char* _HEX = b"0123456789ABCDEF"
+
+
+cdef object _hex_id(const uint8_t* host, Py_ssize_t host_len, int64_t offset):
+    """msgid.offset_msg_id: the store host and the offset, upper-case hex."""
+    cdef uint8_t[28] raw
+    cdef char[56] text
+    cdef Py_ssize_t i, n = host_len + 8
+    memcpy(raw, host, host_len)
+    _put64(raw + host_len, <uint64_t>offset)
+    for i in range(n):
+        text[2 * i] = _HEX[raw[i] >> 4]
+        text[2 * i + 1] = _HEX[raw[i] & 15]
+    return text[:2 * n].decode("ascii")
+
+
+def decode(buf, Py_ssize_t pos, Py_ssize_t limit, with_body):
+    """message._decode: the MessageRecord at buf[pos:] (the pure one for anything it does not
+    accept, which raises RecordError)."""
+    global _msgid_module, _record_class, _host_str, _decode_properties
+    cdef Py_buffer view
+    cdef const uint8_t* p
+    cdef int host_bits
+    cdef Py_ssize_t body_pos, end, topic_pos, props_pos, topic_len, born_len, store_len
+    cdef int32_t size, body_len, props_len
+    cdef const uint8_t* q
+    cdef const uint8_t* r
+    cdef tuple fields = None
+    if _record_class is None:
+        from rmq.common import msgid
+        _record_class = _message().MessageRecord
+        _decode_properties = _message().decode_properties_bytes
+        _host_str = msgid.host_str
+    if pos >= 0 and pos + MIN_RECORD_SIZE <= limit:
+        PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+        try:
+            p = <const uint8_t*>view.buf
+            if limit <= view.len:
+                host_bits = (_i32(p + pos + SYS_FLAG_POS) >> 4) & 3
+                body_pos = pos + BODY_POS[host_bits]
+                size = _i32(p + pos)
+                end = pos + size
+                if (
+                    body_pos <= limit
+                    and _u32(p + pos + 4) == MESSAGE_MAGIC
+                    and size >= body_pos - pos + TRAILER_LENGTH
+                    and end <= limit
+                ):
+                    body_len = _i32(p + body_pos - 4)
+                    topic_pos = body_pos + body_len + 1
+                    if body_len >= 0 and topic_pos + 2 <= end:
+                        topic_len = p[topic_pos - 1]
+                        props_pos = topic_pos + topic_len + 2
+                        if topic_len <= MAX_TOPIC_BYTES and props_pos <= end:
+                            props_len = _i16(p + props_pos - 2)
+                            if props_len >= 0 and props_pos + props_len == end:
+                                born_len = BORN_LEN[host_bits]
+                                store_len = STORE_LEN[host_bits]
+                                q = p + pos + 48 + born_len  # STORETIMESTAMP
+                                r = q + 8 + store_len  # RECONSUMETIMES
+                                fields = (
+                                    size, _u32(p + pos + 4), _i32(p + pos + 8),
+                                    _i32(p + pos + 12), _i32(p + pos + 16), _i64(p + pos + 20),
+                                    _i64(p + pos + 28), _i32(p + pos + 36), _i64(p + pos + 40),
+                                    _host_str((<const char*>p)[pos + 48:pos + 48 + born_len]),
+                                    _i64(q),
+                                    _host_str((<const char*>q)[8:8 + store_len]),
+                                    _i32(r), _i64(r + 4),
+                                    (<const char*>p)[body_pos:topic_pos - 1]
+                                    if with_body else None,
+                                    (<const char*>p)[topic_pos:topic_pos + topic_len].decode(
+                                        "utf-8", "replace"
+                                    ),
+                                    _decode_properties((<const char*>p)[props_pos:end]),
+                                    _hex_id(q + 8, store_len, _i64(p + pos + 28)),
+                                )
+        finally:
+            PyBuffer_Release(&view)
+        if fields is not None:
+            return tuple.__new__(_record_class, fields)
+    return _message()._pure_decode(buf, pos, limit, with_body)
+
+
 # --- encoding (rmq.common.message) -----------------------------------------------------------
 
 

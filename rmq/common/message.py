@@ -591,8 +591,10 @@ def encode_batch(messages: Iterable[tuple[int, Buffer, bytes]]) -> bytes:
 _pure_encode_record_into = encode_record_into
 _pure_encode_batch_into = encode_batch_into
 _pure_prepare_batch = prepare_batch
+_pure_decode = _decode
 _fast = compiled.load("rmq.common._speedups")
 if _fast is not None:
+    _decode = _fast.decode
     encode_record_into = _fast.encode_record_into
     encode_batch_into = _fast.encode_batch_into
     prepare_batch = _fast.prepare_batch

@@ -187,6 +187,9 @@ def test_frame_at_and_iter_frames_agree_with_the_pure_walk(
     for pos in positions:
         expected = outcome(partial(recordwalk._pure_frame_at, buf, pos, limit))
         assert outcome(partial(fast.frame_at, buf, pos, limit)) == expected
+        for with_body in (True, False):
+            expected = outcome(partial(message._pure_decode, buf, pos, limit, with_body))
+            assert outcome(partial(fast.decode, buf, pos, limit, with_body)) == expected
 
 
 def test_iter_frames_holds_no_buffer_between_records() -> None:
@@ -359,6 +362,7 @@ SELECTED = (
     " message.encode_record_into is message._pure_encode_record_into,"
     " message.encode_batch_into is message._pure_encode_batch_into,"
     " message.prepare_batch is message._pure_prepare_batch,"
+    " message._decode is message._pure_decode,"
     " javahash.java_hash is javahash._pure_java_hash,"
     " javahash.index_key_hash is javahash._pure_index_key_hash)"
 )
@@ -373,7 +377,7 @@ def test_the_switch_selects_the_pure_functions(switch: str | None, pure: str) ->
     result = subprocess.run(
         [sys.executable, "-c", SELECTED], env=env, capture_output=True, text=True, check=True
     )
-    assert result.stdout.split() == [pure] * 7
+    assert result.stdout.split() == [pure] * 8
 
 
 def test_every_extension_source_is_listed() -> None:
@@ -402,6 +406,7 @@ def test_valid_input_never_reaches_the_pure_functions(monkeypatch: pytest.Monkey
         (message, "_pure_encode_record_into"),
         (message, "_pure_encode_batch_into"),
         (message, "_pure_prepare_batch"),
+        (message, "_pure_decode"),
         (javahash, "_pure_java_hash"),
         (javahash, "_pure_index_key_hash"),
     ):
@@ -410,6 +415,8 @@ def test_valid_input_never_reaches_the_pure_functions(monkeypatch: pytest.Monkey
     buf = bytearray(4096)
     size = fast.encode_record_into(buf, 0, **FIXED)
     assert fast.frame_at(buf, 0, size)[5] == size
+    record = fast.decode(buf, 0, size, True)
+    assert (record.body, record.topic, record.properties) == (b"x" * 100, "T", {"a": "b"})
     assert [frame[:2] for frame in fast.iter_frames(buf, 0, len(buf))] == [(0, size)]
     body = encode_batch([(0, b"a", b"TAGS\x01x"), (1, b"", b"KEYS\x01k\x02UNIQ_KEY\x01u")])
     batch = fast.prepare_batch(body, b"WAIT\x01true", b"T", born_v6=False, store_v6=True)
