@@ -222,6 +222,7 @@ async def _read_queue(
     import asyncio
     import logging
 
+    from rmq.cli.aclerrors import acl_error
     from rmq.client.consumer import PullStatus
     from rmq.client.errors import ClientError
     from rmq.remoting.errors import RemotingError
@@ -240,6 +241,9 @@ async def _read_queue(
                 block=end is None,
             )
         except (ClientError, RemotingError) as exc:
+            refused = acl_error(exc, topic_perm="SUB")
+            if refused is not None:
+                raise refused from exc  # every pull would be refused alike
             log.warning("pulling queue %d of %s failed: %s", mq.queue_id, mq.broker_name, exc)
             await asyncio.sleep(PULL_RETRY_DELAY)
             continue

@@ -213,3 +213,16 @@ def test_acl_commands_need_any_account_not_an_admin(cluster: AclCluster) -> None
     listed = cluster.rmq("acl", "list", "-o", "json", keys=READER)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)[0]["brokerAddr"] == cluster.broker.addr
+
+
+def test_consume_refused_names_what_is_missing(cluster: AclCluster) -> None:
+    assert cluster.produce(WRITER, "to read").returncode == 0
+    refused = cluster.rmq("consume", TOPIC, "--from", "first", "-e", keys=WRITER)
+    assert refused.returncode == 1
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(
+        f"rmq: error: no SUB permission on topic {TOPIC} for access key {WRITER[0]} (broker "
+    )
+    read = cluster.rmq("consume", TOPIC, "--from", "first", "-e", keys=ADMIN)
+    assert read.returncode == 0, read.stderr
+    assert "to read" in {json.loads(line)["body"] for line in read.stdout.splitlines()}
