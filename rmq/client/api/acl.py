@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from rmq.client.api.request import request_broker
 from rmq.common.javahash import java_hash_order
+from rmq.common.plainaccess import PlainAccessConfig as PlainAccessConfig
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand, create_request
@@ -28,20 +29,6 @@ from rmq.remoting.headers import (
     GetBrokerAclConfigResponseHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
-
-
-@dataclass(slots=True)
-class PlainAccessConfig:
-    """One account of a plain ACL file, as Apache's `PlainAccessConfig`."""
-
-    access_key: str
-    secret_key: str | None = None
-    white_remote_address: str | None = None
-    admin: bool = False
-    default_topic_perm: str | None = None
-    default_group_perm: str | None = None
-    topic_perms: list[str] | None = None
-    group_perms: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

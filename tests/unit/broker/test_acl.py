@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rmq.common.plainaccess import PlainAccessConfig
 from rmq.remoting.aclsign import sign_request
 from rmq.remoting.bodies.client import (
     ConsumeFromWhere,
@@ -22,7 +23,7 @@ from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.acl.accounts import DENY, PUB, SUB, Account
 from rmq.server.broker.acl.addresses import address_matcher, client_host, expand_ip
 from rmq.server.broker.acl.errors import AclError
-from rmq.server.broker.acl.files import AccountChange, AclFiles
+from rmq.server.broker.acl.files import AclFiles
 from rmq.server.broker.acl.validator import AclValidator, needed_resources
 
 
@@ -272,7 +273,7 @@ def test_acl_file_key_and_missing_default_file(tmp_path: Path) -> None:
     created = AclFiles(str(tmp_path))
     created.load()
     assert (tmp_path / "conf" / "plain_acl.yml").read_text(encoding="utf-8") == ""
-    created.update_account(AccountChange("NewKey12", "NewSecret1", topic_perms=["T=SUB"]))
+    created.update_account(PlainAccessConfig("NewKey12", "NewSecret1", topic_perms=["T=SUB"]))
     text = (tmp_path / "conf" / "plain_acl.yml").read_text(encoding="utf-8")
     # the file was empty: a Java HashMap, whose order puts dataVersion first
     assert text.startswith("dataVersion:\n- counter: 1\n  timestamp: ")

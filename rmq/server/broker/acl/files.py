@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from rmq.common.javahash import java_hash_order
+from rmq.common.plainaccess import PlainAccessConfig
 from rmq.common.timeutil import now_millis
 from rmq.server.broker.acl.accounts import Account, check_keys, check_resource_perms
 from rmq.server.broker.acl.addresses import Matcher, address_matcher
@@ -47,20 +48,6 @@ ACCOUNT_ORDER = (
     "topicPerms",
     "groupPerms",
 )
-
-
-@dataclass(slots=True)
-class AccountChange:
-    """An UPDATE_AND_CREATE_ACL_CONFIG request (PlainAccessConfig)."""
-
-    access_key: str | None
-    secret_key: str | None = None
-    white_remote_address: str | None = None
-    admin: bool = False
-    default_topic_perm: str | None = None
-    default_group_perm: str | None = None
-    topic_perms: list[str] | None = None
-    group_perms: list[str] | None = None
 
 
 @dataclass(slots=True)
@@ -223,7 +210,7 @@ class AclFiles:
         # a Java HashMap: its keys come out in bucket order
         return {key: None for key in java_hash_order((*first_keys, "dataVersion"))}
 
-    def update_account(self, change: AccountChange) -> None:
+    def update_account(self, change: PlainAccessConfig) -> None:
         """Create or update an account (AclError with Apache's message when refused)."""
         check_keys(change.access_key, change.secret_key)
         assert change.access_key is not None
@@ -274,7 +261,7 @@ class AclFiles:
         return True
 
 
-def _account_map(existing: dict[str, Any] | None, change: AccountChange) -> dict[str, Any]:
+def _account_map(existing: dict[str, Any] | None, change: PlainAccessConfig) -> dict[str, Any]:
     """Apache's createAclAccessConfigMap: the change written over the account's old map."""
     account: dict[str, Any] = existing if existing is not None else {}
     if not change.access_key or len(change.access_key) <= 6:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from rmq.common import fastjson
 from rmq.common.javahash import java_hash_order
+from rmq.common.plainaccess import PlainAccessConfig
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection
@@ -29,7 +30,7 @@ from rmq.remoting.headers import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from rmq.server.broker.acl.errors import AclError
-from rmq.server.broker.acl.files import AccountChange, AclFiles
+from rmq.server.broker.acl.files import AclFiles
 from rmq.server.broker.acl.validator import AclValidator, Handler
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class AclService:
         self, _connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
         header = request.read_header(CreateAccessConfigRequestHeader)
-        change = AccountChange(
+        change = PlainAccessConfig(
             header.access_key,
             header.secret_key,
             header.white_remote_address,
