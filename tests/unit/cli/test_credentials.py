@@ -154,3 +154,18 @@ def test_half_credentials_and_failing_command_never_show_the_secret(rmq: RunRmq)
     assert SECRET not in result.stdout + result.stderr
     result = rmq("topic", "list", "-n", "127.0.0.1:1", env={"RMQ_ACCESS_KEY": "AK"})
     assert result.returncode == 2 and "RMQ_ACCESS_KEY gives an access key" in result.stderr
+
+
+def test_tools_yml_is_read_as_mqadmin_reads_it(tmp_path: Path) -> None:
+    from rmq.cli.mqadmin.toolsacl import tools_keys
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    tools = conf / "tools.yml"
+    assert tools_keys(None) is None
+    assert tools_keys(str(tmp_path)) is None  # no file
+    tools.write_text("accessKey: rocketmq2\nsecretKey: 12345678\n")
+    assert tools_keys(str(tmp_path)) == ("rocketmq2", "12345678")
+    for text in ("accessKey: rocketmq2\n", "accessKey: [unclosed\n", "- a list\n", ""):
+        tools.write_text(text)
+        assert tools_keys(str(tmp_path)) is None, text
