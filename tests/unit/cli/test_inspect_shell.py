@@ -171,3 +171,24 @@ def test_export_on_a_terminal_goes_through_the_pager(store: SpecStore, tmp_path:
     lines = paged.read_text().splitlines()
     orders = [r.physical_offset for r in store.records if r.topic == "Orders"]
     assert [json.loads(line)["commitLogOffset"] for line in lines] == orders
+
+
+def test_long_scans_draw_a_progress_bar_on_a_terminal_only(rmq: RunRmq, tmp_path: Path) -> None:
+    # One 64 MiB commitlog file: the size from which scans draw the bar.
+    store = SpecStore(tmp_path / "store", commitlog_file_size=64 << 20)
+    for _ in range(10):
+        store.append("TopicTest", 0, b"x" * 100)
+    store.write()
+    env = {**os.environ, "HOME": str(tmp_path)}
+    out = tmp_path / "out.ndjson"
+    runs = [
+        (["verify"], ["verify", "-o", "json"], "verifying"),
+        (["export", "--out", str(out)], ["export", "--out", str(out), "--force"], "exporting"),
+    ]
+    for on_terminal, piped, description in runs:
+        argv = [sys.executable, "-m", "rmq", "inspect", str(store.root), *on_terminal]
+        code, shown = Terminal(argv, env).finish()
+        assert code == 0 and description in shown, shown
+        result = rmq("inspect", str(store.root), *piped)  # stderr not a terminal: no bar
+        assert (result.returncode, result.stderr) == (0, "")
+    assert len(out.read_text().splitlines()) == 10
