@@ -226,3 +226,14 @@ def test_consume_refused_names_what_is_missing(cluster: AclCluster) -> None:
     read = cluster.rmq("consume", TOPIC, "--from", "first", "-e", keys=ADMIN)
     assert read.returncode == 0, read.stderr
     assert "to read" in {json.loads(line)["body"] for line in read.stdout.splitlines()}
+
+
+def test_debug_logs_never_show_the_secret(cluster: AclCluster) -> None:
+    secret = "NotTheWriterSecret"
+    result = cluster.rmq(
+        "--debug", "produce", TOPIC, keys=(WRITER[0], secret), input='{"body":"x"}\n'
+    )
+    assert result.returncode == 1
+    assert "DEBUG" in result.stderr  # debug logging was on
+    assert f"wrong secret key for access key {WRITER[0]}" in result.stderr
+    assert secret not in result.stdout + result.stderr
