@@ -78,8 +78,7 @@ def _describe(message: str, addr: str | None, topic_perm: str) -> RmqError:
         perm = topic_perm if kind == "topic" else "SUB"
         return RmqError(
             f"no {perm} permission on {kind} {name} for access key {key or '(none)'}{where}",
-            f"grant it with 'rmq acl set' (--{kind}-perm {name}={perm}) or use another "
-            "access key",
+            f"grant it with 'rmq acl set' (--{kind}-perm {name}={perm}) or use another access key",
         )
     if match := _NO_ACCOUNT.fullmatch(message):
         return RmqError(
