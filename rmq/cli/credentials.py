@@ -44,6 +44,7 @@ MASK = "********"
 """What is shown in place of a secret."""
 
 _PARAMS = ("access_key", "secret_key")
+_ARTICLE = {"access": "an", "secret": "a"}
 
 
 def _options() -> list[click.Option]:
@@ -104,18 +105,15 @@ def credential_settings(
     access = _setting(access_flag, "--access-key", ACCESS_KEY_ENV, "access_key", profile_flag)
     secret = _setting(secret_flag, "--secret-key", SECRET_KEY_ENV, "secret_key", profile_flag)
     if (access is None) != (secret is None):
-        found, lacking, env = (
-            (access, "a secret key", SECRET_KEY_ENV)
-            if secret is None
-            else (secret, "an access key", ACCESS_KEY_ENV)
+        found, given, missing = (
+            (access, "access", "secret") if secret is None else (secret, "secret", "access")
         )
         assert found is not None
-        flag = "--secret-key" if secret is None else "--access-key"
-        key = "secret_key" if secret is None else "access_key"
+        env = SECRET_KEY_ENV if missing == "secret" else ACCESS_KEY_ENV
         raise RmqError(
-            f"{found.source} gives {'an access' if secret is None else 'a secret'} key "
-            f"without {lacking}",
-            f"give {flag}, ${env} or {key} in the profile too",
+            f"{found.source} gives {_ARTICLE[given]} {given} key without "
+            f"{_ARTICLE[missing]} {missing} key",
+            f"give --{missing}-key, ${env} or {missing}_key in the profile too",
             EXIT_USAGE,
         )
     if secret is not None and secret.source.startswith("profile "):
