@@ -274,7 +274,8 @@ def whitelist(
         typer.Argument(
             metavar="ADDR...",
             help="The global white remote addresses (10.10.103.*, 192.168.0.1-9, ...); they "
-            "replace the file's list.",
+            "replace the file's list.  The broker splits the list at commas, as Apache's does, "
+            "so the {1,2} form cannot be used here.",
         ),
     ],
     acl_file: Annotated[
