@@ -29,6 +29,7 @@ import typer
 from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
 from rmq.cli.serve import ConfigFileOption
+from rmq.cli.tlsoptions import DefineOption
 
 if TYPE_CHECKING:
     from rmq.common.config import BrokerConfigs
@@ -209,6 +210,7 @@ def broker(
             file_okay=False,
         ),
     ] = None,
+    define: DefineOption = None,
 ) -> int:
     """Start a broker (default port 10911); stop it with Ctrl-C or SIGTERM."""
     overrides = {}
@@ -223,8 +225,10 @@ def broker(
         print_configs(configs, None if print_config else IMPORTANT_KEYS)
         return 0
 
+    from rmq.cli.tlsoptions import setup_server_tls
     from rmq.server.broker.controller import run_broker
 
     source = str(config_file) if config_file is not None else None
+    unknown = setup_server_tls(define, file_props, unknown, source)
     main = run_broker(configs, config_file=source, file_properties=file_props)
     return serve(ctx, main, configs, unknown, source)

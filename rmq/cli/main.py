@@ -194,6 +194,9 @@ def load_command(name: str, target: str) -> click.Command:
     from rmq.cli.credentials import add_credential_options
 
     add_credential_options(command)  # --access-key / --secret-key beside -n/--namesrv
+    from rmq.cli.tlsoptions import add_tls_options
+
+    add_tls_options(command)  # --tls / --tls-ca beside -n/--namesrv
     return command
 
 

@@ -22,6 +22,7 @@ import typer
 from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
 from rmq.cli.serve import ConfigFileOption
+from rmq.cli.tlsoptions import DefineOption
 
 app = command_app()
 
@@ -44,6 +45,7 @@ def namesrv(
         str | None,
         typer.Option("--host", help="Address to bind (overrides bindAddress)."),
     ] = None,
+    define: DefineOption = None,
 ) -> int:
     """Start a name server (default port 9876); stop it with Ctrl-C or SIGTERM."""
     from rmq.common.config import (
@@ -72,7 +74,10 @@ def namesrv(
         return 0
 
     from rmq.cli.serve import run_foreground
+    from rmq.cli.tlsoptions import setup_server_tls
     from rmq.server.namesrv.server import run_namesrv
+
+    unknown = setup_server_tls(define, props, unknown, source)
 
     return run_foreground(
         ctx,

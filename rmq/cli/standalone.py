@@ -27,6 +27,7 @@ import typer
 from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
 from rmq.cli.serve import ConfigFileOption
+from rmq.cli.tlsoptions import DefineOption
 
 if TYPE_CHECKING:
     from rmq.remoting.errors import ListenError
@@ -80,6 +81,7 @@ def standalone(
         ),
     ] = None,
     config_file: ConfigFileOption = None,
+    define: DefineOption = None,
 ) -> int:
     """Start a name server and a broker in one process; stop them with Ctrl-C or SIGTERM."""
     from rmq.cli.broker import load_broker_configs, serve
@@ -99,9 +101,11 @@ def standalone(
             EXIT_USAGE,
         )
 
+    from rmq.cli.tlsoptions import setup_server_tls
     from rmq.server.standalone import run_standalone, standalone_configs
 
     namesrv_configs = standalone_configs(configs, namesrv_port, file_props, host)
     source = str(config_file) if config_file is not None else None
+    unknown = setup_server_tls(define, file_props, unknown, source)
     main = run_standalone(namesrv_configs, configs, config_file=source, file_properties=file_props)
     return serve(ctx, main, configs, unknown, source, port_option(namesrv_port))

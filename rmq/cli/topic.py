@@ -487,6 +487,7 @@ async def only_cluster(admin: AdminClient) -> str:
 def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
     """The one-line error for a failed admin operation, with what to do about it."""
     from rmq.cli.aclerrors import acl_error
+    from rmq.cli.tlsoptions import tls_hint
     from rmq.client.admin import AdminError
     from rmq.client.errors import NotANameServer, RouteNotFound
     from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
@@ -505,7 +506,7 @@ def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
         return RmqError(
             f"cannot reach the server: {exc}",
             f"check that the name server(s) {namesrv_origin(namesrv_addrs)} and the brokers "
-            "are running, and -n/--namesrv",
+            f"are running, and -n/--namesrv{tls_hint(exc)}",
         )
     refused = acl_error(exc)
     if refused is not None:

@@ -16,20 +16,24 @@ Timeouts are in seconds.
 `rpc_hook`, when given, is called with every request this client sends (`invoke`,
 `invoke_oneway`, and `before_request` for a request written on a connection directly) just
 before it is written: Java's `RPCHook.doBeforeRequest`, where a client with ACL credentials
-signs (`rmq.client.credentials`).  Without one nothing is done.
+signs (`rmq.client.credentials`).  Without one nothing is done.  `ssl_context` makes every
+connection TLS (Apache's useTLS); by default it is the process's (`rmq.remoting.tls`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 from collections.abc import Callable
+from typing import Literal
 
 from rmq.common.timeutil import format_seconds
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection, RemotingEndpoint
 from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
 from rmq.remoting.frame import DEFAULT_MAX_FRAME_SIZE
+from rmq.remoting.tls import default_client_context, tls_failure_text
 
 # Java's NettyClientConfig.connectTimeoutMillis.
 DEFAULT_CONNECT_TIMEOUT = 3.0
@@ -54,10 +58,12 @@ class RemotingClient(RemotingEndpoint):
         idle_timeout: float | None = None,
         close_grace: float = 1.0,
         rpc_hook: Callable[[RemotingCommand], None] | None = None,
+        ssl_context: ssl.SSLContext | Literal["default"] | None = "default",
     ) -> None:
         super().__init__(max_frame_size=max_frame_size, idle_timeout=idle_timeout)
         self.connect_timeout = connect_timeout
         self.rpc_hook = rpc_hook
+        self.ssl_context = default_client_context() if ssl_context == "default" else ssl_context
         self._close_grace = close_grace
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Task[Connection]] = {}
@@ -120,9 +126,13 @@ class RemotingClient(RemotingEndpoint):
         loop = asyncio.get_running_loop()
         try:
             _, connection = await asyncio.wait_for(
-                loop.create_connection(lambda: Connection(self), host, port),
+                loop.create_connection(lambda: Connection(self), host, port, ssl=self.ssl_context),
                 self.connect_timeout,
             )
+        except (ssl.SSLError, ConnectionResetError) as exc:
+            if self.ssl_context is None:
+                raise RemotingConnectError(f"connect to {addr} failed: {exc}") from None
+            raise RemotingConnectError(tls_failure_text(addr, exc)) from None
         except TimeoutError:
             raise RemotingConnectError(
                 f"connect to {addr} timed out after {format_seconds(self.connect_timeout)}"

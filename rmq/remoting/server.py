@@ -17,7 +17,8 @@ and the callbacks to run when one closes.  `limits` are its flow limits (`limits
 server stops reading a connection whose peer leaves its responses unread.  Port 0 picks a
 free port; `port` tells which.  A port that cannot be bound makes `start` raise
 `ListenError`, whose text names the address and the server's `role` when it has one (a
-broker runs a second server on its fast port).
+broker runs a second server on its fast port).  A server listens in the process's TLS mode
+(`rmq.remoting.tls.configure_server`): plain by default, else through `tlsserver.py`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from rmq.remoting.connection import Connection, RemotingEndpoint, address_text, 
 from rmq.remoting.errors import ListenError
 from rmq.remoting.frame import DEFAULT_MAX_FRAME_SIZE
 from rmq.remoting.limits import DEFAULT_LIMITS, FlowLimits
+from rmq.remoting.tls import server_tls
+from rmq.remoting.tlsserver import SniffingServer, start_sniffing_server
 
 # Netty's serverChannelMaxIdleTimeSeconds.
 DEFAULT_IDLE_TIMEOUT = 120.0
@@ -57,7 +60,7 @@ class RemotingServer(RemotingEndpoint):
         self.role = role
         self._requested_port = port
         self._close_grace = close_grace
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | SniffingServer | None = None
         self._connections: set[Connection] = set()
         self._close_callbacks: list[ConnectionCallback] = []
 
@@ -81,15 +84,27 @@ class RemotingServer(RemotingEndpoint):
     async def start(self) -> None:
         """Listen; raises `ListenError` when the address cannot be bound."""
         loop = asyncio.get_running_loop()
+        tls = server_tls()  # the process's TLS mode (rmq.remoting.tls); plain by default
         try:
-            self._server = await loop.create_server(
-                self._accept, self.host, self._requested_port, reuse_address=True, backlog=1024
-            )
+            if tls.context is None:
+                self._server = await loop.create_server(
+                    self._accept, self.host, self._requested_port, reuse_address=True, backlog=1024
+                )
+            else:
+                self._server = await start_sniffing_server(
+                    self._accept,
+                    self.host,
+                    self._requested_port,
+                    mode=tls.mode,
+                    context=tls.context,
+                    backlog=1024,
+                )
         except OSError as exc:
             address = address_text((self.host, self._requested_port))
             raise ListenError.of_bind_failure(address, exc, self.role) from exc
         role = f" ({self.role})" if self.role is not None else ""
-        log.info("remoting server%s listening on %s:%d", role, self.host, self.port)
+        mode = f", TLS {tls.mode.value} mode" if tls.context is not None else ""
+        log.info("remoting server%s listening on %s:%d%s", role, self.host, self.port, mode)
 
     async def close(self) -> None:
         """Stop listening, cancel running handlers and close every connection."""

@@ -1,0 +1,179 @@
+"""TLS on the command line: the servers' `-D tls.*=...` and the cluster commands' `--tls`.
+
+Servers (`rmq namesrv`, `rmq broker`, `rmq standalone`) take Apache's TLS system properties
+(`rmq.remoting.tls`) the way a JVM does, as `-D KEY=VALUE` (repeatable; `-Dtls.server.mode=
+enforcing` works too), or as the same keys in their `-c` config file; `-D` wins over the file,
+and the `tls.config.file` properties file (default /etc/rocketmq/tls.properties, read only
+when TLS is used) over both, for the keys Apache lets it set.  `setup_server_tls` applies them
+before the server starts: the mode every listening port of the process uses (the broker's
+main and fast ports; its HA port stays plain, as Apache's does) and, when `tls.enable` is true
+or the mode is enforcing, TLS for the broker's own requests (registration, a slave's sync).
+
+Cluster commands (every command taking `-n/--namesrv`) get `--tls` and `--tls-ca FILE`
+through `add_tls_options`, called by `rmq.cli.main.load_command`:
+
+    1. the flags, 2. `RMQ_TLS` (1/true/yes) and `RMQ_TLS_CA`, 3. the profile's `tls` / `tls_ca`
+
+`--tls` connects to the name server and the brokers over TLS and, like Apache's client in its
+default test mode, accepts any server certificate; `--tls-ca FILE` (which implies `--tls`)
+accepts only servers whose certificate chain FILE vouches for.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any
+
+import click
+import typer
+
+from rmq.cli.errors import EXIT_USAGE, RmqError
+from rmq.cli.settings import NAMESRV_HELP, resolve
+
+TLS_ENV = "RMQ_TLS"
+TLS_CA_ENV = "RMQ_TLS_CA"
+
+DefineOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "-D",
+        "--define",
+        metavar="KEY=VALUE",
+        help="A TLS system property as Java's -D takes it (repeatable), e.g. "
+        "-D tls.server.mode=enforcing; the same keys may be in the -c file.",
+        show_default=False,
+    ),
+]
+
+
+def setup_server_tls(
+    defines: Sequence[str] | None,
+    file_props: Mapping[str, str],
+    unknown: Sequence[str],
+    source: str | None,
+) -> list[str]:
+    """Apply the tls.* settings of `defines` over those of `file_props` (the -c file
+    `source`) to this process's servers and own client; `unknown` without the tls.* keys."""
+    from rmq.common.configfields import ConfigError
+    from rmq.remoting import tls
+
+    properties = {key: value for key, value in file_props.items() if key.startswith("tls.")}
+    properties.update(_parse_defines(defines or ()))
+    try:
+        settings = tls.TlsSettings.from_properties(properties, source)
+        if settings.mode is not tls.TlsMode.DISABLED or settings.client_enabled:
+            settings = settings.with_config_file()
+        tls.configure_server(settings)
+        if settings.client_enabled:
+            tls.use_client_tls(tls.client_context(settings))
+    except ConfigError as exc:
+        raise RmqError(str(exc), "fix the tls.* setting", EXIT_USAGE) from None
+    return [key for key in unknown if key not in tls.KEYS]
+
+
+def _parse_defines(defines: Sequence[str]) -> dict[str, str]:
+    from rmq.remoting.tls import KEYS
+
+    parsed = {}
+    for define in defines:
+        key, equals, value = define.partition("=")
+        key = key.strip()
+        if not equals or key not in KEYS:
+            raise RmqError(
+                f"-D {define!r} is not KEY=VALUE with a tls.* key",
+                f"keys: {', '.join(KEYS)}",
+                EXIT_USAGE,
+            )
+        parsed[key] = value
+    return parsed
+
+
+# --- the cluster commands' --tls ------------------------------------------------------------
+
+_PARAMS = ("tls", "tls_ca")
+
+
+def _options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["--tls"],
+            is_flag=True,
+            default=None,
+            help=f"Connect over TLS, accepting any server certificate (as Apache's client in "
+            f"test mode). Default: ${TLS_ENV}, then the active profile's tls.",
+        ),
+        click.Option(
+            ["--tls-ca"],
+            metavar="FILE",
+            help="Connect over TLS and accept only servers whose certificate chain this PEM "
+            f"file vouches for. Default: ${TLS_CA_ENV}, then the active profile's tls_ca.",
+        ),
+    ]
+
+
+def add_tls_options(command: click.Command) -> None:
+    """Give `command`, and every sub-command of a group, that takes the shared -n/--namesrv
+    option the --tls options, applied before the command runs."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            add_tls_options(sub)
+        return
+    names = {param.name for param in command.params}
+    takes_namesrv = any(
+        isinstance(param, click.Option) and param.help == NAMESRV_HELP for param in command.params
+    )
+    if not takes_namesrv or names.intersection(_PARAMS) or command.callback is None:
+        return
+    command.params.extend(_options())
+    command.callback = _applying_tls(command.callback)
+
+
+def _applying_tls(callback: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(callback)
+    def run(*args: Any, tls: bool | None = None, tls_ca: str | None = None, **kw: Any) -> Any:
+        apply_client_tls(tls, tls_ca)
+        return callback(*args, **kw)
+
+    return run
+
+
+def apply_client_tls(tls_flag: bool | None, ca_flag: str | None) -> None:
+    """Resolve --tls / --tls-ca and make the clients the command creates use TLS if asked."""
+    ca = resolve(ca_flag, flag="--tls-ca", envs=(TLS_CA_ENV,), key="tls_ca", default="")
+    enabled = resolve(
+        None if tls_flag is None else str(tls_flag).lower(),
+        flag="--tls",
+        envs=(TLS_ENV,),
+        key="tls",
+        default="false",
+    )
+    wanted = enabled.value.strip().lower()
+    if wanted not in ("1", "true", "yes", "on", "0", "false", "no", "off", ""):
+        raise RmqError(
+            f"{enabled.source} gives tls={enabled.value!r}", "use true or false", EXIT_USAGE
+        )
+    if not ca.value and wanted not in ("1", "true", "yes", "on"):
+        return
+    from rmq.common.configfields import ConfigError
+    from rmq.remoting import tls
+
+    try:
+        context = (
+            tls.verifying_client_context(ca.value)
+            if ca.value
+            else tls.client_context(tls.TlsSettings())
+        )
+    except ConfigError as exc:
+        raise RmqError(str(exc), f"check {ca.source}", EXIT_USAGE) from None
+    tls.use_client_tls(context)
+
+
+def tls_hint(exc: BaseException) -> str:
+    """What to add to the hint of a connection that closed: a server in TLS enforcing mode
+    closes a plain client's connection without a word."""
+    from rmq.remoting.tls import default_client_context
+
+    if default_client_context() is None and str(exc).endswith(" closed"):
+        return " (a server in TLS enforcing mode closes plain connections: add --tls)"
+    return ""
