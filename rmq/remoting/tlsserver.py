@@ -98,7 +98,7 @@ class SniffingServer:
                     "closing the plain connection of %s: this server runs in TLS enforcing mode",
                     _peer_text(peer),
                 )
-                conn.close()
+                _drain_and_close(conn)
                 return
             try:
                 await self._loop.connect_accepted_socket(self._factory, conn)
@@ -150,6 +150,18 @@ async def _first_byte_of(loop: asyncio.AbstractEventLoop, conn: socket.socket) -
         return await ready
     finally:
         loop.remove_reader(fd)
+
+
+def _drain_and_close(conn: socket.socket) -> None:
+    """Close after reading what the peer sent, as Netty does: a socket closed with unread
+    data resets the connection, which a Java client takes for a failed write rather than a
+    request left unanswered."""
+    try:
+        while conn.recv(65536):
+            pass
+    except OSError:  # nothing more to read now (BlockingIOError), or already reset
+        pass
+    conn.close()
 
 
 def _peer_text(peer: object) -> str:

@@ -103,8 +103,14 @@ def java_env(home: Path, rocketmq_home: Path = ROCKETMQ_HOME) -> dict[str, str]:
     return {**os.environ, "HOME": str(home), "ROCKETMQ_HOME": str(rocketmq_home)}
 
 
-def start_apache_namesrv(processes: RmqProcesses, name: str = "apache-namesrv") -> RmqProcess:
-    """Apache's NamesrvStartup on a free loopback port."""
+def start_apache_namesrv(
+    processes: RmqProcesses,
+    name: str = "apache-namesrv",
+    *,
+    jvm_props: Mapping[str, str] | None = None,
+) -> RmqProcess:
+    """Apache's NamesrvStartup on a free loopback port; `jvm_props` adds -D properties
+    (e.g. tls.server.mode)."""
     port = free_port()
     home = processes.root / f"{name}-home"
     conf = write_properties(processes.root / f"{name}.properties", {"listenPort": port})
@@ -113,6 +119,7 @@ def start_apache_namesrv(processes: RmqProcesses, name: str = "apache-namesrv") 
         ["-c", str(conf)],
         home=home,
         heap=SERVER_HEAP,
+        props=jvm_props,
     )
     return processes.start(
         name, (), port=port, home=home, env=java_env(home), command=argv, ready_timeout=60
@@ -128,6 +135,7 @@ def start_apache_broker(
     rocketmq_home: Path = ROCKETMQ_HOME,
     heap: Sequence[str] = SERVER_HEAP,
     ready_timeout: float = 60,
+    jvm_props: Mapping[str, str] | None = None,
 ) -> RmqProcess:
     """Apache's BrokerStartup -c <conf>, registered with `namesrv_addr` when it returns
     (None: no name server).
@@ -135,7 +143,8 @@ def start_apache_broker(
     The conf binds everything to 127.0.0.1 on free ports (listenPort, listenPort - 2,
     listenPort + 1) and stores under `<root>/<name>-home/store`; `props` adds or overrides.
     `rocketmq_home` is its ROCKETMQ_HOME (logback files, and `conf/plain_acl.yml` with ACL on);
-    `heap` its JVM memory options; `ready_timeout` how long it may take to listen and register.
+    `heap` its JVM memory options; `ready_timeout` how long it may take to listen and register;
+    `jvm_props` adds -D properties (e.g. tls.server.mode).
     """
     port = free_broker_port()
     home = processes.root / f"{name}-home"
@@ -154,7 +163,7 @@ def start_apache_broker(
         ["-c", str(conf)],
         home=home,
         heap=heap,
-        props={"rocketmq.home.dir": str(rocketmq_home)},
+        props={"rocketmq.home.dir": str(rocketmq_home), **(jvm_props or {})},
     )
     env = java_env(home, rocketmq_home)
     process = processes.start(
