@@ -39,8 +39,17 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     other, _ = tls.make_self_signed(root / "b", "elsewhere")
     encrypted = root / "encrypted.pem"
     subprocess.run(
-        ["openssl", "pkey", "-in", str(key), "-aes256", "-passout", "pass:s3cret"]
-        + ["-out", str(encrypted)],
+        [
+            "openssl",
+            "pkey",
+            "-in",
+            str(key),
+            "-aes256",
+            "-passout",
+            "pass:s3cret",
+            "-out",
+            str(encrypted),
+        ],
         check=True,
         capture_output=True,
     )
@@ -173,7 +182,7 @@ def test_own_certificate_with_an_encrypted_key(certs: dict[str, Path]) -> None:
     )
 
     assert tls.server_context(settings).verify_mode.name == "CERT_NONE"
-    with pytest.raises(tls.TlsSetupError, match="encrypted.pem"):
+    with pytest.raises(tls.TlsSetupError, match=r"encrypted\.pem"):
         tls.server_context(
             tls.TlsSettings(
                 test_mode=False,
