@@ -11,14 +11,19 @@ commands rewrite a file of the test's, never one of the repository.
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
+from rmq.remoting.codes import RequestCode
+from rmq.remoting.command import create_request
 from tests.conformance.clusters import BROKER_PROPS
 from tests.conformance.java import ROCKETMQ_HOME, start_apache_broker
-from tests.procs import RmqProcess, RmqProcesses
+from tests.conformance.mqadmin_state import Target
+from tests.procs import RemotingSession, RmqProcess, RmqProcesses
 
 ACL_CLUSTER = "MqaAclCluster"
 
@@ -98,3 +103,32 @@ def start_rmq_acl_broker(processes: RmqProcesses) -> tuple[RmqProcess, Path]:
     """`rmq broker` configured alike, ROCKETMQ_HOME in its environment."""
     rocketmq_home = acl_home(processes.root / "rmq-acl")
     return start_acl_broker("rmq", processes, rocketmq_home, name="rmq-acl-broker"), (rocketmq_home)
+
+
+SETTLED_COUNTER = 1000
+"""The data version counter `same_acl_version` gives both brokers' default files."""
+
+
+def same_acl_version(targets: Mapping[str, Target]) -> None:
+    """Give both ACL brokers the same default-file data version before clusterAclConfigVersion.
+
+    The counter a broker reports is the number of times its file was rewritten, and the rmq
+    mqadmin runs (test_rmq_mqadmin) rewrite the Apache broker's file only: write `PLAIN_ACL`
+    with counter `SETTLED_COUNTER` into both files and wait until both brokers' watchers have
+    loaded it (Apache's looks every 5 s, rmq's too)."""
+    now = int(time.time() * 1000)
+    text = f"{PLAIN_ACL}dataVersion:\n- counter: {SETTLED_COUNTER}\n  timestamp: {now}\n"
+    for target in targets.values():
+        home = next(path for path, name in target.paths.items() if name == "<rocketmq-home>")
+        (Path(home) / "conf" / "plain_acl.yml").write_text(text, encoding="utf-8")
+    deadline = time.monotonic() + 60
+    with RemotingSession(timeout=10) as session:
+        for target in targets.values():
+            while True:
+                request = create_request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
+                response = session.send(target.broker_addr, request)
+                versions = json.loads((response.ext_fields or {}).get("allAclFileVersion", "{}"))
+                if [v.get("counter") for v in versions.values()] == [SETTLED_COUNTER]:
+                    break
+                assert time.monotonic() < deadline, f"{target.kind}: ACL file not reloaded"
+                time.sleep(0.2)

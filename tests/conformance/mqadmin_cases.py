@@ -24,6 +24,7 @@ from typing import Any
 
 from rmq.remoting.codes import RequestCode
 from tests.conformance.clusters import BROKER_NAME, CLUSTER
+from tests.conformance.mqadmin_acl import same_acl_version
 from tests.conformance.mqadmin_normalise import (
     Rule,
     cluster_load,
@@ -488,6 +489,7 @@ CASES += [
         ["MqaAclCluster", "broker-a"],
         [times],
         acl=True,
+        settle=same_acl_version,
     ),
     Case(
         "updateGlobalWhiteAddr",
