@@ -21,83 +21,44 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: the tests package holds the server starters
+    sys.path.insert(0, str(ROOT))
+
+from rmq.common.compiled import PURE_PYTHON_ENV  # noqa: E402
+from tests.procs import RmqProcesses  # noqa: E402
+
 RMQ = [sys.executable, "-m", "rmq"]
-LOOPBACK = "127.0.0.1"
 MODES = {"compiled": "0", "pure": "1"}
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free now, with the two above each also free (a broker binds port-2 and port+1)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as probe:
-            probe.bind((LOOPBACK, 0))
-            port: int = probe.getsockname()[1]
-        if all(_free(p) for p in (port - 2, port + 1)) and port not in ports:
-            ports.append(port)
-    return ports
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((LOOPBACK, port))
-        except OSError:
-            return False
-        return True
+APACHE_FILE_SIZES = {
+    "mappedFileSizeCommitLog": 1 << 30,
+    "mappedFileSizeConsumeQueue": 300_000 * 20,
+    "maxHashSlotNum": 5_000_000,
+    "maxIndexNum": 20_000_000,
+}
 
 
 @contextmanager
-def standalone(env: dict[str, str]) -> Iterator[tuple[str, int]]:
-    """``rmq standalone`` on free ports with a temporary store; yields the name server and the
-    process id."""
+def standalone(mode: str) -> Iterator[tuple[str, int]]:
+    """``rmq standalone`` (tests/procs.py: free loopback ports, a temporary store with Apache's
+    file sizes) in this mode; yields the name server and the process id."""
+    os.environ[PURE_PYTHON_ENV] = MODES[mode]
     with tempfile.TemporaryDirectory(prefix="rmq-compiled-") as tmp:
-        namesrv_port, broker_port = free_ports(2)
-        conf = Path(tmp) / "broker.conf"
-        conf.write_text(f"brokerIP1={LOOPBACK}\nbindAddress={LOOPBACK}\n")
-        log = Path(tmp) / "standalone.log"
-        with log.open("wb") as err:
-            process = subprocess.Popen(
-                [
-                    *RMQ,
-                    "standalone",
-                    "-c",
-                    str(conf),
-                    "--store",
-                    str(Path(tmp) / "store"),
-                    "--namesrv-port",
-                    str(namesrv_port),
-                    "--broker-port",
-                    str(broker_port),
-                ],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env={**env, "HOME": tmp},
-            )
+        processes = RmqProcesses(Path(tmp))
         try:
-            deadline = time.monotonic() + 60
-            while b"is ready" not in log.read_bytes():
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"rmq standalone did not start:\n{log.read_text()}")
-                time.sleep(0.1)
-            yield f"{LOOPBACK}:{namesrv_port}", process.pid
+            server = processes.start_standalone(props=APACHE_FILE_SIZES, ready_timeout=60)
+            yield server.namesrv_addr, server.popen.pid
         finally:
-            process.terminate()
-            process.wait(60)
+            processes.kill_all()
 
 
 def process_cpu(pid: int) -> float:
@@ -111,14 +72,13 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def bench(env: dict[str, str], server: tuple[str, int], *args: str) -> dict[str, Any]:
+def bench(server: tuple[str, int], *args: str) -> dict[str, Any]:
     """One ``rmq bench`` run, its JSON figures plus ``server_cpu`` and ``client_cpu`` seconds."""
     namesrv, pid = server
     server_before, client_before = process_cpu(pid), children_cpu()
     result = subprocess.run(
         [*RMQ, "bench", *args, "-n", namesrv, "--json", "-i", "100"],
         cwd=ROOT,
-        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -138,17 +98,16 @@ def per_message(figures: dict[str, Any], count: int) -> dict[str, float]:
 
 
 def one_round(mode: str, seconds: float) -> dict[str, float]:
-    env = {**os.environ, "RMQ_PURE_PYTHON": MODES[mode]}
-    with standalone(env) as server:
+    with standalone(mode) as server:
         produced = bench(
-            env, server, "produce", "-s", "1024", "-b", "32", "--in-flight", "4",
+            server, "produce", "-s", "1024", "-b", "32", "--in-flight", "4",
             "-d", str(seconds),
         )  # fmt: skip
         total = produced["sendTotal"]
         count = str(total)
-        push = bench(env, server, "consume", "--from", "first", "-c", count, "-d", "120")
+        push = bench(server, "consume", "--from", "first", "-c", count, "-d", "120")
         pull = bench(
-            env, server, "consume", "--pull", "--from", "first", "-g", "pull", "-c", count,
+            server, "consume", "--pull", "--from", "first", "-g", "pull", "-c", count,
             "-d", "120",
         )  # fmt: skip
     figures = {

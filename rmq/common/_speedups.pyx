@@ -203,46 +203,60 @@ cdef tuple _head(const uint8_t* p, int host_bits):
     )
 
 
+cdef int _frame(const uint8_t* p, Py_ssize_t pos, Py_ssize_t limit, Py_ssize_t* out) noexcept nogil:
+    """The host bits of the valid record at p[pos:] (ending by limit) and, in out, its body,
+    topic (position, length), properties and end positions; -1 when it is not one (the checks
+    of recordwalk.frame_at, which the caller must have let through pos and limit)."""
+    cdef int host_bits = (_i32(p + pos + SYS_FLAG_POS) >> 4) & 3
+    cdef Py_ssize_t body_pos = pos + BODY_POS[host_bits], topic_pos, topic_len, props_pos
+    cdef int32_t size = _i32(p + pos), body_len, props_len
+    cdef Py_ssize_t end = pos + size
+    if (
+        body_pos > limit
+        or _u32(p + pos + 4) != MESSAGE_MAGIC
+        or size < body_pos - pos + TRAILER_LENGTH
+        or end > limit
+    ):
+        return -1
+    body_len = _i32(p + body_pos - 4)
+    topic_pos = body_pos + body_len + 1
+    if body_len < 0 or topic_pos + 2 > end:
+        return -1
+    topic_len = p[topic_pos - 1]
+    props_pos = topic_pos + topic_len + 2
+    if topic_len > MAX_TOPIC_BYTES or props_pos > end:
+        return -1
+    props_len = _i16(p + props_pos - 2)
+    if props_len < 0 or props_pos + props_len != end:
+        return -1
+    out[0] = body_pos
+    out[1] = topic_pos
+    out[2] = topic_len
+    out[3] = props_pos
+    out[4] = end
+    return host_bits
+
+
 def frame_at(buf, Py_ssize_t pos, Py_ssize_t limit):
     """recordwalk.frame_at; any record it does not accept goes to the pure one (which raises)."""
     cdef Py_buffer view
-    cdef const uint8_t* p
-    cdef int host_bits
-    cdef Py_ssize_t body_pos, end, topic_pos, props_pos, topic_len
-    cdef int32_t size, body_len, props_len
-    cdef tuple head = None
+    cdef int host_bits = -1
+    cdef Py_ssize_t[5] out
+    cdef tuple head
     if pos >= 0 and pos + MIN_RECORD_SIZE <= limit:
         PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
         try:
-            p = <const uint8_t*>view.buf
             if limit <= view.len:
-                host_bits = (_i32(p + pos + SYS_FLAG_POS) >> 4) & 3
-                body_pos = pos + BODY_POS[host_bits]
-                size = _i32(p + pos)
-                end = pos + size
-                if (
-                    body_pos <= limit
-                    and _u32(p + pos + 4) == MESSAGE_MAGIC
-                    and size >= body_pos - pos + TRAILER_LENGTH
-                    and end <= limit
-                ):
-                    body_len = _i32(p + body_pos - 4)
-                    topic_pos = body_pos + body_len + 1
-                    if body_len >= 0 and topic_pos + 2 <= end:
-                        topic_len = p[topic_pos - 1]
-                        props_pos = topic_pos + topic_len + 2
-                        if topic_len <= MAX_TOPIC_BYTES and props_pos <= end:
-                            props_len = _i16(p + props_pos - 2)
-                            if props_len >= 0 and props_pos + props_len == end:
-                                head = _head(p + pos, host_bits)
+                host_bits = _frame(<const uint8_t*>view.buf, pos, limit, out)
+                if host_bits >= 0:
+                    head = _head(<const uint8_t*>view.buf + pos, host_bits)
         finally:
             PyBuffer_Release(&view)
-        if head is not None:
-            return head, body_pos, topic_pos, topic_len, props_pos, end
+        if host_bits >= 0:
+            return head, out[0], out[1], out[2], out[3], out[4]
     return _recordwalk()._pure_frame_at(buf, pos, limit)
 
 
-cdef object _msgid_module = None
 cdef object _record_class = None
 cdef object _host_str = None
 cdef object _decode_properties = None
@@ -265,12 +279,12 @@ cdef object _hex_id(const uint8_t* host, Py_ssize_t host_len, int64_t offset):
 def decode(buf, Py_ssize_t pos, Py_ssize_t limit, with_body):
     """message._decode: the MessageRecord at buf[pos:] (the pure one for anything it does not
     accept, which raises RecordError)."""
-    global _msgid_module, _record_class, _host_str, _decode_properties
+    global _record_class, _host_str, _decode_properties
     cdef Py_buffer view
     cdef const uint8_t* p
     cdef int host_bits
-    cdef Py_ssize_t body_pos, end, topic_pos, props_pos, topic_len, born_len, store_len
-    cdef int32_t size, body_len, props_len
+    cdef Py_ssize_t[5] out
+    cdef Py_ssize_t born_len, store_len
     cdef const uint8_t* q
     cdef const uint8_t* r
     cdef tuple fields = None
@@ -283,45 +297,25 @@ def decode(buf, Py_ssize_t pos, Py_ssize_t limit, with_body):
         PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
         try:
             p = <const uint8_t*>view.buf
-            if limit <= view.len:
-                host_bits = (_i32(p + pos + SYS_FLAG_POS) >> 4) & 3
-                body_pos = pos + BODY_POS[host_bits]
-                size = _i32(p + pos)
-                end = pos + size
-                if (
-                    body_pos <= limit
-                    and _u32(p + pos + 4) == MESSAGE_MAGIC
-                    and size >= body_pos - pos + TRAILER_LENGTH
-                    and end <= limit
-                ):
-                    body_len = _i32(p + body_pos - 4)
-                    topic_pos = body_pos + body_len + 1
-                    if body_len >= 0 and topic_pos + 2 <= end:
-                        topic_len = p[topic_pos - 1]
-                        props_pos = topic_pos + topic_len + 2
-                        if topic_len <= MAX_TOPIC_BYTES and props_pos <= end:
-                            props_len = _i16(p + props_pos - 2)
-                            if props_len >= 0 and props_pos + props_len == end:
-                                born_len = BORN_LEN[host_bits]
-                                store_len = STORE_LEN[host_bits]
-                                q = p + pos + 48 + born_len  # STORETIMESTAMP
-                                r = q + 8 + store_len  # RECONSUMETIMES
-                                fields = (
-                                    size, _u32(p + pos + 4), _i32(p + pos + 8),
-                                    _i32(p + pos + 12), _i32(p + pos + 16), _i64(p + pos + 20),
-                                    _i64(p + pos + 28), _i32(p + pos + 36), _i64(p + pos + 40),
-                                    _host_str((<const char*>p)[pos + 48:pos + 48 + born_len]),
-                                    _i64(q),
-                                    _host_str((<const char*>q)[8:8 + store_len]),
-                                    _i32(r), _i64(r + 4),
-                                    (<const char*>p)[body_pos:topic_pos - 1]
-                                    if with_body else None,
-                                    (<const char*>p)[topic_pos:topic_pos + topic_len].decode(
-                                        "utf-8", "replace"
-                                    ),
-                                    _decode_properties((<const char*>p)[props_pos:end]),
-                                    _hex_id(q + 8, store_len, _i64(p + pos + 28)),
-                                )
+            host_bits = _frame(p, pos, limit, out) if limit <= view.len else -1
+            if host_bits >= 0:
+                born_len = BORN_LEN[host_bits]
+                store_len = STORE_LEN[host_bits]
+                q = p + pos + 48 + born_len  # STORETIMESTAMP
+                r = q + 8 + store_len  # RECONSUMETIMES
+                fields = (
+                    _i32(p + pos), _u32(p + pos + 4), _i32(p + pos + 8), _i32(p + pos + 12),
+                    _i32(p + pos + 16), _i64(p + pos + 20), _i64(p + pos + 28),
+                    _i32(p + pos + 36), _i64(p + pos + 40),
+                    _host_str((<const char*>p)[pos + 48:pos + 48 + born_len]),
+                    _i64(q),
+                    _host_str((<const char*>q)[8:8 + store_len]),
+                    _i32(r), _i64(r + 4),
+                    (<const char*>p)[out[0]:out[1] - 1] if with_body else None,
+                    (<const char*>p)[out[1]:out[1] + out[2]].decode("utf-8", "replace"),
+                    _decode_properties((<const char*>p)[out[3]:out[4]]),
+                    _hex_id(q + 8, store_len, _i64(p + pos + 28)),
+                )
         finally:
             PyBuffer_Release(&view)
         if fields is not None:
