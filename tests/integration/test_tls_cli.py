@@ -1,0 +1,133 @@
+"""TLS on real processes: `rmq standalone` in each mode and `rmq produce` / `rmq consume`
+with and without `--tls` / `--tls-ca`.
+
+Certificates are made at test time with the openssl command.  A standalone in enforcing mode
+has an enforcing name server too, so its start-up is awaited with this process's clients on
+TLS (the same process-wide choice `--tls` makes)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from rmq.remoting import tls
+from tests.procs import RmqProcesses, StandaloneProcess, rmq_command
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+TIMEOUT = 60
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[RmqProcesses]:
+    procs = RmqProcesses(tmp_path)
+    yield procs
+    procs.kill_all()
+
+
+def _standalone(
+    processes: RmqProcesses, *, props: dict[str, object] | None = None, args: Sequence[str] = ()
+) -> StandaloneProcess:
+    """A standalone; its registration is checked over TLS (harmless for permissive)."""
+    tls.use_client_tls(tls.client_context(tls.TlsSettings()))
+    try:
+        return processes.start_standalone(props=props, args=args)
+    finally:
+        tls.use_client_tls(None)
+
+
+def _rmq(args: Sequence[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        rmq_command(args),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def _produce(
+    server: StandaloneProcess, *flags: str, body: str = "hello"
+) -> subprocess.CompletedProcess[str]:
+    return _rmq(["produce", "-n", server.namesrv_addr, *flags, "TlsTopic"], f"{body}\n")
+
+
+def test_enforcing_serves_tls_clients_and_refuses_plain_ones(processes: RmqProcesses) -> None:
+    server = _standalone(processes, args=["-D", "tls.server.mode=enforcing"])
+
+    for body in ("one", "two"):
+        sent = _produce(server, "--tls", body=body)
+        assert sent.returncode == 0, sent.stderr
+        assert '"status":"SEND_OK"' in sent.stdout
+    consumed = _rmq(["consume", "-n", server.namesrv_addr, "--tls", "TlsTopic", "-c", "2"])
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(
+        line.split('"body":"')[1].split('"')[0] for line in consumed.stdout.splitlines()
+    ) == [
+        "one",
+        "two",
+    ]
+
+    refused = _produce(server)
+    assert refused.returncode == 1
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "closed" in refused.stderr and "add --tls" in refused.stderr
+    assert "TLS enforcing mode" in server.log_text()
+
+
+def test_permissive_serves_both(processes: RmqProcesses) -> None:
+    server = _standalone(processes, props={"tls.server.mode": "permissive"})
+
+    plain = _produce(server)
+    secure = _produce(server, "--tls")
+
+    assert (plain.returncode, secure.returncode) == (0, 0), (plain.stderr, secure.stderr)
+
+
+def test_disabled_refuses_a_tls_client(processes: RmqProcesses) -> None:
+    server = processes.start_standalone()
+
+    refused = _produce(server, "--tls")
+
+    assert refused.returncode == 1
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert f"TLS handshake with {server.namesrv_addr} failed" in refused.stderr
+
+
+def test_own_certificate_from_the_config_file_and_tls_ca(
+    processes: RmqProcesses, tmp_path: Path
+) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "theirs").mkdir()
+    cert, key = tls.make_self_signed(tmp_path / "mine")
+    stranger, _ = tls.make_self_signed(tmp_path / "theirs", "stranger")
+    config = tmp_path / "tls.properties"
+    config.write_text(
+        f"tls.test.mode.enable=false\ntls.server.certPath={cert}\ntls.server.keyPath={key}\n"
+        "tls.client.authServer=true\n"
+        f"tls.client.trustCertPath={cert}\n"
+    )
+    server = _standalone(
+        processes, props={"tls.server.mode": "enforcing", "tls.config.file": config}
+    )
+
+    trusted = _produce(server, "--tls-ca", str(cert))
+    untrusted = _produce(server, "--tls-ca", str(stranger))
+
+    assert trusted.returncode == 0, trusted.stderr
+    assert untrusted.returncode == 1
+    assert "certificate is not trusted" in untrusted.stderr
+    assert len(untrusted.stderr.strip().splitlines()) == 1, untrusted.stderr
+
+
+def test_a_bad_tls_setting_is_a_usage_error() -> None:
+    bad_mode = _rmq(["namesrv", "--port", "0", "-D", "tls.server.mode=strict"])
+    bad_key = _rmq(["namesrv", "--port", "0", "-D", "tls.server.mood=enforcing"])
+
+    assert bad_mode.returncode == 2 and "tls.server.mode='strict'" in bad_mode.stderr
+    assert bad_key.returncode == 2 and "tls.server.mood" in bad_key.stderr
