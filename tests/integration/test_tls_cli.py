@@ -7,6 +7,7 @@ TLS (the same process-wide choice `--tls` makes)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -66,12 +67,8 @@ def test_enforcing_serves_tls_clients_and_refuses_plain_ones(processes: RmqProce
         assert '"status":"SEND_OK"' in sent.stdout
     consumed = _rmq(["consume", "-n", server.namesrv_addr, "--tls", "TlsTopic", "-c", "2"])
     assert consumed.returncode == 0, consumed.stderr
-    assert sorted(
-        line.split('"body":"')[1].split('"')[0] for line in consumed.stdout.splitlines()
-    ) == [
-        "one",
-        "two",
-    ]
+    bodies = sorted(json.loads(line)["body"] for line in consumed.stdout.splitlines())
+    assert bodies == ["one", "two"]
 
     refused = _produce(server)
     assert refused.returncode == 1
