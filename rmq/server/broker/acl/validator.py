@@ -24,7 +24,9 @@ on both ports before any processor sees it:
    UPDATE_CONSUMER_OFFSET                  consumerGroup SUB, topic SUB
    ======================================  ==============================================
 
-   A group G is the resource `%RETRY%G`.  Other codes name no resource (SEND_BATCH_MESSAGE
+   The fields are read as they arrived: Apache's running broker refuses no request here for
+   a missing or malformed header field (measured), so neither does rmq.  A group G is the
+   resource `%RETRY%G`.  Other codes name no resource (SEND_BATCH_MESSAGE
    included, as in Apache).
 
 A refusal is SYSTEM_ERROR with Apache's remark (`errors.AclError.remark`); a oneway request
