@@ -65,6 +65,8 @@ ENVIRONMENT: tuple[tuple[str, str], ...] = (
     ("RMQ_ACCESS_KEY", "ACL access key of cluster commands (--access-key)"),
     ("RMQ_SECRET_KEY", "ACL secret key of cluster commands (--secret-key)"),
     ("RMQ_SECURITY_TOKEN", "ACL security token sent with the access key, if any"),
+    ("RMQ_TLS", "1 or true: cluster commands connect over TLS (--tls)"),
+    ("RMQ_TLS_CA", "CA certificates (PEM) the server must be vouched for by (--tls-ca)"),
     (DEBUG_ENV, "1 turns on --debug: tracebacks and DEBUG logging on stderr"),
     ("NO_COLOR", "any value turns off colour in tables"),
 )
