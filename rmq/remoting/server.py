@@ -95,8 +95,7 @@ class RemotingServer(RemotingEndpoint):
                     self._accept,
                     self.host,
                     self._requested_port,
-                    mode=tls.mode,
-                    context=tls.context,
+                    tls=tls,
                     backlog=1024,
                 )
         except OSError as exc:

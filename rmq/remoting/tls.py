@@ -344,15 +344,50 @@ def tls_failure_text(addr: str, exc: OSError) -> str:
 # --- process-wide choices --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class ServerTls:
-    """What this process's servers listen with: the mode and, unless disabled, the context."""
+    """What this process's servers listen with: the mode and, unless disabled, the context,
+    rebuilt when its certificate, key or trust file changes (Apache's servers watch them)."""
 
-    mode: TlsMode
-    context: ssl.SSLContext | None
+    def __init__(self, mode: TlsMode, settings: TlsSettings | None = None) -> None:
+        self.mode = mode
+        self._settings = settings
+        self.context = server_context(settings) if settings is not None else None
+        self._stamps = self._file_stamps()
+
+    def current_context(self) -> ssl.SSLContext:
+        """The context for a new TLS connection: rebuilt first when a certificate, key or
+        trust file changed since it was built; the old one stays while the new files cannot
+        be used (a certificate renewed before its key, ...)."""
+        assert self.context is not None and self._settings is not None
+        stamps = self._file_stamps()
+        if stamps != self._stamps:
+            self._stamps = stamps
+            try:
+                self.context = server_context(self._settings)
+                log.info("TLS certificate files changed: reloaded")
+            except ConfigError as exc:
+                log.warning("TLS certificate files changed but cannot be used yet: %s", exc)
+        return self.context
+
+    def _file_stamps(self) -> tuple[tuple[int, int] | None, ...]:
+        settings = self._settings
+        if settings is None or settings.test_mode:
+            return ()
+        stamps: list[tuple[int, int] | None] = []
+        for path in (
+            settings.server_cert_path,
+            settings.server_key_path,
+            settings.server_trust_cert_path,
+        ):
+            try:
+                status = os.stat(path) if path else None
+            except OSError:
+                status = None
+            stamps.append(None if status is None else (status.st_mtime_ns, status.st_size))
+        return tuple(stamps)
 
 
-_PLAIN = ServerTls(TlsMode.DISABLED, None)
+_PLAIN = ServerTls(TlsMode.DISABLED)
 _server = _PLAIN
 _client: ssl.SSLContext | None = None
 
@@ -361,10 +396,8 @@ def configure_server(settings: TlsSettings) -> ServerTls:
     """Make `settings` what the servers of this process listen with (the context is built
     now, so a bad certificate stops the start) and return it."""
     global _server
-    if settings.mode is TlsMode.DISABLED:
-        _server = _PLAIN
-    else:
-        _server = ServerTls(settings.mode, server_context(settings))
+    disabled = settings.mode is TlsMode.DISABLED
+    _server = _PLAIN if disabled else ServerTls(settings.mode, settings)
     log.info("servers run in TLS %s mode", settings.mode.value)
     return _server
 

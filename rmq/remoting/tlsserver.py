@@ -18,10 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import ssl
 from collections.abc import Callable
 
-from rmq.remoting.tls import HANDSHAKE_BYTE, TlsMode
+from rmq.remoting.tls import HANDSHAKE_BYTE, ServerTls, TlsMode
 
 log = logging.getLogger("rmq.remoting")
 
@@ -41,13 +40,12 @@ class SniffingServer:
         self,
         sock: socket.socket,
         protocol_factory: Callable[[], asyncio.Protocol],
-        mode: TlsMode,
-        context: ssl.SSLContext,
+        tls: ServerTls,
     ) -> None:
         self._sock = sock
         self._factory = protocol_factory
-        self._mode = mode
-        self._context = context
+        self._mode = tls.mode
+        self._tls = tls
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task[None]] = set()
         self._accepting = self._loop.create_task(self._accept_forever())
@@ -120,7 +118,7 @@ class SniffingServer:
             await self._loop.connect_accepted_socket(
                 factory,
                 conn,
-                ssl=self._context,
+                ssl=self._tls.current_context(),
                 ssl_handshake_timeout=_HANDSHAKE_TIMEOUT,
             )
         except (OSError, TimeoutError, ConnectionError) as exc:
@@ -176,11 +174,10 @@ async def start_sniffing_server(
     host: str,
     port: int,
     *,
-    mode: TlsMode,
-    context: ssl.SSLContext,
+    tls: ServerTls,
     backlog: int,
 ) -> SniffingServer:
-    """Bind `host`:`port` (OSError when it cannot) and serve it in `mode` with `context`."""
+    """Bind `host`:`port` (OSError when it cannot) and serve it as `tls` says."""
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(
         host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -197,4 +194,4 @@ async def start_sniffing_server(
     except OSError:
         sock.close()
         raise
-    return SniffingServer(sock, protocol_factory, mode, context)
+    return SniffingServer(sock, protocol_factory, tls)

@@ -272,3 +272,53 @@ def test_clients_take_the_process_default() -> None:
 
     assert RemotingClient().ssl_context is context
     assert RemotingClient(ssl_context=None).ssl_context is None
+
+
+async def _verified_by(server: RemotingServer, ca: Path) -> str:
+    """ "echo" when a client trusting only `ca` gets an answer from `server`, else its error."""
+    async with RemotingClient(ssl_context=tls.verifying_client_context(str(ca))) as client:
+        request = create_request(ECHO_CODE, body=b"ping")
+        try:
+            response = await client.invoke(f"127.0.0.1:{server.port}", request, 10.0)
+        except RemotingConnectError as exc:
+            return str(exc)
+        return response.remark or ""
+
+
+@pytest.mark.usefixtures("plain_again")
+def test_a_renewed_certificate_is_served_to_new_connections(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old_cert, old_key = tls.make_self_signed(tmp_path / "old")
+    new_cert, new_key = tls.make_self_signed(tmp_path / "new", "renewed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(old_cert, cert)
+    shutil.copy(old_key, key)
+    tls.configure_server(
+        tls.TlsSettings(
+            mode=tls.TlsMode.ENFORCING,
+            test_mode=False,
+            server_cert_path=str(cert),
+            server_key_path=str(key),
+        )
+    )
+
+    async def scenario() -> tuple[str, str, str, str]:
+        server = RemotingServer("127.0.0.1", 0)
+        server.register(ECHO_CODE, _echo)
+        async with server:
+            before = await _verified_by(server, old_cert)
+            shutil.copy(new_cert, cert)  # the certificate alone: not usable yet, kept
+            half = await _verified_by(server, old_cert)
+            shutil.copy(new_key, key)
+            return (
+                before,
+                half,
+                await _verified_by(server, new_cert),
+                await _verified_by(server, old_cert),
+            )
+
+    before, half, renewed, stale = asyncio.run(scenario())
+
+    assert (before, half, renewed) == ("echo", "echo", "echo")
+    assert "certificate is not trusted" in stale
