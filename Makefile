@@ -47,7 +47,10 @@ test: lint unit
 stress: $(VENV)/.test-installed
 	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress --ignore=tests/conformance
 
-bench: $(VENV)/.core-installed
+# rmq beside Apache RocketMQ (bench/versus_apache.py: Apache's jars and tools, the C++ client of
+# the test extras), then rmq's own benchmarks (bench/run_all.py); both write docs/benchmarks.md.
+bench: apache $(VENV)/.test-installed
+	$(BIN)/python bench/versus_apache.py
 	$(BIN)/python bench/run_all.py
 
 # Apache RocketMQ 4.9.8 beside rmq (docs/conformance.md): Maven copies the jars named by

@@ -29,7 +29,7 @@ process idle after start and the highest seen during the 64-in-flight sends.
     python bench/versus_apache.py [--quick] [--store-gib N] [--no-write]
 
 `--quick` (short runs, a 1 GiB store) is for checking the harness; the full run takes about
-15 minutes.  Progress goes to stderr.  The result is bench/results/versus_apache.json (or
+20 minutes.  Progress goes to stderr.  The result is bench/results/versus_apache.json (or
 versus_apache-quick.json) and, unless `--no-write`, the generated block of docs/benchmarks.md
 (bench/versus_report.py).  Scratch space: $RMQ_BENCH_DIR or the temp dir; it needs about
 twice the store size plus a few GiB free.  Needs `make apache` and the test extras.
@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: the tests package holds the server starters
@@ -64,6 +64,7 @@ if str(ROOT) not in sys.path:  # run as a script: the tests package holds the se
 import versus_report  # noqa: E402
 from spark_bench import build_store  # noqa: E402
 
+from tests.conformance.clusters import Cluster, stop  # noqa: E402
 from tests.conformance.java import (  # noqa: E402
     ensure_built,
     java_argv,
@@ -83,6 +84,8 @@ CONSUME_TOPIC = "VersusConsume"
 QUEUES = 8
 APACHE_BROKER_HEAP = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC")
 JAVA_TOOL_HEAP = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC")
+T = TypeVar("T")
+
 SEND_TPS = re.compile(r"Send TPS: (\d+) Max RT: (\d+) Average RT: +([\d.]+)")
 
 
@@ -105,12 +108,16 @@ QUICK = Plan(
 )
 FULL = Plan(
     warmup=15,
-    java_seconds=31.5,
+    java_seconds=21.5,
     rmq_seconds=15,
-    backlog=1_000_000,
+    backlog=600_000,
     cpp_messages=10_000,
     store_gib=10,
 )
+
+
+class StepFailed(Exception):
+    """A load generator failed: the step's figure is missing, the run goes on."""
 
 
 def progress(text: str) -> None:
@@ -137,20 +144,6 @@ def broker_props(flush: str) -> dict[str, object]:
 # --- the two clusters -------------------------------------------------------------------------
 
 
-@dataclass
-class Side:
-    """One cluster under test."""
-
-    kind: str  # "apache" or "rmq"
-    processes: RmqProcesses
-    namesrv: RmqProcess
-    broker: RmqProcess
-
-    @property
-    def ns(self) -> str:
-        return self.namesrv.addr
-
-
 def start_broker(
     kind: str, processes: RmqProcesses, namesrv: RmqProcess, props: Mapping[str, object]
 ) -> RmqProcess:
@@ -166,7 +159,7 @@ def start_broker(
     return processes.start_broker("rmq-broker", namesrv=namesrv, props=props, ready_timeout=900)
 
 
-def start_side(kind: str, root: Path, flush: str) -> Side:
+def start_side(kind: str, root: Path, flush: str) -> Cluster:
     root.mkdir(parents=True, exist_ok=True)
     processes = RmqProcesses(root)
     if kind == "apache":
@@ -181,44 +174,35 @@ def start_side(kind: str, root: Path, flush: str) -> Side:
         "storePathCommitLog": store / "commitlog",
     }
     broker = start_broker(kind, processes, namesrv, props)
-    side = Side(kind, processes, namesrv, broker)
+    side = Cluster(kind, processes, namesrv, broker)
     for topic in (TOPIC, CONSUME_TOPIC):
         rmq_cli(side, "topic", "create", topic, "-r", str(QUEUES), "-w", str(QUEUES))
     return side
 
 
-def stop_side(side: Side) -> None:
-    for process in (side.broker, side.namesrv):
-        if process.running:
-            try:
-                process.stop(timeout=60)
-            except AssertionError:
-                process.kill()
-
-
 # --- load generators --------------------------------------------------------------------------
 
 
-def rmq_cli(side: Side, *args: str, timeout: float = 600) -> str:
+def rmq_cli(side: Cluster, *args: str, timeout: float = 600) -> str:
     done = subprocess.run(
-        [str(RMQ), *args, "-n", side.ns],
+        [str(RMQ), *args, "-n", side.namesrv_addr],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
     if done.returncode != 0:
-        raise SystemExit(f"rmq {' '.join(args)} against {side.kind} failed: {done.stderr.strip()}")
+        raise StepFailed(f"rmq {' '.join(args)} against {side.kind}: {done.stderr.strip()}")
     return done.stdout
 
 
-def rmq_bench(side: Side, *args: str) -> dict[str, Any]:
+def rmq_bench(side: Cluster, *args: str) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(rmq_cli(side, "bench", *args, "--json"))
     return result
 
 
 def java_tool(
-    side: Side,
+    side: Cluster,
     main: str,
     args: Sequence[str],
     seconds: float,
@@ -230,7 +214,7 @@ def java_tool(
     home = side.processes.root / f"java-{name}"
     argv = java_argv(
         f"org.apache.rocketmq.example.benchmark.{main}",
-        ["-n", side.ns, *args],
+        ["-n", side.namesrv_addr, *args],
         home=home,
         heap=JAVA_TOOL_HEAP,
     )
@@ -244,8 +228,8 @@ def java_tool(
             while time.monotonic() < deadline and not until():
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     tool.wait(min(0.2, max(0.0, deadline - time.monotonic())))
-                    raise SystemExit(
-                        f"{main} exited early on {side.kind}:\n{out.read_text()[-3000:]}"
+                    raise StepFailed(
+                        f"{main} exited early on {side.kind}: {out.read_text()[-2000:]}"
                     )
         finally:
             tool.terminate()
@@ -253,7 +237,7 @@ def java_tool(
     return out.read_text(errors="replace")
 
 
-def java_send_tps(side: Side, threads: int, seconds: float, name: str) -> float | None:
+def java_send_tps(side: Cluster, threads: int, seconds: float, name: str) -> float | None:
     lines = SEND_TPS.findall(
         java_tool(
             side, "Producer", ["-t", TOPIC, "-w", str(threads), "-s", str(BODY)], seconds, name
@@ -330,17 +314,17 @@ def peak_rss(process: RmqProcess) -> Iterator[list[int]]:
         sampler.join()
 
 
-def cpp_send_rate(side: Side, count: int) -> float:
+def cpp_send_rate(side: Cluster, count: int) -> float:
     body = "x" * BODY
     run = run_cpp(
         "produce",
-        {"namesrv": side.ns, "topic": TOPIC, "messages": [{"body": body}] * count},
+        {"namesrv": side.namesrv_addr, "topic": TOPIC, "messages": [{"body": body}] * count},
         timeout=600,
     )
     results = run.result["results"]
     failed = [entry for entry in results if not entry["ok"]]
     if failed:
-        raise SystemExit(f"C++ client sends failed on {side.kind}: {failed[:3]}")
+        raise StepFailed(f"C++ client sends failed on {side.kind}: {failed[:3]}")
     return count / float(sum(entry["elapsed"] for entry in results))
 
 
@@ -352,6 +336,17 @@ class Figures:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+
+    def attempt(self, step: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+        """`step(*args, **kwargs)`, or None (and the failure noted) when a load generator
+        failed."""
+        try:
+            return step(*args, **kwargs)
+        except StepFailed as exc:
+            progress(f"  FAILED: {exc}")
+            self.failures.append(str(exc))
+            return None
 
     def add(
         self,
@@ -378,21 +373,55 @@ class Figures:
         progress(f"  {figure} / {tool}: apache {apache} rmq {rmq} (rmq ÷ Apache {shown})")
 
 
-def each(sides: Sequence[Side], measure: Callable[[Side], float | None]) -> dict[str, float | None]:
-    return {side.kind: measure(side) for side in sides}
+def each(
+    figures: Figures, sides: Sequence[Cluster], measure: Callable[[Cluster], float | None]
+) -> dict[str, float | None]:
+    return {side.kind: figures.attempt(measure, side) for side in sides}
 
 
-def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> None:
+def tps(report: Mapping[str, Any] | None, key: str = "sendTps") -> float | None:
+    return None if report is None else float(report[key])
+
+
+def send(side: Cluster, *options: str) -> dict[str, Any]:
+    """`rmq bench produce` of 1 KiB messages to the send topic."""
+    return rmq_bench(side, "produce", "-t", TOPIC, "-s", str(BODY), *options)
+
+
+def drain(side: Cluster, group: str, backlog: str, *options: str) -> float:
+    """`rmq bench consume` of the whole backlog by a new group: its messages/s."""
+    report = rmq_bench(
+        side,
+        "consume",
+        *options,
+        "-t",
+        CONSUME_TOPIC,
+        "-g",
+        group,
+        "--from",
+        "first",
+        "-c",
+        backlog,
+        "-d",
+        "600",
+    )
+    return float(report["consumeTps"])
+
+
+def async_flush_cases(sides: Sequence[Cluster], plan: Plan, figures: Figures) -> None:
     secs = str(plan.rmq_seconds)
     size = str(BODY)
     idle = {side.kind: side.broker.rss_anon() / (1 << 20) for side in sides}
     progress("warm-up")
     for side in sides:
-        rmq_bench(
-            side, "produce", "-t", TOPIC, "-s", size, "--in-flight", "16", "-d", str(plan.warmup)
-        )
-        java_tool(
-            side, "Producer", ["-t", TOPIC, "-w", "16", "-s", size], max(plan.warmup, 2), "warmup"
+        figures.attempt(send, side, "--in-flight", "16", "-d", str(plan.warmup))
+        figures.attempt(
+            java_tool,
+            side,
+            "Producer",
+            ["-t", TOPIC, "-w", "16", "-s", size],
+            max(plan.warmup, 2),
+            "warmup",
         )
 
     progress("sync sends (Apache's Producer, rmq bench, the C++ client)")
@@ -401,8 +430,8 @@ def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> No
         java: dict[str, float | None] = {}
         for side in sides:
             with peak_rss(side.broker) as peak:
-                java[side.kind] = java_send_tps(
-                    side, threads, plan.java_seconds, f"producer-{threads}"
+                java[side.kind] = figures.attempt(
+                    java_send_tps, side, threads, plan.java_seconds, f"producer-{threads}"
                 )
             if threads == 64:
                 peaks[side.kind] = peak[0] / (1 << 20)
@@ -412,33 +441,23 @@ def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> No
         values: dict[str, float | None] = {}
         for side in sides:
             with peak_rss(side.broker) as peak:
-                values[side.kind] = rmq_bench(
-                    side,
-                    "produce",
-                    "-t",
-                    TOPIC,
-                    "-s",
-                    size,
-                    "--in-flight",
-                    str(threads),
-                    "-d",
-                    secs,
-                )["sendTps"]
+                values[side.kind] = tps(
+                    figures.attempt(send, side, "--in-flight", str(threads), "-d", secs)
+                )
             if threads == 64:
                 peaks[side.kind] = max(peaks[side.kind] or 0.0, peak[0] / (1 << 20))
         figures.add(
             f"sync send, {threads} in flight", f"rmq bench --in-flight {threads}", "msgs/s", values
         )
         if threads == 1:
-            cpp = each(sides, lambda side: cpp_send_rate(side, plan.cpp_messages))
+            cpp = each(figures, sides, lambda side: cpp_send_rate(side, plan.cpp_messages))
             figures.add("sync send, 1 in flight", "Apache C++ client 1.2", "msgs/s", cpp)
 
     progress("batched sends")
     batched = each(
+        figures,
         sides,
-        lambda side: rmq_bench(
-            side, "produce", "-t", TOPIC, "-s", size, "-b", "32", "--in-flight", "4", "-d", secs
-        )["sendTps"],
+        lambda side: tps(send(side, "-b", "32", "--in-flight", "4", "-d", secs)),
     )
     figures.add(
         "batched send (32 a batch, 4 in flight)",
@@ -450,30 +469,17 @@ def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> No
 
     progress(f"latency at 10,000 msg/s for {secs} s")
     rated = {
-        side.kind: rmq_bench(
-            side,
-            "produce",
-            "-t",
-            TOPIC,
-            "-s",
-            size,
-            "--rate",
-            "10000",
-            "--in-flight",
-            "64",
-            "-d",
-            secs,
-        )
+        side.kind: figures.attempt(send, side, "--rate", "10000", "--in-flight", "64", "-d", secs)
         for side in sides
     }
-    achieved = {kind: report["sendTps"] for kind, report in rated.items()}
+    achieved = {kind: tps(report) for kind, report in rated.items()}
     figures.add("rate achieved at 10,000 msg/s", "rmq bench --rate 10000", "msgs/s", achieved)
     for name, key in (("p50", "p50RtMs"), ("p99", "p99RtMs"), ("p99.9", "p999RtMs")):
         figures.add(
             f"{name} latency at 10,000 msg/s",
             "rmq bench --rate 10000",
             "ms",
-            {kind: report[key] for kind, report in rated.items()},
+            {kind: tps(report, key) for kind, report in rated.items()},
             better="lower",
         )
 
@@ -483,7 +489,8 @@ def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> No
     java = {}
     for side in sides:
         backlog = str(plan.backlog)
-        rmq_bench(
+        produced = figures.attempt(
+            rmq_bench,
             side,
             "produce",
             "-t",
@@ -497,38 +504,14 @@ def async_flush_cases(sides: Sequence[Side], plan: Plan, figures: Figures) -> No
             "-c",
             backlog,
         )
-        push[side.kind] = rmq_bench(
-            side,
-            "consume",
-            "-t",
-            CONSUME_TOPIC,
-            "-g",
-            "versus_push",
-            "--from",
-            "first",
-            "-c",
-            backlog,
-            "-d",
-            "600",
-        )["consumeTps"]
-        pull[side.kind] = rmq_bench(
-            side,
-            "consume",
-            "--pull",
-            "-t",
-            CONSUME_TOPIC,
-            "-g",
-            "versus_pull",
-            "--from",
-            "first",
-            "-c",
-            backlog,
-            "-d",
-            "600",
-        )["consumeTps"]
-        watch = ConsumedWatch(side.ns, "versus_java", CONSUME_TOPIC, plan.backlog)
+        if produced is None:
+            continue
+        push[side.kind] = figures.attempt(drain, side, "versus_push", backlog)
+        pull[side.kind] = figures.attempt(drain, side, "versus_pull", backlog, "--pull")
+        watch = ConsumedWatch(side.namesrv_addr, "versus_java", CONSUME_TOPIC, plan.backlog)
         try:
-            java_tool(
+            figures.attempt(
+                java_tool,
                 side,
                 "Consumer",
                 ["-t", CONSUME_TOPIC, "-g", "versus_java", "-p", "false"],
@@ -561,41 +544,22 @@ def sync_flush_cases(root: Path, plan: Plan, figures: Figures) -> None:
     sides = [start_side(kind, root / f"sync-{kind}", "SYNC_FLUSH") for kind in ("apache", "rmq")]
     try:
         for side in sides:
-            rmq_bench(
-                side,
-                "produce",
-                "-t",
-                TOPIC,
-                "-s",
-                str(BODY),
-                "--in-flight",
-                "16",
-                "-d",
-                str(plan.warmup),
-            )
+            figures.attempt(send, side, "--in-flight", "16", "-d", str(plan.warmup))
         values = each(
+            figures,
             sides,
-            lambda side: rmq_bench(
-                side,
-                "produce",
-                "-t",
-                TOPIC,
-                "-s",
-                str(BODY),
-                "--in-flight",
-                "64",
-                "-d",
-                str(plan.rmq_seconds),
-            )["sendTps"],
+            lambda side: tps(send(side, "--in-flight", "64", "-d", str(plan.rmq_seconds))),
         )
         figures.add("SYNC_FLUSH send, 64 in flight", "rmq bench --in-flight 64", "msgs/s", values)
         java = each(
-            sides, lambda side: java_send_tps(side, 64, plan.java_seconds, "sync-producer-64")
+            figures,
+            sides,
+            lambda side: java_send_tps(side, 64, plan.java_seconds, "sync-producer-64"),
         )
         figures.add("SYNC_FLUSH send, 64 in flight", "Apache Producer -w 64", "msgs/s", java)
     finally:
         for side in sides:
-            stop_side(side)
+            stop(side)
             shutil.rmtree(side.processes.root, ignore_errors=True)
 
 
@@ -683,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             async_flush_cases(sides, plan, figures)
         finally:
             for side in sides:
-                stop_side(side)
+                stop(side)
                 shutil.rmtree(side.processes.root, ignore_errors=True)
         sync_flush_cases(root, plan, figures)
         restart_cases(root, plan, figures)
@@ -703,6 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "queues": QUEUES,
         },
         "figures": figures.rows,
+        "failures": figures.failures,
     }
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / ("versus_apache-quick.json" if args.quick else "versus_apache.json")

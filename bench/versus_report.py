@@ -90,6 +90,10 @@ def render(result: Mapping[str, Any]) -> str:
     ]
     if notes:
         lines += ["", *(f"* {note}" for note in notes)]
+    failures = result.get("failures") or []
+    if failures:
+        lines += ["", "Steps that failed (their figures are missing):", ""]
+        lines += [f"* {' '.join(failure.split())[:300]}" for failure in failures]
     return "\n".join(lines)
 
 

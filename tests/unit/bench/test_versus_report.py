@@ -82,6 +82,17 @@ def test_rows_give_both_figures_and_rmq_over_apache() -> None:
     assert lines[-1] == "* push consume (Apache Consumer): no TPS line printed"
 
 
+def test_failed_steps_are_listed_on_one_line_each() -> None:
+    report = load()
+    result = {**RESULT, "failures": ["rmq bench produce against rmq:\n  error: no route"]}
+    lines = report.render(result).splitlines()
+    assert lines[-3:] == [
+        "Steps that failed (their figures are missing):",
+        "",
+        "* rmq bench produce against rmq: error: no route",
+    ]
+
+
 def test_the_block_between_the_markers_is_replaced_and_the_rest_kept(tmp_path: Path) -> None:
     report = load()
     doc = tmp_path / "benchmarks.md"
