@@ -461,17 +461,28 @@ async def run_consumer_bench(
     consumer.register_listener(listener)
     await consumer.start()
     try:
-        started = time.perf_counter()
-        await _drive(
-            stop,
-            config.duration,
-            interval,
-            lambda since, before: on_report(tally.report(since, before, False)),
-            lambda: tally.received,
-        )
-        return tally.report(started, 0, True)
+        return await _report_consumption(stop, config, interval, on_report, tally)
     finally:
         await consumer.shutdown()
+
+
+async def _report_consumption(
+    stop: asyncio.Event,
+    config: ConsumerBenchConfig,
+    interval: float,
+    on_report: Callable[[ConsumerReport], None],
+    tally: _ConsumeTally,
+) -> ConsumerReport:
+    """Report every `interval` until the run ends; the whole run's report."""
+    started = time.perf_counter()
+    await _drive(
+        stop,
+        config.duration,
+        interval,
+        lambda since, before: on_report(tally.report(since, before, False)),
+        lambda: tally.received,
+    )
+    return tally.report(started, 0, True)
 
 
 async def _pull_bench(
@@ -500,17 +511,9 @@ async def _pull_bench(
                     await _pause(stop, PULL_IDLE)
 
         readers = asyncio.gather(*(read(mq) for mq in queues))
-        started = time.perf_counter()
         try:
-            await _drive(
-                stop,
-                config.duration,
-                interval,
-                lambda since, before: on_report(tally.report(since, before, False)),
-                lambda: tally.received,
-            )
+            return await _report_consumption(stop, config, interval, on_report, tally)
         finally:
             await readers
-        return tally.report(started, 0, True)
     finally:
         await consumer.shutdown()
