@@ -34,8 +34,9 @@ from typing import Any
 import click
 
 from rmq.cli.aclerrors import quiet_acl_retries
+from rmq.cli.clusteroptions import add_to_cluster_commands
 from rmq.cli.errors import EXIT_USAGE, RmqError
-from rmq.cli.settings import NAMESRV_HELP, Resolved, config_path, resolve
+from rmq.cli.settings import Resolved, config_path, resolve
 
 ACCESS_KEY_ENV = "RMQ_ACCESS_KEY"
 SECRET_KEY_ENV = "RMQ_SECRET_KEY"
@@ -67,18 +68,7 @@ def _options() -> list[click.Option]:
 def add_credential_options(command: click.Command) -> None:
     """Give `command`, and every sub-command of a group, that takes the shared -n/--namesrv
     option the credential options, resolved and applied before the command runs."""
-    if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            add_credential_options(sub)
-        return
-    names = {param.name for param in command.params}
-    takes_namesrv = any(
-        isinstance(param, click.Option) and param.help == NAMESRV_HELP for param in command.params
-    )
-    if not takes_namesrv or names.intersection(_PARAMS) or command.callback is None:
-        return
-    command.params.extend(_options())
-    command.callback = _applying_credentials(command.callback)
+    add_to_cluster_commands(command, _PARAMS, _options, _applying_credentials)
 
 
 def _applying_credentials(callback: Callable[..., Any]) -> Callable[..., Any]:

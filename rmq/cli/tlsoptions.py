@@ -28,8 +28,9 @@ from typing import Annotated, Any
 import click
 import typer
 
+from rmq.cli.clusteroptions import add_to_cluster_commands
 from rmq.cli.errors import EXIT_USAGE, RmqError
-from rmq.cli.settings import NAMESRV_HELP, resolve
+from rmq.cli.settings import resolve
 
 TLS_ENV = "RMQ_TLS"
 TLS_CA_ENV = "RMQ_TLS_CA"
@@ -115,18 +116,7 @@ def _options() -> list[click.Option]:
 def add_tls_options(command: click.Command) -> None:
     """Give `command`, and every sub-command of a group, that takes the shared -n/--namesrv
     option the --tls options, applied before the command runs."""
-    if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            add_tls_options(sub)
-        return
-    names = {param.name for param in command.params}
-    takes_namesrv = any(
-        isinstance(param, click.Option) and param.help == NAMESRV_HELP for param in command.params
-    )
-    if not takes_namesrv or names.intersection(_PARAMS) or command.callback is None:
-        return
-    command.params.extend(_options())
-    command.callback = _applying_tls(command.callback)
+    add_to_cluster_commands(command, _PARAMS, _options, _applying_tls)
 
 
 def _applying_tls(callback: Callable[..., Any]) -> Callable[..., Any]:

@@ -308,14 +308,16 @@ def _reason(exc: OSError) -> str:
 
 
 def make_self_signed(directory: Path, name: str = "localhost") -> tuple[Path, Path]:
-    """A new self-signed certificate for `name` and its unencrypted key (PEM files in
-    `directory`), made with the openssl command (Netty's SelfSignedCertificate's part)."""
+    """A new self-signed certificate for `name` and its unencrypted key: PEM files in
+    `directory` (made if missing), made with the openssl command (as Netty's
+    SelfSignedCertificate makes one for Apache's test mode)."""
     openssl = shutil.which("openssl")
     if openssl is None:
         raise TlsSetupError(
             "tls.test.mode.enable=true needs the openssl command to make a self-signed "
             "certificate; install openssl or give tls.server.certPath and keyPath"
         )
+    directory.mkdir(parents=True, exist_ok=True)
     cert, key = directory / "cert.pem", directory / "key.pem"
     argv = [
         openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",

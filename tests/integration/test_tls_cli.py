@@ -99,8 +99,6 @@ def test_disabled_refuses_a_tls_client(processes: RmqProcesses) -> None:
 def test_own_certificate_from_the_config_file_and_tls_ca(
     processes: RmqProcesses, tmp_path: Path
 ) -> None:
-    (tmp_path / "mine").mkdir()
-    (tmp_path / "theirs").mkdir()
     cert, key = tls.make_self_signed(tmp_path / "mine")
     stranger, _ = tls.make_self_signed(tmp_path / "theirs", "stranger")
     config = tmp_path / "tls.properties"

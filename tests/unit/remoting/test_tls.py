@@ -33,8 +33,6 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A self-signed certificate with its key in plain and encrypted (password "s3cret") and
     another, unrelated certificate."""
     root = tmp_path_factory.mktemp("certs")
-    (root / "a").mkdir()
-    (root / "b").mkdir()
     cert, key = tls.make_self_signed(root / "a")
     other, _ = tls.make_self_signed(root / "b", "elsewhere")
     encrypted = root / "encrypted.pem"
@@ -287,8 +285,6 @@ async def _verified_by(server: RemotingServer, ca: Path) -> str:
 
 @pytest.mark.usefixtures("plain_again")
 def test_a_renewed_certificate_is_served_to_new_connections(tmp_path: Path) -> None:
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
     old_cert, old_key = tls.make_self_signed(tmp_path / "old")
     new_cert, new_key = tls.make_self_signed(tmp_path / "new", "renewed")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
