@@ -10,12 +10,13 @@ PIP_FLAGS := --quiet --disable-pip-version-check
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Stamps: reinstall when pyproject.toml changes.
-$(VENV)/.core-installed: pyproject.toml | $(BIN)/python
+# Stamps: reinstall when pyproject.toml or a compiled module's source (setup.py) changes.
+COMPILED_SOURCES := $(wildcard rmq/*/*.pyx)
+$(VENV)/.core-installed: pyproject.toml $(COMPILED_SOURCES) | $(BIN)/python
 	$(PIP) install $(PIP_FLAGS) -e .
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+$(VENV)/.test-installed: pyproject.toml $(COMPILED_SOURCES) | $(BIN)/python
 	$(PIP) install $(PIP_FLAGS) -e '.[test]'
 	touch $@ $(VENV)/.core-installed
 
@@ -86,3 +87,4 @@ conformance-matrix: apache $(VENV)/.test-installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(APACHE)/lib $(DRIVERS)/classes
+	find rmq \( -name '*.so' -o -name '_*.c' \) -delete  # the compiled hot paths (setup.py)
