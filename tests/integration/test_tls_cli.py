@@ -8,6 +8,7 @@ TLS (the same process-wide choice `--tls` makes)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -75,6 +76,17 @@ def test_enforcing_serves_tls_clients_and_refuses_plain_ones(processes: RmqProce
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "closed" in refused.stderr and "add --tls" in refused.stderr
     assert "TLS enforcing mode" in server.log_text()
+
+    listed = subprocess.run(
+        rmq_command(["mqadmin", "clusterList", "-n", server.namesrv_addr]),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "RMQ_TLS": "1"},
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert server.addr in listed.stdout
 
 
 def test_permissive_serves_both(processes: RmqProcesses) -> None:

@@ -26,6 +26,7 @@ from rmq.cli.mqadmin import commonscli
 from rmq.cli.mqadmin.javafmt import jprintf
 from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
 from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
+from rmq.cli.tlsoptions import apply_client_tls
 
 MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace", "cmd_acl")
 EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
@@ -86,6 +87,7 @@ def main(args: Sequence[str], out: TextIO | None = None, err: TextIO | None = No
         out.write(usage(command))
         return 0
     apply_mqadmin_credentials()  # $ROCKETMQ_HOME/conf/tools.yml, as MQAdminStartup reads it
+    apply_client_tls(None, None)  # RMQ_TLS / RMQ_TLS_CA / profile (mqadmin: -Dtls.enable)
     inv = Invocation(values=values, out=out, namesrv=values.get("n"), usage=usage(command))
     try:
         asyncio.run(_execute(command, inv))
