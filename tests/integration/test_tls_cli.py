@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,7 +18,10 @@ from pathlib import Path
 import pytest
 
 from rmq.remoting import tls
-from tests.procs import RmqProcesses, StandaloneProcess, rmq_command
+from rmq.remoting.codes import RequestCode
+from rmq.remoting.command import create_request
+from rmq.remoting.frame import encode_frame
+from tests.procs import LOOPBACK, RmqProcesses, StandaloneProcess, rmq_command
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 
@@ -76,6 +80,7 @@ def test_enforcing_serves_tls_clients_and_refuses_plain_ones(processes: RmqProce
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "closed" in refused.stderr and "add --tls" in refused.stderr
     assert "TLS enforcing mode" in server.log_text()
+    _check_fast_port(server.port - 2)
 
     listed = subprocess.run(
         rmq_command(["mqadmin", "clusterList", "-n", server.namesrv_addr]),
@@ -87,6 +92,19 @@ def test_enforcing_serves_tls_clients_and_refuses_plain_ones(processes: RmqProce
     )
     assert listed.returncode == 0, listed.stderr
     assert server.addr in listed.stdout
+
+
+def _check_fast_port(port: int) -> None:
+    """The broker's fast port takes a TLS handshake and closes a plain connection unanswered."""
+    context = tls.client_context(tls.TlsSettings())
+    with (
+        socket.create_connection((LOOPBACK, port), timeout=TIMEOUT) as raw,
+        context.wrap_socket(raw) as secure,
+    ):
+        assert secure.version() is not None
+    with socket.create_connection((LOOPBACK, port), timeout=TIMEOUT) as plain:
+        plain.sendall(encode_frame(create_request(RequestCode.GET_BROKER_RUNTIME_INFO)))
+        assert plain.recv(1) == b""
 
 
 def test_permissive_serves_both(processes: RmqProcesses) -> None:
