@@ -131,7 +131,7 @@ class RemotingEndpoint:
             connection.reject_busy(request, len(self._tasks))
             return
         connection.request_started()
-        task = asyncio.get_running_loop().create_task(self._serve(connection, request))
+        task = connection._loop.create_task(self._serve(connection, request))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         task.add_done_callback(connection.request_done)

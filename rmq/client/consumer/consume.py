@@ -128,9 +128,12 @@ class ConsumerStats:
         self._started = clock()
         self._series: dict[tuple[str, str], _Series] = {}
 
-    def _add(self, measure: str, topic: str, value: int) -> None:
-        series = self._series.setdefault((measure, topic), _Series())
-        series.add(int(self._clock()), value)
+    def _add(self, measure: str, topic: str, value: int, second: int | None = None) -> None:
+        key = (measure, topic)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series()
+        series.add(int(self._clock()) if second is None else second, value)
 
     def inc_pull_rt(self, topic: str, rt_millis: int) -> None:
         """A pull of ``topic`` answered after ``rt_millis``."""
@@ -142,11 +145,12 @@ class ConsumerStats:
 
     def inc_consume(self, topic: str, rt_millis: int, ok: int, failed: int) -> None:
         """A listener call on messages of ``topic``: how long, how many succeeded or failed."""
-        self._add("consume_rt", topic, rt_millis)
+        second = int(self._clock())
+        self._add("consume_rt", topic, rt_millis, second)
         if ok:
-            self._add("consume_ok", topic, ok)
+            self._add("consume_ok", topic, ok, second)
         if failed:
-            self._add("consume_failed", topic, failed)
+            self._add("consume_failed", topic, failed, second)
 
     def status(self, topic: str) -> ConsumeStatusInfo:
         now = self._clock()
