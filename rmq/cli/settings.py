@@ -249,6 +249,8 @@ def resolve(
         selected = select_profile(config, profile_flag)
         if selected is not None:
             value = config.profiles[selected.value].get(key)
+            if isinstance(value, bool):  # a TOML boolean (`tls = true`)
+                value = "true" if value else "false"
             if value is not None:
                 if not isinstance(value, str):
                     raise _config_error(

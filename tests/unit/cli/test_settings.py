@@ -170,3 +170,16 @@ def test_saved_file_reads_back_identically_and_privately(tmp_path: Path) -> None
 def test_values_toml_cannot_hold_are_refused(tmp_path: Path) -> None:
     with pytest.raises(RmqError, match="cannot rewrite the value of jobs"):
         dump_toml({"jobs": [{"a": 1}]}, tmp_path / "rmq.toml")
+
+
+def test_profile_boolean_reads_as_true_or_false(profile_file: Path) -> None:
+    from rmq.cli.settings import resolve
+
+    profile_file.parent.mkdir(parents=True)
+    profile_file.write_text(
+        'current = "a"\n\n[profiles.a]\ntls = true\n\n[profiles.b]\ntls = false\n'
+    )
+    a = resolve(None, flag="--tls", envs=(), key="tls", default="")
+    b = resolve(None, flag="--tls", envs=(), key="tls", default="", profile_flag="b")
+    assert a == Resolved("true", "profile 'a'")
+    assert b == Resolved("false", "profile 'b'")
