@@ -26,9 +26,10 @@ A frame that cannot be decoded, or is longer than the maximum frame size, is log
 WARNING with the peer and the reason, and only that connection is closed.  A connection
 without traffic in either direction for `idle_timeout` seconds is closed (Netty's all-idle
 rule).  Writes honour the transport's flow control: a writer waits while the peer is not
-reading, and the connection stops reading new requests meanwhile.  Frames written during one
-turn of the event loop leave together at its end (one `writelines`, one system call for many
-responses or pipelined requests).  That and the other limits
+reading, and the connection stops reading new requests meanwhile.  While several requests are
+under way on a connection, the frames written during one turn of the event loop leave
+together at its end (one `writelines`, one system call for many responses or pipelined
+requests); a lone request or response is written at once.  That and the other limits
 (requests in progress, incomplete frames) are `limits.py`'s.  Every request and response sent
 or received is logged at DEBUG on "rmq.remoting".
 """
@@ -403,7 +404,12 @@ class Connection(asyncio.Protocol):
         if command.body is not None:
             buffers.append(command.body)
         buffers += command.body_segments
-        self._queue_outgoing(buffers, len(header) + body_length)
+        if self._outgoing or self.requests_in_progress + len(self._pending) > 1:
+            self._queue_outgoing(buffers, len(header) + body_length)
+        else:
+            # Nothing else under way on this connection: no other frame to wait for.
+            transport.writelines(buffers)
+            self._last_activity = self._loop.time()
         if log.isEnabledFor(logging.DEBUG):
             self._log_command("send", "to", command)
 
