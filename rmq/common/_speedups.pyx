@@ -476,33 +476,39 @@ cdef int _encode_batch(
     try:
         if end > out.len:
             return -1
+        # Every record is checked before anything is written: nothing below can fail.
+        size = 0
+        for i in range(count):
+            if type(trailers[i]) is not bytes:
+                return -1
+            PyObject_GetBuffer(bodies[i], &src, PyBUF_SIMPLE)
+            body_len = src.len
+            PyBuffer_Release(&src)
+            if body_len > 0x7FFFFFFF:
+                return -1
+            if BODY_POS[host_bits] + body_len + len(<bytes>trailers[i]) != c_sizes[i]:
+                return -1
+            size += c_sizes[i]
+        if size != total:
+            return -1
         q = <uint8_t*>out.buf
         p = q + pos
         for i in range(count):
             trailer = trailers[i]
             trailer_len = len(trailer)
             PyObject_GetBuffer(bodies[i], &src, PyBUF_SIMPLE)
-            try:
-                body_len = src.len
-                size = BODY_POS[host_bits] + body_len + trailer_len
-                if size != c_sizes[i] or (p - q) + size > end or body_len > 0x7FFFFFFF:
-                    memset(q + start, 0, p - (q + start))
-                    return -1
-                p = _put_head(
-                    p, 0 if i == 0 else c_sizes[i], c_crcs[i], queue_id, c_flags[i],
-                    queue_offset + i, base + (p - q), sys_flag, born_timestamp, born_host,
-                    born_len, store_timestamp, store_host, store_len, reconsume_times, 0,
-                    <int32_t>body_len,
-                )
-                memcpy(p, src.buf, body_len)
-                p += body_len
-            finally:
-                PyBuffer_Release(&src)
+            body_len = src.len
+            p = _put_head(
+                p, 0 if i == 0 else c_sizes[i], c_crcs[i], queue_id, c_flags[i],
+                queue_offset + i, base + (p - q), sys_flag, born_timestamp, born_host,
+                born_len, store_timestamp, store_host, store_len, reconsume_times, 0,
+                <int32_t>body_len,
+            )
+            memcpy(p, src.buf, body_len)
+            PyBuffer_Release(&src)
+            p += body_len
             memcpy(p, <const char*>trailer, trailer_len)
             p += trailer_len
-        if p - q != end:
-            memset(q + start, 0, p - (q + start))
-            return -1
         _put32(q + start, <uint32_t>c_sizes[0])
     finally:
         PyBuffer_Release(&out)
