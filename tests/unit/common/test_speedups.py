@@ -436,3 +436,24 @@ def test_valid_input_never_reaches_the_pure_functions(monkeypatch: pytest.Monkey
     )  # fmt: skip
     assert fast.java_hash("TagA") == 2598919
     assert fast.index_key_hash("T#k") == abs(fast.java_hash("T#k"))
+
+
+@pytest.mark.parametrize("odd", [bytearray, str, list])
+def test_a_batch_with_unexpected_parts_is_the_pure_ones_business(odd: Callable[..., Any]) -> None:
+    """Parts a prepared batch never holds (a bytearray, text, a list as a trailer) give what
+    the pure encoder gives, bytes written and error alike."""
+    assert fast is not None
+    body = encode_batch([(0, b"a" * 10, b"TAGS\x01x"), (1, b"bb", b"")])
+    batch = prepare_batch(body, b"", b"T", born_v6=False, store_v6=False)
+    trailer = batch.trailers[1]
+    odd_part: Any = odd(trailer.decode("latin-1")) if odd is str else odd(trailer)
+    batch = batch._replace(trailers=[batch.trailers[0], odd_part])
+    fields: dict[str, Any] = {
+        "queue_id": 1, "queue_offset": 0, "physical_offset": 0, "sys_flag": 0,
+        "born_timestamp": 1, "born_host": HOSTS[0], "store_timestamp": 2,
+        "store_host": HOSTS[0], "reconsume_times": 0,
+    }  # fmt: skip
+    pure_buf, fast_buf = bytearray(batch.total_size), bytearray(batch.total_size)
+    expected = outcome(lambda: message._pure_encode_batch_into(pure_buf, 0, batch, **fields))
+    assert outcome(lambda: fast.encode_batch_into(fast_buf, 0, batch, **fields)) == expected
+    assert fast_buf == pure_buf
