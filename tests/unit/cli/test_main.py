@@ -10,7 +10,7 @@ import textwrap
 import click
 
 from rmq import __version__
-from rmq.cli.main import COMMANDS, root_command
+from rmq.cli.main import COMMANDS, SUMMARIES, root_command
 from tests.unit.cli.conftest import RunRmq
 
 # Modules that must never be imported just to print help or answer a completion request.
@@ -70,6 +70,25 @@ def test_command_modules_are_imported_only_when_used(cli_env: dict[str, str]) ->
         print("rmq.cli.profile" in sys.modules, "rmq.cli.completion" in sys.modules)
     """
     assert _python(script, cli_env).split() == ["False", "True"]
+
+
+def test_root_help_imports_no_command_module(cli_env: dict[str, str]) -> None:
+    script = """
+        import contextlib, io, json, sys
+        from rmq.cli.main import COMMANDS, run
+        with contextlib.redirect_stdout(io.StringIO()):
+            run(["--help"])
+        modules = [target.partition(":")[0] for target in COMMANDS.values()]
+        print(json.dumps(sorted(m for m in modules if m in sys.modules)))
+    """
+    assert json.loads(_python(script, cli_env)) == []
+
+
+def test_root_summaries_are_the_commands_first_sentences() -> None:
+    group = root_command()
+    assert list(SUMMARIES) == list(COMMANDS)
+    loaded = {name: group.commands[name].get_short_help_str(10**6) for name in COMMANDS}
+    assert loaded == SUMMARIES
 
 
 def test_version(rmq: RunRmq) -> None:
