@@ -26,12 +26,14 @@ A frame that cannot be decoded, or is longer than the maximum frame size, is log
 WARNING with the peer and the reason, and only that connection is closed.  A connection
 without traffic in either direction for `idle_timeout` seconds is closed (Netty's all-idle
 rule).  Writes honour the transport's flow control: a writer waits while the peer is not
-reading, and the connection stops reading new requests meanwhile.  While several requests are
-under way on a connection, the frames written during one turn of the event loop leave
-together at its end (one `writelines`, one system call for many responses or pipelined
-requests); a lone request or response is written at once.  That and the other limits
+reading, and the connection stops reading new requests meanwhile.  That and the other limits
 (requests in progress, incomplete frames) are `limits.py`'s.  Every request and response sent
 or received is logged at DEBUG on "rmq.remoting".
+
+The first frame written to a connection in a turn of the event loop goes out at once (the
+peer starts on it while this side works on); the frames written after it in the same turn
+leave together at the end of the turn (one `writelines`, one system call for many responses
+or pipelined requests).
 """
 
 from __future__ import annotations
@@ -202,9 +204,11 @@ class Connection(asyncio.Protocol):
         self._read_blockers: set[str] = set()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._writable: asyncio.Future[None] | None = None  # set while the transport is paused
-        # Frames written in this turn of the event loop, sent together by `_flush_outgoing`.
+        # Frames written in this turn of the event loop after its first, sent together by
+        # `_flush_outgoing` at its end; `_turn_open` once the turn's first frame is written.
         self._outgoing: list[Buffer] = []
         self._outgoing_bytes = 0
+        self._turn_open = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -335,7 +339,7 @@ class Connection(asyncio.Protocol):
         response = create_response(ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
         _answering(request, response)
         header = encode_header_parts(response, 0)
-        self._queue_outgoing([header], len(header))
+        self._send_frame(self._transport, [header], len(header))
 
     def abort_for(self, reason: str) -> None:
         """Close at once because a limit was passed; `reason` is logged."""
@@ -404,24 +408,27 @@ class Connection(asyncio.Protocol):
         if command.body is not None:
             buffers.append(command.body)
         buffers += command.body_segments
-        if self._outgoing or self.requests_in_progress + len(self._pending) > 1:
-            self._queue_outgoing(buffers, len(header) + body_length)
-        else:
-            # Nothing else under way on this connection: no other frame to wait for.
-            transport.writelines(buffers)
-            self._last_activity = self._loop.time()
+        self._send_frame(transport, buffers, len(header) + body_length)
         if log.isEnabledFor(logging.DEBUG):
             self._log_command("send", "to", command)
 
-    def _queue_outgoing(self, buffers: list[Buffer], size: int) -> None:
-        """Queue one frame's buffers (`size` bytes in all) for the end of this turn of the
-        event loop."""
-        if not self._outgoing:
-            self._loop.call_soon(self._flush_outgoing)
-        self._outgoing += buffers
-        self._outgoing_bytes += size
-        if self._outgoing_bytes > _OUTGOING_LIMIT:
-            self._flush_outgoing()
+    def _send_frame(self, transport: asyncio.Transport, buffers: list[Buffer], size: int) -> None:
+        """Write one frame's buffers (`size` bytes in all): the first frame of a turn of the
+        event loop at once, so that the peer starts on it, later ones at the end of the turn."""
+        if self._turn_open:
+            self._outgoing += buffers
+            self._outgoing_bytes += size
+            if self._outgoing_bytes > _OUTGOING_LIMIT:
+                self._flush_outgoing()
+            return
+        self._turn_open = True
+        self._loop.call_soon(self._end_turn)
+        transport.writelines(buffers)
+        self._last_activity = self._loop.time()
+
+    def _end_turn(self) -> None:
+        self._turn_open = False
+        self._flush_outgoing()
 
     def _flush_outgoing(self) -> None:
         """Write the queued frames in one call (a no-op when nothing is queued)."""
