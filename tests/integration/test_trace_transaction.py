@@ -83,7 +83,12 @@ def test_end_transaction_records_of_the_local_decision_and_the_check_back(
         if expected <= seen or time.monotonic() > deadline:
             break
         time.sleep(0.3)
-    assert seen == expected, records
+    # The broker may check the unknown message again before its first check's answer lands
+    # (one-second checks on a loaded machine): each further check-back is recorded too.
+    extra = seen - expected
+    assert expected <= seen and all(
+        (msg_id, from_check) == (ids[2], True) for msg_id, _state, from_check in extra
+    ), (records, result.stderr)
     for ctx in records:
         bean = ctx.beans[0]
         assert (ctx.group, bean.topic) == ("TxTracePG", "TxTraced")
