@@ -30,7 +30,7 @@ import typer
 
 from rmq.cli.errors import YesOption, require_confirmation
 from rmq.cli.main import command_app
-from rmq.cli.output import OutputFormat, OutputOption, render
+from rmq.cli.output import OutputOption, render_rows
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.cli.topic import ClusterOption, DryRunOption, run_admin, show, show_plan
 
@@ -77,10 +77,6 @@ def _one_target(broker: str | None, cluster: str | None) -> str:
 def _rows(addrs: list[str], key: str, value: str, result: str) -> list[dict[str, Any]]:
     """One row per broker a change went to."""
     return [{"brokerAddr": addr, key: value, "result": result} for addr in addrs]
-
-
-def _changed(rows: list[dict[str, Any]], output: OutputFormat | None) -> None:
-    render(rows, columns=list(rows[0]) if rows else ("brokerAddr",), output=output)
 
 
 @app.command("list")
@@ -208,7 +204,11 @@ def set_account(
         await update_account(admin, addr, account)
 
     addrs = _on_each_broker(namesrv, broker, cluster, update, secret=secret)
-    _changed(_rows(addrs, "accessKey", account_key, "updated"), output)
+    render_rows(
+        _rows(addrs, "accessKey", account_key, "updated"),
+        empty_columns=("brokerAddr",),
+        output=output,
+    )
 
 
 def _on_each_broker(
@@ -264,7 +264,11 @@ def delete_account(
         await delete(admin, addr, account_key)
 
     addrs = _on_each_broker(namesrv, broker, cluster, remove)
-    _changed(_rows(addrs, "accessKey", account_key, "deleted"), output)
+    render_rows(
+        _rows(addrs, "accessKey", account_key, "deleted"),
+        empty_columns=("brokerAddr",),
+        output=output,
+    )
 
 
 @app.command("whitelist")
@@ -310,4 +314,8 @@ def whitelist(
         await update_global_white(admin, addr, joined, acl_file)
 
     addrs = _on_each_broker(namesrv, broker, cluster, update)
-    _changed(_rows(addrs, "globalWhiteAddrs", joined, "updated"), output)
+    render_rows(
+        _rows(addrs, "globalWhiteAddrs", joined, "updated"),
+        empty_columns=("brokerAddr",),
+        output=output,
+    )

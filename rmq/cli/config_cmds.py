@@ -30,7 +30,7 @@ import typer
 
 from rmq.cli.errors import YesOption, require_confirmation
 from rmq.cli.main import command_app
-from rmq.cli.output import OutputFormat, OutputOption, render
+from rmq.cli.output import OutputFormat, OutputOption, render, render_rows
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.cli.topic import ClusterOption, DryRunOption, run_admin, show
 
@@ -111,10 +111,6 @@ def _show_dry_run(
     typer.echo("dry run: nothing was sent", err=True)
 
 
-def _show_changes(rows: list[dict[str, Any]], output: OutputFormat | None) -> None:
-    render(rows, columns=list(rows[0]) if rows else ("addr",), output=output)
-
-
 # -- broker-config ------------------------------------------------------------------------
 
 
@@ -171,7 +167,11 @@ def broker_config_set(
         return addrs
 
     addrs = run_admin(resolve_namesrv(namesrv), change)
-    _show_changes([{"addr": addr, "key": key, "value": value} for addr in addrs], output)
+    render_rows(
+        [{"addr": addr, "key": key, "value": value} for addr in addrs],
+        empty_columns=("addr",),
+        output=output,
+    )
 
 
 # -- namesrv-config -----------------------------------------------------------------------
@@ -205,7 +205,11 @@ def namesrv_config_set(
         _show_dry_run(RequestCode.UPDATE_NAMESRV_CONFIG, addrs, output, body=f"{key}={value}\n")
         return
     done = run_admin(addrs, lambda admin: update_namesrv_config(admin, {key: value}))
-    _show_changes([{"addr": addr, "key": key, "value": value} for addr in done], output)
+    render_rows(
+        [{"addr": addr, "key": key, "value": value} for addr in done],
+        empty_columns=("addr",),
+        output=output,
+    )
 
 
 # -- kv -----------------------------------------------------------------------------------
@@ -245,7 +249,7 @@ def kv_set(
         _show_dry_run(RequestCode.PUT_KV_CONFIG, addrs, output, **row)
         return
     run_admin(addrs, lambda admin: put_kv_config(admin, namespace, key, value))
-    _show_changes([{"addr": addrs, **row}], output)
+    render_rows([{"addr": addrs, **row}], empty_columns=("addr",), output=output)
 
 
 @kv_app.command("delete")
@@ -271,4 +275,4 @@ def kv_delete(
         return
     require_confirmation(f"delete KV config {namespace}/{key} from the name servers", yes=yes)
     run_admin(addrs, lambda admin: delete_kv_config(admin, namespace, key))
-    _show_changes([{"addr": addrs, **row}], output)
+    render_rows([{"addr": addrs, **row}], empty_columns=("addr",), output=output)

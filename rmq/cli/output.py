@@ -123,6 +123,13 @@ def render(
     out.flush()
 
 
+def render_rows(
+    rows: Sequence[Record], *, empty_columns: Sequence[str], output: OutputFormat | None
+) -> None:
+    """`rows` of one shape, their columns the first row's keys (`empty_columns` when none)."""
+    render(rows, columns=list(rows[0]) if rows else empty_columns, output=output)
+
+
 def plain(value: Any) -> Any:
     """`value` as JSON-ready data: bytes as base64, enums as values, tuples as lists."""
     if isinstance(value, Enum):
