@@ -21,6 +21,7 @@ import struct
 from typing import Final
 
 from rmq.store.errors import StoreError
+from rmq.store.mappedfile import sync_mapping
 
 CHECKPOINT_FILE_SIZE: Final = 4096
 RECOVERY_MARGIN_MS: Final = 3000
@@ -72,7 +73,8 @@ class StoreCheckpoint:
         return min(self.min_timestamp(), self.index_msg_timestamp)
 
     def flush(self) -> None:
-        """Write the three timestamps into the page and ``msync`` it."""
+        """Write the three timestamps into the page and make it durable (:func:`sync_mapping`,
+        which unlike ``mmap.flush`` lets other threads run while the disk works)."""
         _TIMESTAMPS.pack_into(
             self._page,
             0,
@@ -80,7 +82,7 @@ class StoreCheckpoint:
             self.logics_msg_timestamp,
             self.index_msg_timestamp,
         )
-        self._page.flush()
+        sync_mapping(self.path, self._page)
 
     def close(self) -> None:
         """Flush and unmap."""

@@ -72,6 +72,7 @@ from rmq.store.lockfile import (
     delete_abort_file,
 )
 from rmq.store.mappedfile import Allocate
+from rmq.store.pageahead import PageAhead
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.recovery import RecoveryResult, recover
 from rmq.store.salvage import record_intact
@@ -157,6 +158,7 @@ class MessageStore:
         self._checkpoint: StoreCheckpoint | None = None
         self._commitlog_flush: CommitLogFlushService | None = None
         self._logics_flush: LogicsFlushService | None = None
+        self._page_ahead: PageAhead | None = None
         self._cleanup = CleanupService(self, disk_usage)
         self.group_offsets: GroupOffsets | None = None
         """The consumer groups' offsets (set by the broker): cleanup reports what it deleted
@@ -221,6 +223,8 @@ class MessageStore:
             return
         self.running = False
         assert self._commitlog_flush is not None and self._logics_flush is not None
+        if self._page_ahead is not None:
+            self._page_ahead.shutdown()
         self._commitlog_flush.shutdown()
         self._logics_flush.shutdown()
         self._close_files()
@@ -255,6 +259,8 @@ class MessageStore:
         )
         self._commitlog_flush.start()
         self._logics_flush.start()
+        self._page_ahead = PageAhead(self.commitlog.queue)
+        self._page_ahead.start()
 
     # -- writing -------------------------------------------------------------------------
 
