@@ -187,6 +187,18 @@ final class ConsumerSupport {
         }, timeoutMillis);
     }
 
+    /** Commit `offset` for `group` on `queue` at its master through the admin API (UPDATE_CONSUMER_OFFSET). */
+    static void commitOffset(Spec spec, String group, MessageQueue queue, long offset) throws Exception {
+        DefaultMQAdminExt admin = spec.admin();
+        try {
+            String master = admin.examineBrokerClusterInfo().getBrokerAddrTable()
+                .get(queue.getBrokerName()).getBrokerAddrs().get(0L);
+            admin.updateConsumeOffset(master, group, queue, offset);
+        } finally {
+            admin.shutdown();
+        }
+    }
+
     /** The broker's consume stats of `group` on `topic`: queue id -> [broker offset, consumer offset]. */
     static Map<Integer, long[]> consumeStats(DefaultMQAdminExt admin, String group, String topic)
         throws Exception {
