@@ -74,10 +74,14 @@ def java_argv(
     drivers: bool = False,
     props: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """`java ... main args...` with `user.home` and every log under `home`."""
-    home.mkdir(parents=True, exist_ok=True)
+    """`java ... main args...` with `user.home`, the temporary directory and every log under
+    `home`."""
+    (home / "tmp").mkdir(parents=True, exist_ok=True)
     system = {
         "user.home": str(home),
+        # the servers' self-signed TLS test certificate (tls.test.mode.enable, on by default)
+        # is written to Netty's temporary directory and never deleted
+        "java.io.tmpdir": str(home / "tmp"),
         "rocketmq.home.dir": str(ROCKETMQ_HOME),
         "rmq.conformance.logs": str(home / "logs"),
         "rocketmq.client.logRoot": str(home / "logs"),
