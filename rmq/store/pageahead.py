@@ -30,8 +30,8 @@ call.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import logging
 import mmap
 import os
@@ -84,14 +84,15 @@ class _Populator:
         self._libc.munmap(self.address, self.size)
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
-    """The C library with mmap, madvise and munmap typed, or None where there is none."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """The C library (the process's own symbols) with mmap, madvise and munmap typed, or
+    None where they are not there."""
     try:
-        libc = ctypes.CDLL(name, use_errno=True)
-    except OSError:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name in ("mmap", "madvise", "munmap"):
+            getattr(libc, name)
+    except (OSError, AttributeError):
         return None
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = (
