@@ -283,17 +283,17 @@ def is_foreign(name: str, cluster: str = "DefaultCluster", broker: str = "broker
     return BUILT_IN.fullmatch(base) is None
 
 
+def _names_foreign(line: str, where: Where) -> bool:
+    """Whether `line` names a topic or group of another module (`Where.foreign`)."""
+    return not where.foreign.isdisjoint(re.findall(r"[^\s\[\](),=:{}\"']+", line))
+
+
 def foreign(text: str, where: Where) -> str:
     """Other conformance modules share these clusters and leave their own topics and groups
     behind, not necessarily the same on both (a scenario that fails on rmq stops early): a line
     that names one of them (`Where.foreign`: the `is_foreign` topics the name server lists and
     groups the broker knows, collected right after the command) is dropped."""
-    kept = []
-    for line in text.splitlines():
-        words = set(re.findall(r"[^\s\[\](),=:{}\"']+", line))
-        if words & where.foreign:
-            continue
-        kept.append(line)
+    kept = [line for line in text.splitlines() if not _names_foreign(line, where)]
     return "\n".join(kept) + ("\n" if text.endswith("\n") else "")
 
 
@@ -317,8 +317,7 @@ def own_diff_total(text: str, where: Where) -> str:
     own_diff = 0
     for line in text.splitlines():
         cells = line.split()
-        words = set(re.findall(r"[^\s\[\](),=:{}\"']+", line))
-        if len(cells) >= 7 and cells[6].lstrip("-").isdigit() and not words & where.foreign:
+        if len(cells) >= 7 and cells[6].lstrip("-").isdigit() and not _names_foreign(line, where):
             own_diff += int(cells[6])
     return re.sub(r"Diff Total: -?\d+", f"Diff Total: {own_diff} own", text)
 
