@@ -23,6 +23,9 @@ from tests.conformance.java import ensure_built
 TARGETS = ("apache", "rmq")
 
 _MATRIX = matrix.Matrix()
+_RECORDED: dict[tuple[str, str, str], str] = {}
+"""Cells as the tests' reports arrive; applied to the matrix once every cell is declared (under
+pytest-xdist the controller learns the declarations only when the workers finish)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,16 +61,32 @@ def _mqadmin_row_by_row(items: list[pytest.Item]) -> None:
         items[slot] = item
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _mqadmin_row_by_row(items)
+    declared: list[tuple[str, str, str]] = []
     for item in items:
         item.add_marker(pytest.mark.conformance)
         mark = item.get_closest_marker("matrix")
         if mark is None:
             continue
         section, row, column = mark.args
-        _MATRIX.declare(section, row, column)
+        declared.append((section, row, column))
         item.user_properties.append(("matrix", (section, row, column, mark.kwargs)))
+    for cell in declared:
+        _MATRIX.declare(*cell)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: the controller collects nothing
+        workeroutput["matrix_declared"] = declared
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker's collection (every worker collects the whole run in
+    one order) declares the cells, as collection does in a run without workers."""
+    if _MATRIX.sections:
+        return
+    for section, row, column in getattr(node, "workeroutput", {}).get("matrix_declared", []):
+        _MATRIX.declare(section, row, column)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -75,7 +94,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "matrix" not in props:
         return
     matrix = props["matrix"]
-    assert isinstance(matrix, tuple), matrix
+    assert isinstance(matrix, tuple | list), matrix
     section, row, column, options = matrix
     if report.when == "call" or (report.when == "setup" and not report.passed):
         if report.passed:
@@ -88,13 +107,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             cell = "XPASS: remove the expected-fail mark"
         else:
             cell = str(props.get("matrix_outcome", "FAIL"))
-        _MATRIX.record(section, row, column, cell)
+        _RECORDED[(section, row, column)] = cell
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     mode = os.environ.get("RMQ_CONFORMANCE_MATRIX", "")
-    if not mode or not _MATRIX.sections:
+    if not mode or hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the controller renders the matrix
+    for (section, row, column), cell in _RECORDED.items():
+        _MATRIX.record(section, row, column, cell)
+    if not _MATRIX.sections:
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     block = _MATRIX.render()

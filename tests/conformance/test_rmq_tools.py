@@ -121,8 +121,13 @@ def _topic_list(cluster: Cluster) -> Any:
 
 def _cluster_list(cluster: Cluster) -> Any:
     """Every field's presence and type; the figures themselves are load and disk dependent,
-    except the identity of the broker."""
-    rows = _addr(cluster, rmq_json(cluster, "cluster", "list"))
+    except the identity of the broker.  A broker's TPS windows are empty until it has taken
+    its first samples (10 s after its start, on either side), so the list is read once both
+    TPS figures are there: a cluster started just before this row is compared as an old one."""
+    rows = _until(
+        lambda: _addr(cluster, rmq_json(cluster, "cluster", "list")),
+        lambda rows: all(row["inTps"] is not None and row["outTps"] is not None for row in rows),
+    )
     identity = ("cluster", "brokerName", "brokerId", "addr", "version", "error")
     return [
         {key: (value if key in identity else type(value).__name__) for key, value in row.items()}
