@@ -40,13 +40,22 @@ lint: $(VENV)/.test-installed
 	$(BIN)/mypy examples/shop
 	$(BIN)/lint-imports
 
+# Test modules run in parallel (pytest-xdist), each module's tests together on one worker: every
+# module starts its own processes on free ports under its own directories, and most of a test's
+# time is spent waiting on them, so more workers than cores pay.  TEST_WORKERS=0 runs in-process.
+TEST_WORKERS ?= 4
+CONFORMANCE_WORKERS ?= 3
+STRESS_WORKERS ?= 0
+PARALLEL = $(if $(filter 0,$(1)),,-n $(1) --dist loadfile)
+
 unit: $(VENV)/.test-installed $(MAN_STAMP)
-	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance
+	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance $(call PARALLEL,$(TEST_WORKERS))
 
 test: lint unit
 
 stress: $(VENV)/.test-installed
-	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress --ignore=tests/conformance
+	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress --ignore=tests/conformance \
+		$(call PARALLEL,$(STRESS_WORKERS))
 
 # rmq beside Apache RocketMQ (bench/versus_apache.py: Apache's jars and tools, the C++ client of
 # the test extras), then rmq's own benchmarks (bench/run_all.py); both write docs/benchmarks.md.
@@ -79,11 +88,13 @@ apache: $(DRIVERS)/classes/.stamp
 # The differential suite: every scenario against Apache's servers and against rmq's; the run
 # fails when its matrix differs from the committed docs/conformance.md.
 conformance: apache $(VENV)/.test-installed
-	RMQ_CONFORMANCE_MATRIX=check $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance
+	RMQ_CONFORMANCE_MATRIX=check $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance \
+		$(call PARALLEL,$(CONFORMANCE_WORKERS))
 
 # Rewrite docs/conformance.md from a full run (review the diff before committing it).
 conformance-matrix: apache $(VENV)/.test-installed
-	RMQ_CONFORMANCE_MATRIX=write $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance
+	RMQ_CONFORMANCE_MATRIX=write $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance \
+		$(call PARALLEL,$(CONFORMANCE_WORKERS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis $(APACHE)/lib $(DRIVERS)/classes
