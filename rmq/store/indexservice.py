@@ -81,7 +81,7 @@ class IndexService:
                     if set_aside is None:
                         raise
                     reindex_from = files[-1].end_phy_offset if files else 0
-                    set_aside(path, str(exc))
+                    set_aside(path, str(exc).removeprefix(f"{path}: "))
                     for newer in paths[number + 1 :]:
                         newer.unlink(missing_ok=True)
                         log.warning("deleted %s, newer than a damaged index file", newer)
