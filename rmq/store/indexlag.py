@@ -85,6 +85,7 @@ class IndexLag:
         """Records whose keys dispatch left out in this episode."""
         self._next_try = 0
         self._walk_lock = threading.Lock()
+        self._marker_lock = threading.Lock()
 
     @property
     def behind(self) -> bool:
@@ -209,15 +210,16 @@ class IndexLag:
     def _write_marker(self) -> None:
         if self.marker is None:
             return
-        try:
-            self.marker.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.marker.with_name(self.marker.name + ".tmp")
-            temporary.write_text(f"{self.behind_from}\n")
-            os.replace(temporary, self.marker)
-        except OSError as exc:
-            log.error("cannot write %s: %s", self.marker, exc.strerror)
+        with self._marker_lock:  # the writer thread and the catch-up may both write it
+            try:
+                self.marker.parent.mkdir(parents=True, exist_ok=True)
+                temporary = self.marker.with_name(self.marker.name + ".tmp")
+                temporary.write_text(f"{self.behind_from}\n")
+                os.replace(temporary, self.marker)
+            except OSError as exc:
+                log.error("cannot write %s: %s", self.marker, exc.strerror)
 
     def _remove_marker(self) -> None:
         if self.marker is not None:
-            with contextlib.suppress(FileNotFoundError):
+            with self._marker_lock, contextlib.suppress(FileNotFoundError):
                 self.marker.unlink()
