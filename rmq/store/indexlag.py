@@ -161,13 +161,13 @@ class IndexLag:
                 indexed += self._walk(commitlog, start)
                 with commitlog.lock:
                     indexed += self._walk(commitlog, self.behind_from)
+                    self._remove_marker()
                     self.behind_from = -1
             except _Stop as stop:
                 self.behind_from = stop.physical_offset
                 self._write_marker()
                 log.debug("index catch-up stopped at %d: %s", stop.physical_offset, stop.cause)
                 return False
-            self._remove_marker()
             log.info(
                 "index caught up from commitlog offset %d: keys of %d records indexed "
                 "(%d left out by dispatch meanwhile)",

@@ -2,7 +2,7 @@
 
 Recovery (:mod:`rmq.store.recovery`) takes a consume queue's older files as whole and scans
 only the last three up to the first invalid entry, so a file overwritten with other bytes
-would go unnoticed until a pull or ``rmq inspect verify`` met it.  :func:`check_queue` looks,
+would go unnoticed until a pull or ``rmq inspect verify`` met it.  :func:`check_queues` looks,
 for each file of a queue, at a handful of entries, before anything is cut:
 
 * the first entry and the last one written (the queue's last entry, for the file where the
@@ -15,8 +15,8 @@ for each file of a queue, at a handful of entries, before anything is cut:
   offset it walks from) are left to that dispatch, which compares each with its record and
   notes the first that differs (:attr:`~rmq.store.consumequeue.ConsumeQueue.conflict`).
 
-That is two to four entries and as many record headers per file: a few milliseconds for
-thousands of queues, where recovery itself takes hundreds (docs/benchmarks.md).  A queue that
+That is two to four entries and as many record headers per file, read straight from the
+mappings (docs/benchmarks.md has the start times before and after).  A queue that
 fails, or whose files could not even be loaded (:func:`damaged_file`: empty, cut short, not
 following on), has the failing file moved aside (:mod:`rmq.store.setaside`), its other files
 deleted, and is rebuilt from the commitlog by :func:`rebuild_queues`, one walk for all of them
@@ -29,12 +29,12 @@ size); docs/spec-notes.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 from rmq.common.message import DispatchInfo
-from rmq.common.recordwalk import Frame, RecordError, frame_at
+from rmq.common.recordwalk import Frame, RecordError, frame_at, iter_frames
 from rmq.common.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -115,32 +115,53 @@ def damaged_file(queue: ConsumeQueue) -> Path | None:
 
 
 class _Checker:
-    """The entry checks of one queue against the commitlog as loaded."""
+    """The entry checks against the commitlog as loaded (one per start, for every queue)."""
 
-    def __init__(self, queue: ConsumeQueue, commitlog: CommitLog, redispatch_from: int) -> None:
-        self.queue = queue
+    def __init__(self, commitlog: CommitLog, redispatch_from: int) -> None:
         self.commitlog = commitlog
-        self.topic = queue.topic.encode()
+        self.find = commitlog.queue.find_mapped_file_by_offset
         self.min_offset = max(commitlog.min_offset(), 0)
         last = commitlog.queue.last_file()
         self.tail = last.file_tail_offset if last is not None else 0
         self.redispatch_from = redispatch_from
 
-    def entry(self, mapped: MappedFile, pos: int, *, queue_end: bool = False) -> str | None:
+    def entry(
+        self, queue: ConsumeQueue, topic: bytes, mapped: MappedFile, pos: int, queue_end: bool
+    ) -> str | None:
         """What is wrong with the entry at ``pos`` of ``mapped`` (None: nothing).  The
-        queue's last entry may point past the commitlog (a tail recovery cuts)."""
-        queue_offset = (mapped.file_from_offset + pos) // CQ_STORE_UNIT_SIZE
+        queue's last entry (``queue_end``) may point past the commitlog (a tail recovery
+        cuts)."""
         phy, size, _ = ENTRY.unpack_from(mapped.buffer, pos)
-        where = f"queue offset {queue_offset}"
-        if size == PRE_BLANK_SIZE or phy < self.min_offset and is_valid_entry(phy, size):
+        if size == PRE_BLANK_SIZE:
             return None
+        queue_offset = (mapped.file_from_offset + pos) // CQ_STORE_UNIT_SIZE
         if not is_valid_entry(phy, size):
-            return f"{where} holds no entry (commitlog offset {phy}, size {size})"
-        if 0 <= self.redispatch_from <= phy:
+            return f"queue offset {queue_offset} holds no entry (commitlog offset {phy}, size {size})"
+        if phy < self.min_offset or 0 <= self.redispatch_from <= phy:
             return None
         if phy + size > self.tail:
-            return None if queue_end else f"{where} points past the commitlog ({phy})"
-        where = f"{where} points at commitlog offset {phy}"
+            if queue_end:
+                return None
+            return f"queue offset {queue_offset} points past the commitlog ({phy})"
+        found = self.find(phy)
+        if found is not None:
+            at = phy - found.file_from_offset
+            buf = found.buffer
+            frame = next(iter_frames(buf, at, min(at + size, found.file_size)), None)
+            if frame is not None:
+                _, end, prefix, _, _, body_end, topic_end = frame
+                if (
+                    end - at == size
+                    and prefix[6] == phy
+                    and prefix[3] == queue.queue_id
+                    and prefix[5] == queue_offset
+                    and buf[body_end + 1 : topic_end] == topic
+                ):
+                    return None
+        return self._explain(queue, queue_offset, phy, size)
+
+    def _explain(self, queue: ConsumeQueue, queue_offset: int, phy: int, size: int) -> str:
+        where = f"queue offset {queue_offset} points at commitlog offset {phy}"
         record = self.commitlog.get_message(phy, size)
         if record is None:
             return f"{where}, which is not stored"
@@ -150,13 +171,10 @@ class _Checker:
             return f"{where}: {exc}"
         if end != size or head[6] != phy:
             return f"{where}, a record of {end} bytes, not {size}"
-        if bytes(record[topic_pos : topic_pos + topic_len]) != self.topic or (
-            head[3] != self.queue.queue_id
-        ):
-            return f"{where}, a record of another queue"
-        if head[5] != queue_offset:
-            return f"{where}, a record with queue offset {head[5]}"
-        return None
+        topic = bytes(record[topic_pos : topic_pos + topic_len]).decode("utf-8", "replace")
+        if (topic, head[3]) != (queue.topic, queue.queue_id):
+            return f"{where}, a record of {topic} queue {head[3]}"
+        return f"{where}, a record with queue offset {head[5]}"
 
     @staticmethod
     def zeros(mapped: MappedFile, pos: int) -> str | None:
@@ -166,30 +184,33 @@ class _Checker:
         return f"data at queue offset {queue_offset}, after the end of the queue"
 
 
-def check_queue(
-    queue: ConsumeQueue, commitlog: CommitLog, end: int, redispatch_from: int = -1
-) -> tuple[MappedFile, str] | None:
-    """The first file of ``queue`` that fails the start check and why (see the module
-    docstring), None when every file passes.  ``end`` is where the queue's entries end
-    (:meth:`ConsumeQueue.find_end`); entries pointing at or past ``redispatch_from`` (when
-    not negative) are left to abnormal recovery's dispatch."""
-    checker = _Checker(queue, commitlog, redispatch_from)
+def check_queues(
+    queues: Iterable[tuple[ConsumeQueue, int]], commitlog: CommitLog, redispatch_from: int = -1
+) -> Iterator[tuple[ConsumeQueue, MappedFile, str]]:
+    """For each ``(queue, end)`` (``end``: where its entries end, from
+    :meth:`ConsumeQueue.find_end`) whose files fail the start check (see the module
+    docstring): the queue, its first failing file and why.  Entries pointing at or past
+    ``redispatch_from`` (when not negative) are left to abnormal recovery's dispatch."""
+    checker = _Checker(commitlog, redispatch_from)
     unit = CQ_STORE_UNIT_SIZE
-    for mapped in queue.files:
-        base = mapped.file_from_offset
-        if base >= end:
-            problem = checker.zeros(mapped, 0)
-        else:
-            written = min(end - base, mapped.file_size)
-            problem = checker.entry(mapped, 0, queue_end=base + unit == end)
-            if problem is None and written > unit:
-                problem = checker.entry(mapped, written - unit, queue_end=base + written == end)
-            for pos in (written + unit, mapped.file_size - unit):
-                if problem is None and written + unit <= pos <= mapped.file_size - unit:
-                    problem = checker.zeros(mapped, pos)
-        if problem is not None:
-            return mapped, problem
-    return None
+    for queue, end in queues:
+        topic = queue.topic.encode()
+        for mapped in queue.files:
+            base = mapped.file_from_offset
+            if base >= end:
+                problem = checker.zeros(mapped, 0)
+            else:
+                written = min(end - base, mapped.file_size)
+                problem = checker.entry(queue, topic, mapped, 0, base + unit == end)
+                if problem is None and written > unit:
+                    last = written - unit
+                    problem = checker.entry(queue, topic, mapped, last, base + written == end)
+                for pos in (written + unit, mapped.file_size - unit):
+                    if problem is None and written + unit <= pos <= mapped.file_size - unit:
+                        problem = checker.zeros(mapped, pos)
+            if problem is not None:
+                yield queue, mapped, problem
+                break
 
 
 def rebuild_queues(

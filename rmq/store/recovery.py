@@ -31,7 +31,7 @@ from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.dispatch import Dispatcher
 from rmq.store.mappedfile import TruncatedRange
-from rmq.store.queuecheck import check_queue, rebuild_queues, set_queue_aside
+from rmq.store.queuecheck import check_queues, rebuild_queues, set_queue_aside
 from rmq.store.recoveryreport import report_recovery
 from rmq.store.salvage import SkippedSpan, count_records_from, salvage_walk
 from rmq.store.setaside import SetAside, SetAsideDir
@@ -148,16 +148,14 @@ def _check_queues(
     """Find each queue's end, run the start check (:mod:`rmq.store.queuecheck`) and cut
     the queue there; a queue that fails has its failing file set aside and is emptied.
     Returns the queues that failed."""
+    ends = [(queue, queue.find_end()) for queue in consume_queues]
     failed = []
-    for queue in consume_queues:
-        end = queue.find_end()
-        found = check_queue(queue, commitlog, end, start if abnormal else -1)
-        if found is None:
-            queue.cut_at(end)
-            continue
-        mapped, problem = found
+    for queue, mapped, problem in check_queues(ends, commitlog, start if abnormal else -1):
         set_queue_aside(queue, Path(mapped.path), problem, set_aside)
         failed.append(queue)
+    for queue, end in ends:
+        if queue not in failed:
+            queue.cut_at(end)
     return failed
 
 
