@@ -112,10 +112,8 @@ def main() -> None:
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="rmq-restart-bench-"))
     try:
-        if not (root / "commitlog").is_dir():
-            messages = build(root)
-        else:
-            messages = TOPICS * QUEUES * PER_QUEUE
+        built = (root / "commitlog").is_dir()
+        messages = TOPICS * QUEUES * PER_QUEUE if built else build(root)
         result = {
             "consume_queues": TOPICS * QUEUES,
             "messages": messages,

@@ -61,9 +61,7 @@ _ZERO_ENTRY: Final = bytes(CQ_STORE_UNIT_SIZE)
 _NOT_QUEUED: Final = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
-def set_queue_aside(
-    queue: ConsumeQueue, path: Path, problem: str, set_aside: SetAsideDir
-) -> None:
+def set_queue_aside(queue: ConsumeQueue, path: Path, problem: str, set_aside: SetAsideDir) -> None:
     """Move the damaged file of ``queue`` aside (one WARN naming it) and delete the rest,
     leaving the queue empty for :func:`rebuild_queues`."""
     queue.close()
@@ -136,7 +134,9 @@ class _Checker:
             return None
         queue_offset = (mapped.file_from_offset + pos) // CQ_STORE_UNIT_SIZE
         if not is_valid_entry(phy, size):
-            return f"queue offset {queue_offset} holds no entry (commitlog offset {phy}, size {size})"
+            return (
+                f"queue offset {queue_offset} holds no entry (commitlog offset {phy}, size {size})"
+            )
         if phy < self.min_offset or 0 <= self.redispatch_from <= phy:
             return None
         if phy + size > self.tail:

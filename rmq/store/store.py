@@ -60,6 +60,7 @@ from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.diskguard import PutGate
 from rmq.store.dispatch import ArrivalListener, Dispatcher
+from rmq.store.errors import StoreError
 from rmq.store.flush import CommitLogFlushService, LogicsFlushService
 from rmq.store.getmessage import (
     GetMessageResult,
@@ -68,7 +69,6 @@ from rmq.store.getmessage import (
     RecordFilter,
     TagsFilter,
 )
-from rmq.store.errors import StoreError
 from rmq.store.indexlag import MARKER_FILE, IndexLag
 from rmq.store.indexservice import IndexService
 from rmq.store.layout import StoreLayout

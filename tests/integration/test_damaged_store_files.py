@@ -19,6 +19,7 @@ import json
 import os
 import random
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ SMALL_INDEX = {"maxHashSlotNum": 1000, "maxIndexNum": 4000}
 
 
 def fill_and_stop(
-    rmq_processes: RmqProcesses, props: dict[str, object]
+    rmq_processes: RmqProcesses, props: Mapping[str, object]
 ) -> tuple[RmqProcess, RmqProcess, Path]:
     namesrv = rmq_processes.start_namesrv()
     broker = rmq_processes.start_broker(namesrv=namesrv, props={**PROPS, **props})
@@ -65,7 +66,9 @@ def check_everything_readable(
     bodies = consume_bodies(namesrv)
     assert sorted(bodies) == [f"message {n:05d} {BODY_PAD}" for n in range(MESSAGES)]
     warnings = [
-        line for line in broker.log_text().splitlines() if " WARNING " in line and str(damaged) in line
+        line
+        for line in broker.log_text().splitlines()
+        if " WARNING " in line and str(damaged) in line
     ]
     assert len(warnings) == 1, warnings
     [report] = reports(store)
@@ -89,7 +92,7 @@ def check_everything_readable(
 def test_a_consume_queue_file_overwritten_with_random_bytes_is_rebuilt_at_start(
     rmq_processes: RmqProcesses, layout: str
 ) -> None:
-    props = SMALL_QUEUE_FILES if layout == "three-files" else {}
+    props: Mapping[str, object] = SMALL_QUEUE_FILES if layout == "three-files" else {}
     namesrv, broker, store = fill_and_stop(rmq_processes, props)
     files = queue_files(store)
     assert len(files) == (3 if layout == "three-files" else 1)

@@ -135,7 +135,11 @@ def assert_queue_points_at_its_records(store: MessageStore, count: int) -> None:
         assert entry is not None
         record = store.look_message_by_offset(entry.physical_offset)
         assert record is not None
-        assert (record.topic, record.queue_id, record.queue_offset) == ("TopicTest", 0, queue_offset)
+        assert (record.topic, record.queue_id, record.queue_offset) == (
+            "TopicTest",
+            0,
+            queue_offset,
+        )
 
 
 @pytest.mark.parametrize("number", [0, 1, 2])
