@@ -12,9 +12,12 @@ checks ride along with the scan instead of re-reading records:
   queue offset);
 * index entries are in commitlog order, so they are merged with the walk: entries at a
   record's offset must carry the hash of one of its ``topic#key`` strings; entries that fall
-  between records or past the end are checked one by one; from the first indexed record on
+  between records or past the end are checked one by one; after the newest indexed record
   (or from where ``recovery/index-behind`` says a broker's index fell behind), every record
-  with keys (but a ROLLBACK) must have an entry for each of them.
+  with keys (but a ROLLBACK) must have an entry for each of them: an index that stopped.
+  Records before it are not checked for missing entries: after a crash Apache deletes the
+  index files newer than its checkpoint and re-indexes only what it dispatches again, which
+  can leave records in the middle unindexed, and that is how its stores are.
 
 Problems of one kind in one file are capped
 (:data:`~rmq.store.offline.problems.PROBLEMS_PER_FILE_AND_KIND`), with a summary of how many
@@ -120,6 +123,8 @@ class _Validation:
         self.commitlog = reader.commitlog
         self.report = ValidationReport(reader.layout.root)
         self.problems = ProblemLog()
+        self.index_from = _BEYOND_ANY_OFFSET
+        """Records from this commitlog offset on must have their keys indexed."""
         self.unindexed: list[Any] = []
         """[first commitlog offset, count, first topic] of records lacking index entries."""
 
@@ -166,6 +171,7 @@ class _Validation:
     ) -> None:
         report.commitlog_files = len(self.commitlog.files)
         report.min_physical_offset = self.commitlog.min_offset
+        self.index_from = min(self._index_end(index_files) + 1, self._index_behind_from())
         with contextlib.closing(self._index_entries(index_files)) as index_entries:
             self._walk_and_match(report, queues, index_entries, problems, progress)
         report.bytes_scanned = sum(f.size for f in self.commitlog.files)
@@ -203,7 +209,7 @@ class _Validation:
         the index entries in (see the module docstring)."""
         pending = next(index_entries, None)
         pending_offset = _BEYOND_ANY_OFFSET if pending is None else pending[2][1]
-        index_from = min(pending_offset, self._index_behind_from())
+        index_from = self.index_from
         records = 0
         index_entries_seen = 0
         end = self.commitlog.min_offset
@@ -240,7 +246,7 @@ class _Validation:
                 index_entries_seen += 1
                 pending = next(index_entries, None)
                 pending_offset = _BEYOND_ANY_OFFSET if pending is None else pending[2][1]
-            if not seen.issuperset(hashes):
+            if physical_offset >= index_from and not seen.issuperset(hashes):
                 self._note_unindexed(frame)
         while pending is not None:
             self._check_index_entry(pending, problems)
@@ -249,6 +255,13 @@ class _Validation:
         report.records = records
         report.index_entries = index_entries_seen
         report.max_physical_offset = end
+
+    @staticmethod
+    def _index_end(index_files: list[IndexFile]) -> int:
+        """Commitlog offset of the newest indexed record (beyond any offset when nothing is
+        indexed: a store without an index)."""
+        ends = [f.end_phy_offset for f in index_files if f.index_count > 1]
+        return max(ends) if ends else _BEYOND_ANY_OFFSET - 1
 
     def _index_behind_from(self) -> int:
         """Where a broker noted its index fell behind (``recovery/index-behind``: the keys
