@@ -166,6 +166,14 @@ class IndexLag:
             except _Stop as stop:
                 self.behind_from = stop.physical_offset
                 self._write_marker()
+                if self.failure is None:  # an episode a restart or a damaged file began
+                    self.failure = stop.cause
+                    log.error(
+                        "cannot write index entries from commitlog offset %d on: %s; they are "
+                        "indexed once an index file can be created",
+                        stop.physical_offset,
+                        stop.cause,
+                    )
                 log.debug("index catch-up stopped at %d: %s", stop.physical_offset, stop.cause)
                 return False
             log.info(
