@@ -143,10 +143,7 @@ def report_recovery(result: RecoveryResult, store_root: Path | None) -> Path | N
         log.warning("recovery removed %d index entries", result.index_removed)
     if result.set_aside:
         log.warning(
-            "recovery set %d damaged files aside (%s)%s",
-            len(result.set_aside),
-            ", ".join(moved.file for moved in result.set_aside),
-            where,
+            "recovery set %d damaged files aside, each named above%s", len(result.set_aside), where
         )
     log.log(
         logging.ERROR if result.skipped else logging.WARNING if dropped else logging.INFO,

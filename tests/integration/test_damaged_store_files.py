@@ -68,7 +68,7 @@ def check_everything_readable(
     warnings = [
         line
         for line in broker.log_text().splitlines()
-        if " WARNING " in line and str(damaged) in line
+        if " WARNING " in line and damaged.name in line
     ]
     assert len(warnings) == 1, warnings
     [report] = reports(store)
