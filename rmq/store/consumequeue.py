@@ -407,6 +407,16 @@ class ConsumeQueue:
         queue's end when none does); ``predicate`` must be monotone along the queue."""
         low = self._files.min_offset() // CQ_STORE_UNIT_SIZE
         high = self.max_offset
+        if low >= high:
+            return low
+        # the usual answers at start, the first entry (minimum) or none (nothing to cut),
+        # without a search
+        first = self.entry_at(low)
+        if first is None or predicate(first.physical_offset, first.size):
+            return low
+        last = self.entry_at(high - 1)
+        if last is not None and not predicate(last.physical_offset, last.size):
+            return high
         while low < high:
             mid = (low + high) // 2
             entry = self.entry_at(mid)

@@ -28,13 +28,14 @@ size); docs/spec-notes.md.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
 from rmq.common.message import DispatchInfo
-from rmq.common.recordwalk import Frame, RecordError, frame_at, iter_frames
+from rmq.common.recordwalk import Frame, RecordError, frame_at, record_place
 from rmq.common.sysflag import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
@@ -117,50 +118,44 @@ class _Checker:
 
     def __init__(self, commitlog: CommitLog, redispatch_from: int) -> None:
         self.commitlog = commitlog
-        self.find = commitlog.queue.find_mapped_file_by_offset
-        self.min_offset = max(commitlog.min_offset(), 0)
-        last = commitlog.queue.last_file()
-        self.tail = last.file_tail_offset if last is not None else 0
+        files = commitlog.queue.files
+        self.files = [(mapped.buffer, mapped.file_size) for mapped in files]
+        self.starts = [mapped.file_from_offset for mapped in files]
+        self.min_offset = self.starts[0] if files else 0
+        self.tail = files[-1].file_tail_offset if files else 0
         self.redispatch_from = redispatch_from
 
     def entry(
         self, queue: ConsumeQueue, topic: bytes, mapped: MappedFile, pos: int, queue_end: bool
     ) -> str | None:
-        """What is wrong with the entry at ``pos`` of ``mapped`` (None: nothing).  The
-        queue's last entry (``queue_end``) may point past the commitlog (a tail recovery
-        cuts)."""
+        """What is wrong with the entry at ``pos`` of ``mapped`` (None: nothing)."""
         phy, size, _ = ENTRY.unpack_from(mapped.buffer, pos)
         if size == PRE_BLANK_SIZE:
             return None
         queue_offset = (mapped.file_from_offset + pos) // CQ_STORE_UNIT_SIZE
+        if phy >= self.min_offset and size > 0 and phy + size <= self.tail:
+            if 0 <= self.redispatch_from <= phy:
+                return None
+            number = bisect.bisect_right(self.starts, phy) - 1
+            buf, file_size = self.files[number]
+            place = record_place(buf, phy - self.starts[number], file_size)
+            if place == (size, queue.queue_id, queue_offset, phy, topic):
+                return None
+        elif phy < self.min_offset and is_valid_entry(phy, size):
+            return None  # expired
+        return self._explain(queue, queue_offset, phy, size, queue_end)
+
+    def _explain(
+        self, queue: ConsumeQueue, queue_offset: int, phy: int, size: int, queue_end: bool
+    ) -> str | None:
+        """Why the entry failed the fast check; None when it passes after all: the queue's
+        last entry (``queue_end``) may point past the commitlog, at a tail recovery cuts."""
         if not is_valid_entry(phy, size):
-            return (
-                f"queue offset {queue_offset} holds no entry (commitlog offset {phy}, size {size})"
-            )
-        if phy < self.min_offset or 0 <= self.redispatch_from <= phy:
-            return None
+            return f"queue offset {queue_offset} holds no entry (commitlog offset {phy}, size {size})"
         if phy + size > self.tail:
             if queue_end:
                 return None
             return f"queue offset {queue_offset} points past the commitlog ({phy})"
-        found = self.find(phy)
-        if found is not None:
-            at = phy - found.file_from_offset
-            buf = found.buffer
-            frame = next(iter_frames(buf, at, min(at + size, found.file_size)), None)
-            if frame is not None:
-                _, end, prefix, _, _, body_end, topic_end = frame
-                if (
-                    end - at == size
-                    and prefix[6] == phy
-                    and prefix[3] == queue.queue_id
-                    and prefix[5] == queue_offset
-                    and buf[body_end + 1 : topic_end] == topic
-                ):
-                    return None
-        return self._explain(queue, queue_offset, phy, size)
-
-    def _explain(self, queue: ConsumeQueue, queue_offset: int, phy: int, size: int) -> str:
         where = f"queue offset {queue_offset} points at commitlog offset {phy}"
         record = self.commitlog.get_message(phy, size)
         if record is None:
@@ -174,7 +169,9 @@ class _Checker:
         topic = bytes(record[topic_pos : topic_pos + topic_len]).decode("utf-8", "replace")
         if (topic, head[3]) != (queue.topic, queue.queue_id):
             return f"{where}, a record of {topic} queue {head[3]}"
-        return f"{where}, a record with queue offset {head[5]}"
+        if head[5] != queue_offset:
+            return f"{where}, a record with queue offset {head[5]}"
+        return f"{where}, a record that does not frame"
 
     @staticmethod
     def zeros(mapped: MappedFile, pos: int) -> str | None:
