@@ -8,6 +8,14 @@ commitlog end, records the consume queues have not seen yet are dispatched, and 
 offsets of the append path are rebuilt from the consume queues.  :func:`recover` returns what
 was found and cut as a :class:`RecoveryResult`.
 
+Before anything is cut, every consume queue gets the start check of
+:mod:`rmq.store.queuecheck` (a few entries per file against the records they point at); a
+queue that fails, or that could not be loaded, has the damaged file set aside
+(:mod:`rmq.store.setaside`) and is rebuilt from the commitlog, as is one whose entry abnormal
+recovery's re-dispatch finds holding another record.  When the index is behind (an index
+file set aside, or a previous run that could not create one), its keys are caught up last
+(:mod:`rmq.store.indexlag`).
+
 The commitlog walk is :func:`~rmq.store.salvage.salvage_walk`: it keeps every intact record,
 skipping a record whose body CRC is wrong and searching past damaged framing for the next
 record that checks out; consume queue entries pointing into a skipped span become pre-blank
@@ -80,7 +88,7 @@ def recover(
     are the queues loading left empty, to be rebuilt from the commitlog."""
     consume_queues = dispatcher.consume_queues
     index = dispatcher.index
-    set_aside = set_aside if set_aside is not None else SetAsideDir(store_root or Path("."))
+    set_aside = set_aside if set_aside is not None else SetAsideDir(consume_queues.layout.root)
     result = RecoveryResult(abnormal=abnormal)
     restored = commitlog.queue.restore_last_file_size()
     if restored is not None:
