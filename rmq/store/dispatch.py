@@ -23,8 +23,9 @@ cannot be created (a full disk) does not fail the append that was already writte
 dispatcher notes the first record it could not dispatch (:attr:`Dispatcher.retry_from`, and
 why: :attr:`Dispatcher.failure`) and leaves every later record alone (dispatch stays in
 commitlog order); :meth:`Dispatcher.retry` re-dispatches from there and stops again at the
-first record that still fails, so a retry on a disk still full costs one attempt.  The store refuses puts meanwhile and retries (:mod:`rmq.store.diskguard`);
-the dispatcher itself logs nothing, the store logs once per episode.
+first record that still fails, so a retry on a disk still full costs one attempt.  The store
+refuses puts meanwhile and retries (:mod:`rmq.store.diskguard`); the dispatcher itself logs
+nothing, the store logs once per episode.
 
 Everything here runs on the writer thread, under the commitlog lock.
 """
