@@ -151,10 +151,7 @@ class _Checker:
         """Why the entry failed the fast check; None when it passes after all: the queue's
         last entry (``queue_end``) may point past the commitlog, at a tail recovery cuts."""
         if not is_valid_entry(phy, size):
-            return (
-                f"queue offset {queue_offset} holds no entry (commitlog offset {phy}, "
-                f"size {size})"
-            )
+            return f"queue offset {queue_offset} holds no entry (offset {phy}, size {size})"
         if phy + size > self.tail:
             if queue_end:
                 return None
