@@ -163,6 +163,9 @@ class IndexLag:
                     indexed += self._walk(commitlog, self.behind_from)
                     self._remove_marker()
                     self.behind_from = -1
+            except ValueError as exc:  # a commitlog file expired (unmapped) under the walk
+                log.debug("index catch-up interrupted: %s", exc)
+                return False
             except _Stop as stop:
                 self.behind_from = stop.physical_offset
                 self._write_marker()
