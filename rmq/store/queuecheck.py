@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -243,8 +243,3 @@ def rebuild_queues(
     start = max(commitlog.min_offset(), 0)
     salvage_walk(commitlog, start, check_crc=check_crc, on_record=on_record, select=select)
     return written
-
-
-def queue_names(queues: Collection[ConsumeQueue]) -> list[str]:
-    """``topic/queueId`` of each queue, sorted (for the report)."""
-    return sorted(f"{queue.topic}/{queue.queue_id}" for queue in queues)
