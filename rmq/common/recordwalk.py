@@ -268,6 +268,29 @@ def iter_frames(buf: Any, pos: int, limit: int) -> Iterator[Frame]:
         pos = end
 
 
+def record_place(buf: Any, pos: int, limit: int) -> tuple[int, int, int, int, bytes] | None:
+    """Where the message record at ``pos`` belongs, read with two ``struct`` reads and a
+    slice, without framing it: TOTALSIZE, QUEUEID, QUEUEOFFSET, PHYSICALOFFSET and the topic
+    bytes; None when the magic is not the message magic or the record does not fit before
+    ``limit`` (checks that entries point at their records, many at a time)."""
+    if pos < 0 or pos + MIN_RECORD_SIZE > limit:
+        return None
+    size, magic, _, queue_id, _, queue_offset, physical_offset, sys_flag = _PREFIX.unpack_from(
+        buf, pos
+    )
+    end = pos + size
+    if magic != MESSAGE_MAGIC or size < MIN_RECORD_SIZE or end > limit:
+        return None
+    body_pos = pos + _BODY_OFFSETS[(sys_flag >> 4) & 3]
+    body_end = body_pos + _INT.unpack_from(buf, body_pos - 4)[0]
+    if not body_pos <= body_end <= end - TRAILER_LENGTH:
+        return None
+    topic_end = body_end + 1 + buf[body_end]
+    if topic_end + 2 > end:
+        return None
+    return size, queue_id, queue_offset, physical_offset, buf[body_end + 1 : topic_end]
+
+
 def body_crc(buf: Any, start: int, end: int) -> int:
     """BODYCRC of the body at ``buf[start:end]`` (no copy)."""
     with memoryview(buf) as view:

@@ -93,30 +93,61 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.directory = directory
         self.max_physical_offset = -1
+        self.conflict: tuple[str, int] | None = None
+        """The file and queue offset of the first entry a re-dispatched record found
+        holding another entry (recovery rebuilds such a queue)."""
         self._files = MappedFileQueue(directory, mapped_file_size)
         self._min_logic_offset = 0
 
     # -- loading and recovery ------------------------------------------------------------
 
     def load(self) -> None:
-        """Map the queue's files; each must hold a whole number of entries."""
+        """Map the queue's files; each must hold a whole number of entries, and the last
+        one must not be smaller than a new file would be (a file cut short); raises
+        :class:`StoreError` naming the file."""
         self._files.load()
-        for mapped in self._files.files:
+        files = self._files.files
+        for mapped in files:
             if mapped.file_size % CQ_STORE_UNIT_SIZE:
                 raise StoreError(
                     f"{mapped.path}: {mapped.file_size} bytes is not a whole number of "
                     f"20-byte consume queue entries"
                 )
+        if files and files[-1].file_size < self._files.mapped_file_size:
+            raise StoreError(
+                f"{files[-1].path}: {files[-1].file_size} bytes, less than a consume queue "
+                f"file's {self._files.mapped_file_size} (cut short)"
+            )
+
+    @property
+    def mapped_file_size(self) -> int:
+        """The size of a new file of this queue."""
+        return self._files.mapped_file_size
+
+    @property
+    def files(self) -> Sequence[MappedFile]:
+        """The queue's mapped files, oldest first (a snapshot)."""
+        return self._files.files
 
     def recover(self) -> None:
-        """Find the end of the queue after :meth:`load` and cut everything after it.
+        """Find the end of the queue after :meth:`load` and cut everything after it."""
+        self.cut_at(self.find_end())
+
+    def cut_at(self, end: int) -> None:
+        """Make byte ``end`` of the queue its end (recovery, after :meth:`find_end`)."""
+        if self._files.files:
+            self._files.truncate_dirty_files(end)
+
+    def find_end(self) -> int:
+        """The byte where the queue's entries end after :meth:`load` (nothing is cut yet);
+        sets :attr:`max_physical_offset`.
 
         Scans entries from the third-last file on (older files are taken as whole) up to
         the first invalid entry, as Apache does.
         """
         files = self._files.files
         if not files:
-            return
+            return 0
         end = files[-1].file_tail_offset
         last_entry: tuple[int, int] | None = None
         for mapped in files[max(len(files) - 3, 0) :]:
@@ -132,7 +163,7 @@ class ConsumeQueue:
                 break
         if last_entry is not None:
             self.max_physical_offset = last_entry[0] + last_entry[1]
-        self._files.truncate_dirty_files(end)
+        return end
 
     def truncate_dirty(self, max_physical_offset: int) -> None:
         """Remove the entries that point at or past ``max_physical_offset`` (the valid end
@@ -275,6 +306,8 @@ class ConsumeQueue:
             ENTRY.pack_into(mapped.buffer, pos, physical_offset, size, tags)
             self.max_physical_offset = physical_offset + size
             return
+        if self.conflict is None:
+            self.conflict = (mapped.path, queue_offset)
         log.warning(
             "consume queue %s-%d: queue offset %d already holds %s, ignoring %s",
             self.topic,
@@ -374,6 +407,16 @@ class ConsumeQueue:
         queue's end when none does); ``predicate`` must be monotone along the queue."""
         low = self._files.min_offset() // CQ_STORE_UNIT_SIZE
         high = self.max_offset
+        if low >= high:
+            return low
+        # the usual answers at start, the first entry (minimum) or none (nothing to cut),
+        # without a search
+        first = self.entry_at(low)
+        if first is None or predicate(first.physical_offset, first.size):
+            return low
+        last = self.entry_at(high - 1)
+        if last is not None and not predicate(last.physical_offset, last.size):
+            return high
         while low < high:
             mid = (low + high) // 2
             entry = self.entry_at(mid)
@@ -442,11 +485,21 @@ class ConsumeQueueStore:
         self._lock = threading.Lock()
         self._last_dispatched_timestamp = 0
 
-    def load(self) -> None:
-        """Map every existing ``consumequeue/<topic>/<queueId>/`` (run :meth:`recover` next)."""
+    def load(self, on_damage: Callable[[ConsumeQueue, StoreError], None] | None = None) -> None:
+        """Map every existing ``consumequeue/<topic>/<queueId>/`` (run :meth:`recover` next).
+
+        A queue that cannot be loaded raises :class:`StoreError`, unless ``on_damage(queue,
+        error)`` is given: it is then called (to set the damage aside and leave the queue
+        empty, loaded again) and loading goes on."""
         for topic, queue_id, directory in list_consume_queues(self.layout.consume_queue_root):
             queue = ConsumeQueue(topic, queue_id, directory, self.mapped_file_size)
-            queue.load()
+            try:
+                queue.load()
+            except StoreError as exc:
+                if on_damage is None:
+                    raise
+                queue.close()
+                on_damage(queue, exc)
             self._queues.setdefault(topic, {})[queue_id] = queue
 
     def recover(self) -> int:

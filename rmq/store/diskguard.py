@@ -5,9 +5,10 @@ the store sees the disk is full until a later put gets through again.  The store
 
 * when a new commitlog file cannot be created for want of space (ENOSPC, EDQUOT, EFBIG:
   :class:`~rmq.store.errors.DiskFullError`; that put stored nothing);
-* when a record's consume queue entry or index keys cannot be written (a file that cannot be
-  created): the record is stored, so its put is answered as stored, and it is dispatched later
-  (:meth:`~rmq.store.dispatch.Dispatcher.retry`), with every record after it;
+* when a record's consume queue entry cannot be written (a file that cannot be created): the
+  record is stored, so its put is answered as stored, and it is dispatched later
+  (:meth:`~rmq.store.dispatch.Dispatcher.retry`), with every record after it (an index file
+  that cannot be created refuses nothing: :mod:`rmq.store.indexlag`);
 * when the file system holding the commitlog or the consume queues is more than
   :data:`~rmq.store.cleanup.WARNING_RATIO` used, checked at put time, at most once every
   ``interval_ms`` (one ``statvfs`` per path).

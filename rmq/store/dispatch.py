@@ -17,13 +17,15 @@ the consume queue holds the entries, :attr:`Dispatcher.arrival_listener` (the br
 polling) is told the queue's new end: once per record, or once per batch for each tags code
 in it.
 
-A consume queue or index file that cannot be created (a full disk) does not fail the append
-that was already written: the dispatcher notes the first record it could not dispatch
-(:attr:`Dispatcher.retry_from`, and why: :attr:`Dispatcher.failure`) and leaves every later
-record alone (dispatch stays in commitlog order); :meth:`Dispatcher.retry` re-dispatches from
-there and stops again at the first record that still fails, so a retry on a disk still full
-costs one attempt.  The store refuses puts meanwhile and retries (:mod:`rmq.store.diskguard`);
-the dispatcher itself logs nothing, the store logs once per episode.
+An index file that cannot be created does not hold anything up: the keys wait in
+:class:`~rmq.store.indexlag.IndexLag` and are indexed later.  A consume queue file that
+cannot be created (a full disk) does not fail the append that was already written either: the
+dispatcher notes the first record it could not dispatch (:attr:`Dispatcher.retry_from`, and
+why: :attr:`Dispatcher.failure`) and leaves every later record alone (dispatch stays in
+commitlog order); :meth:`Dispatcher.retry` re-dispatches from there and stops again at the
+first record that still fails, so a retry on a disk still full costs one attempt.  The store
+refuses puts meanwhile and retries (:mod:`rmq.store.diskguard`); the dispatcher itself logs
+nothing, the store logs once per episode.
 
 Everything here runs on the writer thread, under the commitlog lock.
 """
@@ -45,6 +47,7 @@ from rmq.common.sysflag import (
 from rmq.store.commitlog import CommitLog, DispatchRequest
 from rmq.store.consumequeue import ConsumeQueueStore
 from rmq.store.errors import StoreError
+from rmq.store.indexlag import IndexLag
 from rmq.store.indexservice import IndexService
 
 log = logging.getLogger("rmq.store")
@@ -56,7 +59,9 @@ ArrivalListener = Callable[[str, int, int, int], None]
 class Dispatcher:
     """Builds the consume queues and the index of one store from its commitlog records.
 
-    ``index`` is None when the store keeps no index (``messageIndexEnable=false``).
+    ``index`` is None when the store keeps no index (``messageIndexEnable=false``); keys go
+    to it through ``index_lag`` (:mod:`rmq.store.indexlag`; one without a marker file when
+    not given), so an index file that cannot be created leaves the keys for later.
     ``delay_levels[level - 1]`` is the delay of each level in ms (the tags code of a parked
     message read back is its delivery time).  :attr:`redispatched` counts the records read
     back and dispatched.
@@ -67,9 +72,13 @@ class Dispatcher:
         consume_queues: ConsumeQueueStore,
         index: IndexService | None,
         delay_levels: tuple[int, ...],
+        index_lag: IndexLag | None = None,
     ) -> None:
         self.consume_queues = consume_queues
         self.index = index
+        self.index_lag = index_lag
+        if index_lag is None and index is not None:
+            self.index_lag = IndexLag(index)
         self.delay_levels = delay_levels
         self.arrival_listener: ArrivalListener | None = None
         self.retry_from = -1
@@ -103,7 +112,7 @@ class Dispatcher:
                 self.consume_queues.put(
                     topic, queue_id, queue_offset, physical_offset, size, tags_code, store_timestamp
                 )
-            index = self.index
+            index = self.index_lag
             if index is not None and tran_type != TRANSACTION_ROLLBACK_TYPE and (keys or uniq_key):
                 index.put_keys(
                     topic,
@@ -134,7 +143,7 @@ class Dispatcher:
             return
         self.attempts += 1
         put_entry = self.consume_queues.put
-        index = self.index
+        index = self.index_lag
         offset = physical_offset
         try:
             for size, tags_code, keys, uniq_key in zip(
@@ -160,7 +169,7 @@ class Dispatcher:
                 listener(topic, queue_id, queue_offset, tags_code)
 
     def _failed(self, physical_offset: int, exc: StoreError) -> None:
-        """A consume queue or index file could not be created: later records wait, and
+        """A consume queue file could not be created: later records wait, and
         :meth:`retry` starts from this one."""
         log.debug("dispatch of the record at %d failed: %s", physical_offset, exc)
         if self.retry_from < 0:
@@ -179,7 +188,7 @@ class Dispatcher:
                 info.queue_offset,
                 info.physical_offset,
                 info.total_size,
-                self._tags_code(info),
+                self.entry_tags_code(info),
                 info.store_timestamp,
                 info.sys_flag,
                 info.keys,
@@ -187,7 +196,7 @@ class Dispatcher:
             )
         )
 
-    def _tags_code(self, info: DispatchInfo) -> int:
+    def entry_tags_code(self, info: DispatchInfo) -> int:
         """The consume-queue tags code of a record read back: delivery time when parked."""
         if info.topic == RMQ_SYS_SCHEDULE_TOPIC:
             level = info.properties.get(PROPERTY_DELAY_TIME_LEVEL, "")

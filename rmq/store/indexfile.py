@@ -180,10 +180,19 @@ class IndexFile:
 
     @classmethod
     def open(cls, path: Path, hash_slot_num: int, index_num: int) -> IndexFile:
-        """Map an existing file read-write (geometry as in :meth:`open_read_only`)."""
+        """Map an existing file read-write (geometry as in :meth:`open_read_only`).
+
+        Raises :class:`StoreError` when no geometry fits, or when the header counts more
+        entries than the file has room for (a file cut short: writing to it would fail)."""
         mapped = MappedFile.open(str(path))
         try:
-            return cls._with_geometry(path, mapped.buffer, hash_slot_num, index_num, mapped)
+            index_file = cls._with_geometry(path, mapped.buffer, hash_slot_num, index_num, mapped)
+            if index_file.index_count > index_file.index_num:
+                raise StoreError(
+                    f"{path}: the header counts {index_file.index_count - 1} entries, more "
+                    f"than its {mapped.file_size} bytes hold (cut short)"
+                )
+            return index_file
         except StoreError:
             mapped.close()
             raise

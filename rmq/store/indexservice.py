@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from rmq.common.javahash import index_key_hash
@@ -55,17 +55,37 @@ class IndexService:
         self._files: list[IndexFile] = []
         self._lock = threading.Lock()
 
-    def load(self) -> None:
+    def load(self, set_aside: Callable[[Path, str], None] | None = None) -> int:
         """Map every index file of the directory (created when missing), oldest first,
         repairing what a crash left half written; leftovers of an interrupted file creation
-        are deleted."""
+        are deleted.
+
+        A file that cannot be opened (cut short, empty: no geometry fits its size) raises
+        :class:`StoreError`, unless ``set_aside(path, reason)`` is given: then that file is
+        handed to it (it moves the file away), the newer files are deleted (the index only
+        grows at its newest file), and the return value is the commitlog offset from which
+        the keys must be indexed again (the end of the last file kept, 0 when none is);
+        -1 when every file opened.
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         for leftover in remove_stale_temp_files(self.directory):
             log.warning("deleted %s, left by an interrupted index file creation", leftover)
-        files = []
+        files: list[IndexFile] = []
+        reindex_from = -1
+        paths = list_index_files(self.directory)
         try:
-            for path in list_index_files(self.directory):
-                index_file = IndexFile.open(path, self.hash_slot_num, self.index_num)
+            for number, path in enumerate(paths):
+                try:
+                    index_file = IndexFile.open(path, self.hash_slot_num, self.index_num)
+                except StoreError as exc:
+                    if set_aside is None:
+                        raise
+                    reindex_from = files[-1].end_phy_offset if files else 0
+                    set_aside(path, str(exc).removeprefix(f"{path}: "))
+                    for newer in paths[number + 1 :]:
+                        newer.unlink(missing_ok=True)
+                        log.warning("deleted %s, newer than a damaged index file", newer)
+                    break
                 files.append(index_file)
                 repaired = index_file.repair()
                 if repaired:
@@ -80,6 +100,7 @@ class IndexService:
             raise
         with self._lock:
             self._files = files
+        return reindex_from
 
     @property
     def files(self) -> Sequence[IndexFile]:

@@ -2,8 +2,9 @@
 
 :func:`report_recovery` logs a :class:`~rmq.store.recovery.RecoveryResult`: every damaged
 span recovery skipped at ERROR, data it dropped (commitlog bytes and records cut, consume
-queue and index entries removed, per topic and queue) at WARNING, a clean start at INFO; and,
-when anything was skipped, dropped, removed or restored, writes it as JSON to
+queue and index entries removed, per topic and queue, damaged files set aside) at WARNING, a
+clean start at INFO; and, when anything was skipped, dropped, removed, restored, set aside or
+rebuilt, writes it as JSON to
 ``<store>/recovery/<UTC time>.json`` (:func:`report_to_json` is the layout;
 ``rmq inspect recovery`` reads the files back).  The skipped bytes are not copied: they stay
 in place in the commitlog, and the report names the file, position and length.
@@ -65,6 +66,12 @@ def report_to_json(result: RecoveryResult, now_ms: int) -> dict[str, Any]:
         "restoredFiles": [
             {"file": os.path.basename(path), "size": size} for path, size in result.restored
         ],
+        "setAside": [
+            {"file": moved.file, "movedTo": moved.moved_to, "reason": moved.reason}
+            for moved in result.set_aside
+        ],
+        "rebuiltQueues": result.rebuilt_queues,
+        "reindexedFrom": result.reindexed_from,
     }
 
 
@@ -75,6 +82,9 @@ def _has_news(result: RecoveryResult) -> bool:
         or result.consume_queue_removed
         or result.index_removed
         or result.restored
+        or result.set_aside
+        or result.rebuilt_queues
+        or result.reindexed_from >= 0
     )
 
 
@@ -131,6 +141,10 @@ def report_recovery(result: RecoveryResult, store_root: Path | None) -> Path | N
         log.error("recovery blanked %d consume queue entries of %s (damaged records)", count, queue)
     if result.index_removed:
         log.warning("recovery removed %d index entries", result.index_removed)
+    if result.set_aside:
+        log.warning(
+            "recovery set %d damaged files aside, each named above%s", len(result.set_aside), where
+        )
     log.log(
         logging.ERROR if result.skipped else logging.WARNING if dropped else logging.INFO,
         "%s recovery: commitlog valid from %d to %d, %d records dispatched, %d spans skipped, "

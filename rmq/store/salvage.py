@@ -37,6 +37,7 @@ from rmq.common.recordwalk import (
     CRC_MASK,
     END_FILE_MIN_BLANK_LENGTH,
     MESSAGE_MAGIC,
+    Frame,
     RecordError,
     body_crc,
     frame_at,
@@ -162,9 +163,11 @@ def salvage_walk(
     *,
     check_crc: bool,
     on_record: Callable[[DispatchInfo], None] | None = None,
+    select: Callable[[memoryview, Frame], bool] | None = None,
 ) -> tuple[int, list[SkippedSpan]]:
     """Walk the records from ``start_offset``; returns where the log ends and the spans
-    skipped on the way (see the module docstring).  ``on_record`` gets every record kept."""
+    skipped on the way (see the module docstring).  ``on_record`` gets every record kept
+    (only those ``select(view, frame)`` takes, when given: the others are not decoded)."""
     files = list(commitlog.queue.files)
     mapped = commitlog.queue.find_mapped_file_by_offset(start_offset)
     if mapped is None:
@@ -193,7 +196,7 @@ def salvage_walk(
                         topic, prefix[3], prefix[5],
                     )
                 )  # fmt: skip
-            elif on_record is not None:
+            elif on_record is not None and (select is None or select(view, frame)):
                 on_record(dispatch_info(view, frame))
             pos = end
             last_at = at

@@ -5,7 +5,8 @@
 checkpoint, the lock and abort files, the flush threads and expiry.
 
 Lifecycle.  :meth:`MessageStore.start` takes the directory lock (a second process fails with
-a clear error), maps every file, recovers (:mod:`rmq.store.recovery`; what was found and cut
+a clear error), maps every file (a damaged one that would stop it is set aside:
+:mod:`rmq.store.setaside`), recovers (:mod:`rmq.store.recovery`; what was found and cut
 is :attr:`MessageStore.recovery`), creates the ``abort`` file and starts the flush threads.
 :meth:`MessageStore.shutdown` flushes everything, removes the ``abort`` file and releases the
 lock.
@@ -13,8 +14,10 @@ lock.
 Writes.  :meth:`MessageStore.put_message` and :meth:`MessageStore.put_messages` append to
 the commitlog, which dispatches each record inline (:mod:`rmq.store.dispatch`: its consume
 queue entry and index keys, then :attr:`MessageStore.arrival_listener`).  A full disk (a
-file that cannot be created, or the used space over the limit) makes puts SERVICE_NOT_AVAILABLE
-until space is back; a dispatch that failed is then resumed (:mod:`rmq.store.diskguard`).
+commitlog or consume queue file that cannot be created, or the used space over the limit)
+makes puts SERVICE_NOT_AVAILABLE until space is back; a dispatch that failed is then resumed
+(:mod:`rmq.store.diskguard`).  An index file that cannot be created refuses nothing: the keys
+are indexed later (:mod:`rmq.store.indexlag`).
 A slave appends what its master sent with :meth:`MessageStore.append_to_commitlog`.
 
 Reads.  :meth:`MessageStore.get_messages` is the pull path (:mod:`rmq.store.getmessage`).
@@ -32,9 +35,11 @@ thread.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from rmq.common.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rmq.common.delay import parse_delay_levels
@@ -55,6 +60,7 @@ from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.diskguard import PutGate
 from rmq.store.dispatch import ArrivalListener, Dispatcher
+from rmq.store.errors import StoreError
 from rmq.store.flush import CommitLogFlushService, LogicsFlushService
 from rmq.store.getmessage import (
     GetMessageResult,
@@ -63,6 +69,7 @@ from rmq.store.getmessage import (
     RecordFilter,
     TagsFilter,
 )
+from rmq.store.indexlag import MARKER_FILE, IndexLag
 from rmq.store.indexservice import IndexService
 from rmq.store.layout import StoreLayout
 from rmq.store.lockfile import (
@@ -74,8 +81,11 @@ from rmq.store.lockfile import (
 from rmq.store.mappedfile import Allocate
 from rmq.store.pageahead import PageAhead
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.queuecheck import on_load_failure
 from rmq.store.recovery import RecoveryResult, recover
+from rmq.store.recoveryreport import REPORT_DIR
 from rmq.store.salvage import record_intact
+from rmq.store.setaside import SetAsideDir, set_aside_empty_tail
 
 __all__ = [
     "ArrivalListener",
@@ -88,6 +98,8 @@ __all__ = [
     "RecoveryResult",
     "TagsFilter",
 ]
+
+log = logging.getLogger("rmq.store")
 
 _NEVER_UNUSED = frozenset({RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC})
 """Topics ``cleanUnusedTopic`` keeps even when no topic config names them."""
@@ -141,7 +153,12 @@ class MessageStore:
                 self.layout.index, config.max_hash_slot_num, config.max_index_num
             )
         delay_levels = parse_delay_levels(config.message_delay_level)
-        self._dispatcher = Dispatcher(self.consume_queues, self.index, delay_levels)
+        self.index_lag: IndexLag | None = None
+        if self.index is not None:
+            self.index_lag = IndexLag(self.index, self.layout.root / REPORT_DIR / MARKER_FILE)
+        self._dispatcher = Dispatcher(
+            self.consume_queues, self.index, delay_levels, index_lag=self.index_lag
+        )
         self.commitlog = CommitLog(
             self.layout.commitlog,
             config.mapped_file_size_commit_log,
@@ -195,10 +212,24 @@ class MessageStore:
             abnormal = abort_file_exists(self.layout.abort)
             os.makedirs(self.layout.root, exist_ok=True)
             self._checkpoint = StoreCheckpoint(self.layout.checkpoint)
-            self.commitlog.queue.load()
-            self.consume_queues.load()
-            if self.index is not None:
-                self.index.load()
+            set_aside = SetAsideDir(self.layout.root)
+            try:
+                self.commitlog.queue.load()
+            except StoreError:
+                if not set_aside_empty_tail(self.layout.commitlog, set_aside):
+                    raise
+                self.commitlog.queue.load()
+            rebuild: list[ConsumeQueue] = []
+            self.consume_queues.load(
+                lambda queue, error: on_load_failure(queue, error, set_aside, rebuild)
+            )
+            if self.index is not None and self.index_lag is not None:
+                reindex_from = self.index.load(
+                    lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
+                )
+                self.index_lag.load()
+                if reindex_from >= 0:
+                    self.index_lag.fall_behind(reindex_from, None)
             self.recovery = recover(
                 self.config,
                 self.commitlog,
@@ -206,6 +237,8 @@ class MessageStore:
                 self._checkpoint,
                 abnormal=abnormal,
                 store_root=self.layout.root,
+                set_aside=set_aside,
+                rebuild=rebuild,
             )
             self._replica_dispatched = self.recovery.end_offset
             create_abort_file(self.layout.abort)
@@ -216,6 +249,16 @@ class MessageStore:
         self._start_flush_services(self._checkpoint)
         self.running = True
         return self.recovery
+
+    @staticmethod
+    def _set_index_file_aside(path: Path, reason: str, set_aside: SetAsideDir) -> None:
+        moved = set_aside.move(path, reason)
+        log.warning(
+            "index file %s is damaged (%s): %s; its keys are indexed again from the commitlog",
+            path,
+            reason,
+            f"moved to {moved.moved_to}" if moved.moved_to else "deleted",
+        )
 
     def shutdown(self) -> None:
         """Flush everything, remove the ``abort`` file and release the lock."""
@@ -320,7 +363,12 @@ class MessageStore:
         return True
 
     def flush_logics(self, least_pages: int) -> None:
-        """Flush consume queues (and on a thorough flush the index), then the checkpoint."""
+        """Flush consume queues (and on a thorough flush the index), then the checkpoint;
+        first, when the index fell behind and it is time, try to catch it up
+        (:mod:`rmq.store.indexlag`)."""
+        lag = self.index_lag
+        if lag is not None and lag.due():
+            lag.catch_up(self.commitlog)
         checkpoint = self._checkpoint
         logics_timestamp = self.consume_queues.flush(least_pages)
         if checkpoint is None:

@@ -72,7 +72,7 @@ def reports(store: Path) -> list[dict[str, Any]]:
     directory = store / "recovery"
     if not directory.is_dir():
         return []
-    return [json.loads(p.read_text()) for p in sorted(directory.iterdir())]
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
 
 
 @pytest.mark.parametrize("stop", ["sigterm", "kill"])

@@ -8,6 +8,8 @@ the filler is deleted, and that every message answered SEND_OK can be pulled.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,15 @@ import pytest
 from rmq.common.message import iter_records
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
-from tests.procs import RemotingSession, RmqProcess, RmqProcesses, pull_header, send_header
+from rmq.remoting.headers import QueryMessageRequestHeader
+from tests.procs import (
+    RemotingSession,
+    RmqProcess,
+    RmqProcesses,
+    pull_header,
+    rmq_command,
+    send_header,
+)
 from tests.tmpfs import fill, mounted_tmpfs
 
 MIB = 1024 * 1024
@@ -141,3 +151,67 @@ def test_a_consume_queue_file_that_cannot_be_created_is_written_once_space_is_ba
         ]
         assert pull_bodies(session, broker, "FullDiskOld") == [b"old"]
     assert len(refusal_errors(broker)) == 1
+
+
+def query_by_key(session: RemotingSession, broker: RmqProcess, topic: str, key: str) -> list[bytes]:
+    header = QueryMessageRequestHeader(
+        topic=topic, key=key, max_num=32, begin_timestamp=0, end_timestamp=2**62
+    )
+    answer = session.invoke(broker.addr, RequestCode.QUERY_MESSAGE, header, timeout=10)
+    if answer.code != ResponseCode.SUCCESS or answer.body is None:
+        return []
+    return [bytes(record.body or b"") for _, record in iter_records(answer.body)]
+
+
+def index_errors(broker: RmqProcess) -> list[str]:
+    return [
+        line
+        for line in broker.log_text().splitlines()
+        if "ERROR" in line and "index" in line.lower()
+    ]
+
+
+def test_an_index_file_that_cannot_be_created_leaves_sends_alone_and_is_caught_up(
+    rmq_processes: RmqProcesses, small_disk: Path
+) -> None:
+    # a 56 MiB index file (400,000 slots, 2,700,000 entries) on a 96 MiB disk
+    broker = start_broker(
+        rmq_processes,
+        small_disk,
+        mappedFileSizeCommitLog=8 * MIB,
+        maxHashSlotNum=400_000,
+        maxIndexNum=2_700_000,
+    )
+    topic = "IndexFullTopic"
+    with RemotingSession(timeout=10) as session:
+        # 40 MiB free: the disk is not nearly full, but the index file does not fit
+        filler = fill(small_disk, 40 * MIB)
+        for n in range(200):
+            header = send_header(topic, {"WAIT": "true", "KEYS": f"key-{n}"})
+            answer = session.invoke(
+                broker.addr, RequestCode.SEND_MESSAGE_V2, header, body=b"body %d" % n
+            )
+            assert answer.code == ResponseCode.SUCCESS, (n, answer.code, answer.remark)
+        assert pull_bodies(session, broker, topic) == [b"body %d" % n for n in range(200)]
+        assert query_by_key(session, broker, topic, "key-7") == []
+        assert len(index_errors(broker)) == 1, index_errors(broker)
+        filler.unlink()
+        deadline = time.monotonic() + 30
+        while query_by_key(session, broker, topic, "key-7") == [] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert query_by_key(session, broker, topic, "key-7") == [b"body 7"]
+        header = send_header(topic, {"WAIT": "true", "KEYS": "key-after"})
+        answer = session.invoke(broker.addr, RequestCode.SEND_MESSAGE_V2, header, body=b"after")
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        assert query_by_key(session, broker, topic, "key-after") == [b"after"]
+        assert query_by_key(session, broker, topic, "key-199") == [b"body 199"]
+    assert len(index_errors(broker)) == 1
+    assert "index caught up" in broker.log_text()
+    broker.stop_cleanly()
+    verify = subprocess.run(
+        rmq_command(["inspect", str(small_disk / "store"), "verify", "-o", "json"]),
+        capture_output=True,
+        timeout=120,
+    )
+    assert verify.returncode == 0, verify.stdout.decode()
+    assert json.loads(verify.stdout)["ok"] is True

@@ -34,7 +34,11 @@ _REPORT_COLUMNS = (
     "consumeQueueEntriesRemoved",
     "indexEntriesRemoved",
     "restoredFiles",
+    "setAside",
+    "rebuiltQueues",
+    "reindexedFrom",
 )
+_SET_ASIDE_COLUMNS = ("report", "file", "movedTo", "reason")
 
 
 @app.command()
@@ -53,8 +57,9 @@ def recovery(
     output: OutputOption = None,
 ) -> None:
     """What each recovery of the broker skipped (damaged commitlog records and framing, left
-    in place), cut and removed (consume queue and index entries), oldest first; nothing
-    when every start was clean."""
+    in place), cut and removed (consume queue and index entries), set aside (damaged files,
+    moved under <store>/recovery/) and rebuilt (consume queues, index keys), oldest first;
+    nothing when every start was clean."""
     from rmq.store.errors import StoreError
     from rmq.store.offline.recoveries import load_reports, span_bytes
 
@@ -81,6 +86,11 @@ def recovery(
                 report.get("consumeQueueEntriesRemoved", {}).values()
             ),
             "restoredFiles": ", ".join(f["file"] for f in report.get("restoredFiles", [])),
+            "setAside": len(report.get("setAside", [])),
+            "rebuiltQueues": ", ".join(report.get("rebuiltQueues", {})),
+            "reindexedFrom": (
+                "" if report.get("reindexedFrom", -1) < 0 else report.get("reindexedFrom")
+            ),
         }
         for report in reports
     ]
@@ -93,3 +103,10 @@ def recovery(
     if spans:
         columns = (*_SPAN_COLUMNS, "hex") if show_bytes else _SPAN_COLUMNS
         render(spans, columns=columns, output=fmt, title="Skipped spans (left in place)")
+    moved = [
+        {"report": report["report"], **entry}
+        for report in reports
+        for entry in report.get("setAside", [])
+    ]
+    if moved:
+        render(moved, columns=_SET_ASIDE_COLUMNS, output=fmt, title="Damaged files set aside")

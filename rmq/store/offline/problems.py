@@ -37,6 +37,7 @@ class ProblemKind(enum.StrEnum):
     INDEX_BAD_HEADER = "index-bad-header"
     INDEX_ENTRY_NOT_A_RECORD = "index-entry-not-a-record"
     INDEX_KEY_MISMATCH = "index-key-mismatch"
+    INDEX_MISSING_ENTRY = "index-missing-entry"
     BAD_CONFIG = "bad-config"
 
 

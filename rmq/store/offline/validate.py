@@ -12,7 +12,12 @@ checks ride along with the scan instead of re-reading records:
   queue offset);
 * index entries are in commitlog order, so they are merged with the walk: entries at a
   record's offset must carry the hash of one of its ``topic#key`` strings; entries that fall
-  between records or past the end are checked one by one.
+  between records or past the end are checked one by one; after the newest indexed record
+  (or from where ``recovery/index-behind`` says a broker's index fell behind), every record
+  with keys (but a ROLLBACK) must have an entry for each of them: an index that stopped.
+  Records before it are not checked for missing entries: after a crash Apache deletes the
+  index files newer than its checkpoint and re-indexes only what it dispatches again, which
+  can leave records in the middle unindexed, and that is how its stores are.
 
 Problems of one kind in one file are capped
 (:data:`~rmq.store.offline.problems.PROBLEMS_PER_FILE_AND_KIND`), with a summary of how many
@@ -27,7 +32,7 @@ import itertools
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from rmq.common.javahash import index_key_hash
 from rmq.common.msgconst import KEY_SEPARATOR, PROPERTY_KEYS, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -42,11 +47,13 @@ from rmq.store.consumequeue import CQ_STORE_UNIT_SIZE, PRE_BLANK_SIZE, is_valid_
 from rmq.store.errors import StoreError
 from rmq.store.indexfile import ENTRY as ENTRY_INDEX
 from rmq.store.indexfile import IndexEntry, IndexFile, index_key
+from rmq.store.indexlag import MARKER_FILE
 from rmq.store.layout import list_consume_queues
 from rmq.store.offline.files import CONFIG_FILES, ReadOnlyFile, check_data_end, check_queue_files
 from rmq.store.offline.problems import Problem, ProblemKind, ProblemLog, Report
 from rmq.store.offline.queues import MappedQueue, map_queue, valid_entries
 from rmq.store.offline.scan import Progress, RecordFrame, property_value
+from rmq.store.recoveryreport import REPORT_DIR
 
 if TYPE_CHECKING:
     from rmq.store.offline.reader import StoreReader
@@ -116,6 +123,10 @@ class _Validation:
         self.commitlog = reader.commitlog
         self.report = ValidationReport(reader.layout.root)
         self.problems = ProblemLog()
+        self.index_from = _BEYOND_ANY_OFFSET
+        """Records from this commitlog offset on must have their keys indexed."""
+        self.unindexed: list[Any] = []
+        """[first commitlog offset, count, first topic] of records lacking index entries."""
 
     def run(self, progress: Progress | None) -> ValidationReport:
         report = self.report
@@ -160,10 +171,20 @@ class _Validation:
     ) -> None:
         report.commitlog_files = len(self.commitlog.files)
         report.min_physical_offset = self.commitlog.min_offset
+        self.index_from = min(self._index_end(index_files) + 1, self._index_behind_from())
         with contextlib.closing(self._index_entries(index_files)) as index_entries:
             self._walk_and_match(report, queues, index_entries, problems, progress)
         report.bytes_scanned = sum(f.size for f in self.commitlog.files)
         report.index_files = len(index_files)
+        if self.unindexed:
+            first_physical, count, topic = self.unindexed
+            problems(
+                ProblemKind.INDEX_MISSING_ENTRY,
+                self.reader.layout.index,
+                0,
+                f"{count} records with keys have no index entry for some or all of them "
+                f"(first: commitlog offset {first_physical}, topic {topic})",
+            )
         for queue in queues.values():
             if queue.missing:
                 first_physical, count, first_queue_offset = queue.missing
@@ -188,6 +209,7 @@ class _Validation:
         the index entries in (see the module docstring)."""
         pending = next(index_entries, None)
         pending_offset = _BEYOND_ANY_OFFSET if pending is None else pending[2][1]
+        index_from = self.index_from
         records = 0
         index_entries_seen = 0
         end = self.commitlog.min_offset
@@ -202,21 +224,30 @@ class _Validation:
                     queue.matched += 1  # type: ignore[union-attr]
                 elif fields is None or not is_valid_entry(fields[0], fields[1]):
                     self._note_missing_entry(queues, frame)
-            if pending_offset > physical_offset:
-                continue
             while pending is not None and pending_offset < physical_offset:
                 self._check_index_entry(pending, problems)
                 index_entries_seen += 1
                 pending = next(index_entries, None)
                 pending_offset = _BEYOND_ANY_OFFSET if pending is None else pending[2][1]
-            if pending_offset == physical_offset:
-                hashes = _frame_key_hashes(frame)
-                while pending is not None and pending_offset == physical_offset:
-                    if pending[2][0] not in hashes:
-                        self._report_index_key_mismatch(pending, topic, problems)
-                    index_entries_seen += 1
-                    pending = next(index_entries, None)
-                    pending_offset = _BEYOND_ANY_OFFSET if pending is None else pending[2][1]
+            if pending_offset > physical_offset:
+                if physical_offset >= index_from and (
+                    sys_flag & TRANSACTION_TYPE_MASK != TRANSACTION_ROLLBACK_TYPE
+                    and _frame_key_hashes(frame)
+                ):
+                    self._note_unindexed(frame)
+                continue
+            hashes = _frame_key_hashes(frame)
+            seen = set()
+            while pending is not None and pending_offset == physical_offset:
+                if pending[2][0] not in hashes:
+                    self._report_index_key_mismatch(pending, topic, problems)
+                    seen.update(hashes)  # reported as the mismatch
+                seen.add(pending[2][0])
+                index_entries_seen += 1
+                pending = next(index_entries, None)
+                pending_offset = _BEYOND_ANY_OFFSET if pending is None else pending[2][1]
+            if physical_offset >= index_from and not seen.issuperset(hashes):
+                self._note_unindexed(frame)
         while pending is not None:
             self._check_index_entry(pending, problems)
             index_entries_seen += 1
@@ -224,6 +255,29 @@ class _Validation:
         report.records = records
         report.index_entries = index_entries_seen
         report.max_physical_offset = end
+
+    @staticmethod
+    def _index_end(index_files: list[IndexFile]) -> int:
+        """Commitlog offset of the newest indexed record (beyond any offset when nothing is
+        indexed: a store without an index)."""
+        ends = [f.end_phy_offset for f in index_files if f.index_count > 1]
+        return max(ends) if ends else _BEYOND_ANY_OFFSET - 1
+
+    def _index_behind_from(self) -> int:
+        """Where a broker noted its index fell behind (``recovery/index-behind``: the keys
+        from there on were not indexed when it stopped), else beyond any offset."""
+        try:
+            text = (self.reader.layout.root / REPORT_DIR / MARKER_FILE).read_text().strip()
+        except OSError:
+            return _BEYOND_ANY_OFFSET
+        return int(text) if text.isdigit() else _BEYOND_ANY_OFFSET
+
+    def _note_unindexed(self, frame: RecordFrame) -> None:
+        """A record (from the first indexed one on) lacking index entries for its keys."""
+        if self.unindexed:
+            self.unindexed[1] += 1
+        else:
+            self.unindexed = [frame.physical_offset, 1, frame.topic]
 
     def _note_missing_entry(
         self, queues: dict[tuple[str, int], MappedQueue], frame: RecordFrame

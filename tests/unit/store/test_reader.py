@@ -190,6 +190,36 @@ def test_index_entry_for_a_key_the_record_does_not_have(tmp_path: Path) -> None:
     }
 
 
+def test_records_whose_keys_were_never_indexed_are_reported(tmp_path: Path) -> None:
+    store = build(tmp_path)
+    last_offset = store.index[-1][1]
+    store.index = [entry for entry in store.index if entry[1] != last_offset]
+    store.write_index()
+    with StoreReader(store.root) as reader:
+        report = reader.validate()
+    assert problems(report) == {
+        (ProblemKind.INDEX_MISSING_ENTRY, store.root / "index", 0),
+    }
+    message = report.problems[0].message
+    assert message.startswith("1 records with keys have no index entry")
+    assert f"(first: commitlog offset {last_offset}, topic TopicTest)" in message
+
+
+def test_records_after_where_a_broker_noted_its_index_fell_behind_are_reported(
+    tmp_path: Path,
+) -> None:
+    store = build(tmp_path)
+    store.index = []
+    store.write_index()
+    with StoreReader(store.root) as reader:
+        assert reader.validate().problems == []  # no index at all: nothing was ever indexed
+    (store.root / "recovery").mkdir()
+    (store.root / "recovery" / "index-behind").write_text("0\n")
+    with StoreReader(store.root) as reader:
+        report = reader.validate()
+    assert problems(report) == {(ProblemKind.INDEX_MISSING_ENTRY, store.root / "index", 0)}
+
+
 @pytest.mark.parametrize(
     ("kind", "entry"),
     [
