@@ -15,8 +15,11 @@ responses leave in whatever order handlers finish.  Rules, after Apache's
 * no handler for the code -> REQUEST_CODE_NOT_SUPPORTED with remark
   " request type <code> not supported", oneway or not (Apache's name server stays silent;
   rmq always answers, so a client gets an error instead of a timeout);
-* the handler raises -> SYSTEM_ERROR with a short description of the exception (a
-  `HeaderError`'s own text), suppressed for oneway requests;
+* the handler raises -> SYSTEM_ERROR, suppressed for oneway requests.  The remark says what
+  was wrong with the request when the request was at fault (a `HeaderError`'s own text, a
+  `BodyError` as `BodyError: <text>`), and is otherwise `error_remark`'s generic line naming
+  the request and the exception's type: never a message, a source file or a traceback of the
+  server, which go to its log (WARNING, with the traceback);
 * the handler returns None, or the request was oneway -> nothing is written.
 
 A response goes out with the request's opaque and in the request's serialize type (the C++
@@ -41,11 +44,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import traceback
 import typing
 from collections.abc import Awaitable, Callable
 
 from rmq.common.timeutil import format_seconds
+from rmq.remoting.bodies.codec import BodyError
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import Buffer, RemotingCommand, create_response, not_supported_response
 from rmq.remoting.errors import (
@@ -85,13 +88,19 @@ def _answering(request: RemotingCommand, response: RemotingCommand) -> None:
     response.serialize_type = request.serialize_type
 
 
-def _describe_exception(exc: BaseException) -> str:
-    """Exception type, message and where it was raised: the remark of a SYSTEM_ERROR."""
-    text = f"{type(exc).__name__}: {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
-        text += f", at {frames[-1].filename}:{frames[-1].lineno}"
-    return text
+def error_remark(request: RemotingCommand, exc: BaseException) -> str:
+    """The remark of the SYSTEM_ERROR answering `request` whose handler raised `exc`.
+
+    A request the server cannot read (a header or body that does not decode) learns why; any
+    other failure is the server's own, and its remark names only the request and the
+    exception's type: the message and traceback may name the server's files, so they stay in
+    its log."""
+    if isinstance(exc, HeaderError):
+        return str(exc)
+    if isinstance(exc, BodyError):
+        return f"BodyError: {exc}"
+    kind = type(exc).__name__
+    return f"{request.code_name} failed: internal server error ({kind}); see the server's log"
 
 
 class RemotingEndpoint:
@@ -147,18 +156,21 @@ class RemotingEndpoint:
         else:
             try:
                 response = await handler(connection, request)
-            except HeaderError as exc:
-                log.warning("%s sent %s with a bad header: %s", connection, request.code_name, exc)
-                response = create_response(ResponseCode.SYSTEM_ERROR, str(exc))
+            except (HeaderError, BodyError) as exc:
+                log.warning(
+                    "%s sent %s that does not decode: %s", connection, request.code_name, exc
+                )
+                response = create_response(ResponseCode.SYSTEM_ERROR, error_remark(request, exc))
             except Exception as exc:
                 log.warning(
-                    "processing %s from %s failed: %s",
+                    "processing %s from %s failed: %s: %s",
                     request.code_name,
                     connection,
-                    _describe_exception(exc),
-                    exc_info=log.isEnabledFor(logging.DEBUG),
+                    type(exc).__name__,
+                    exc,
+                    exc_info=True,
                 )
-                response = create_response(ResponseCode.SYSTEM_ERROR, _describe_exception(exc))
+                response = create_response(ResponseCode.SYSTEM_ERROR, error_remark(request, exc))
             if request.is_oneway:
                 return
         if response is not None:

@@ -233,16 +233,27 @@ def test_default_handler_serves_unregistered_codes(run: Runner) -> None:
     run(scenario())
 
 
-def test_failing_handler_answers_system_error(run: Runner) -> None:
+def test_failing_handler_answers_system_error_and_logs_the_traceback(
+    run: Runner, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The remark names the request and the exception's type only; the message, the file and
+    the traceback go to the server's log."""
+
     async def scenario() -> None:
         async with serving() as server, RemotingClient() as client:
             response = await client.invoke(addr_of(server), create_request(FAILING), timeout=3)
             assert response.code == ResponseCode.SYSTEM_ERROR
-            assert response.remark is not None
-            assert response.remark.startswith("ValueError: broken processor, at ")
-            assert "test_remoting_server.py" in response.remark
+            assert response.remark == (
+                "DELETE_KV_CONFIG(102) failed: internal server error (ValueError); "
+                "see the server's log"
+            )
 
-    run(scenario())
+    with caplog.at_level(logging.WARNING, logger="rmq.remoting"):
+        run(scenario())
+    logged = [r for r in caplog.records if r.exc_info and "DELETE_KV_CONFIG" in r.getMessage()]
+    assert len(logged) == 1
+    assert "broken processor" in logged[0].getMessage()
+    assert "test_remoting_server.py" in caplog.text  # the traceback
 
 
 def test_bad_header_answers_system_error_naming_the_field(run: Runner) -> None:
