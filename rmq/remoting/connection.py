@@ -25,6 +25,10 @@ responses leave in whatever order handlers finish.  Rules, after Apache's
 A response goes out with the request's opaque and in the request's serialize type (the C++
 client reads only JSON, and sends only JSON).
 
+A connection that closes fails the requests still waiting with `RemotingConnectError`; when
+it was plain and the peer never sent a byte, with `ClosedUnanswered` (a server in TLS
+enforcing mode closes a plain client's connection so, after reading its first bytes).
+
 A frame that cannot be decoded, or is longer than the maximum frame size, is logged at
 WARNING with the peer and the reason, and only that connection is closed.  A connection
 without traffic in either direction for `idle_timeout` seconds is closed (Netty's all-idle
@@ -52,6 +56,7 @@ from rmq.remoting.bodies.codec import BodyError
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import Buffer, RemotingCommand, create_response, not_supported_response
 from rmq.remoting.errors import (
+    ClosedUnanswered,
     HeaderError,
     RemotingConnectError,
     RemotingProtocolError,
@@ -222,6 +227,8 @@ class Connection(asyncio.Protocol):
         self._outgoing_bytes = 0
         self._turn_open = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
+        self._tls = False
+        self._received_any = False
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
 
@@ -249,6 +256,7 @@ class Connection(asyncio.Protocol):
         self._transport = typing.cast(asyncio.Transport, transport)
         self.remote_address = transport.get_extra_info("peername")[:2]
         self.local_address = transport.get_extra_info("sockname")[:2]
+        self._tls = transport.get_extra_info("sslcontext") is not None
         self._last_activity = self._loop.time()
         limits = self._endpoint.limits
         self._transport.set_write_buffer_limits(limits.write_buffer_high, limits.write_buffer_low)
@@ -258,6 +266,7 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_activity = self._loop.time()
+        self._received_any = True
         try:
             for frame in self._splitter.feed(data):
                 if self._transport is None or self._transport.is_closing():
@@ -271,7 +280,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
-        error = RemotingConnectError(f"connection to {self.remote_addr} closed")
+        error = self._closed_error(f"connection to {self.remote_addr} closed")
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(error)
@@ -282,6 +291,12 @@ class Connection(asyncio.Protocol):
         self._closed.set_result(None)
         log.debug("%s closed%s", self, f": {exc}" if exc else "")
         self._endpoint._connection_closed(self)
+
+    def _closed_error(self, message: str) -> RemotingConnectError:
+        """The error of a request this closed connection leaves unanswered."""
+        if self._tls or self._received_any:
+            return RemotingConnectError(message)
+        return ClosedUnanswered(message, self.remote_addr)
 
     def pause_writing(self) -> None:
         if self._writable is None:
@@ -413,7 +428,7 @@ class Connection(asyncio.Protocol):
             await asyncio.shield(self._writable)
         transport = self._transport
         if transport is None or transport.is_closing():
-            raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
+            raise self._closed_error(f"connection to {self.remote_addr} is closed")
         body_length = command.body_length
         header = encode_header_parts(command, body_length)
         buffers: list[Buffer] = [header]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import json
 import logging
 import socket
@@ -18,7 +19,12 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection
-from rmq.remoting.errors import ListenError, RemotingConnectError, RemotingTimeoutError
+from rmq.remoting.errors import (
+    ClosedUnanswered,
+    ListenError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
 from rmq.remoting.frame import decode_frame, encode_frame
 from rmq.remoting.headers import (
     GetConsumerRunningInfoRequestHeader,
@@ -537,5 +543,43 @@ def test_idle_connection_is_closed(run: Runner) -> None:
             assert len(server.connections) == 1
             idle.close()
             busy.close()
+
+    run(scenario())
+
+
+def test_a_peer_closing_unanswered_is_told_apart(run: Runner) -> None:
+    """A peer that reads a request and closes without a byte (a server in TLS enforcing mode
+    does so to a plain client) fails it with ClosedUnanswered; one that answered before it
+    closed fails the next with a plain RemotingConnectError."""
+
+    async def reads_then_closes(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answers: int
+    ) -> None:
+        for _ in range(answers):
+            (length,) = struct.unpack(">i", await reader.readexactly(4))
+            request = decode_frame(memoryview(await reader.readexactly(length)))
+            response = create_response(ResponseCode.SUCCESS)
+            response.opaque = request.opaque
+            response.mark_response()
+            writer.write(encode_frame(response))
+        await reader.read(1)
+        writer.close()
+
+    async def scenario() -> None:
+        errors = []
+        for answers in (0, 1):
+            serve = functools.partial(reads_then_closes, answers=answers)
+            server = await asyncio.start_server(serve, "127.0.0.1", 0)
+            addr = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+            async with server, RemotingClient() as client:
+                for _ in range(answers):
+                    assert (await client.invoke(addr, echo_request(), timeout=3)).code == 0
+                with pytest.raises(RemotingConnectError) as raised:
+                    await client.invoke(addr, echo_request(), timeout=3)
+                errors.append(raised.value)
+        unanswered, answered = errors
+        assert isinstance(unanswered, ClosedUnanswered)
+        assert unanswered.addr == str(unanswered).split()[2]
+        assert not isinstance(answered, ClosedUnanswered)
 
     run(scenario())
