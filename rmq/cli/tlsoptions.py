@@ -17,7 +17,7 @@ through `add_tls_options`, called by `rmq.cli.main.load_command`:
 `--tls` connects to the name server and the brokers over TLS and, like Apache's client in its
 default test mode, accepts any server certificate; `--tls-ca FILE` (which implies `--tls`)
 accepts only servers whose certificate chain FILE vouches for.  A command without TLS whose
-server closed a connection without answering (`ClosedUnanswered`: what a server in TLS
+server closed a connection without answering (`PlainConnectionRefused`: what a server in TLS
 enforcing mode does to a plain client) ends with `plain_refused`'s one line suggesting --tls.
 """
 
@@ -165,16 +165,18 @@ def plain_refused(exc: BaseException) -> RmqError | None:
     """The one-line error of a command without TLS whose server closed a connection without
     answering, as a server in TLS enforcing mode does (found in `exc` or its causes); None
     when there is none or the command uses TLS."""
-    from rmq.remoting.errors import ClosedUnanswered
+    from rmq.remoting.errors import PlainConnectionRefused
     from rmq.remoting.tls import default_client_context
 
     if default_client_context() is not None:
         return None
     for _, error in exception_chain(exc):
-        if isinstance(error, ClosedUnanswered):
+        if isinstance(error, PlainConnectionRefused):
+            what = (
+                "answered in TLS" if error.tls_record else "closed the connection without an answer"
+            )
             return RmqError(
-                f"{error.addr} closed the connection without an answer, as a server in TLS "
-                "enforcing mode does to a plain client",
+                f"{error.addr} {what}, as a server in TLS enforcing mode does to a plain client",
                 f"add --tls (or set {TLS_ENV}=1)",
             )
     return None

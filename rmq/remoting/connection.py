@@ -26,8 +26,10 @@ A response goes out with the request's opaque and in the request's serialize typ
 client reads only JSON, and sends only JSON).
 
 A connection that closes fails the requests still waiting with `RemotingConnectError`; when
-it was plain and the peer never sent a byte, with `ClosedUnanswered` (a server in TLS
-enforcing mode closes a plain client's connection so, after reading its first bytes).
+it was plain and the peer never answered, with `PlainConnectionRefused`: the peer closed it
+before sending a byte (what a server in TLS enforcing mode does to a plain client), or the
+first bytes it sent back were a TLS record (`_TLS_RECORD`, which no frame starts with: its
+length would be over 350 MB), and then this side closes it at once.
 
 A frame that cannot be decoded, or is longer than the maximum frame size, is logged at
 WARNING with the peer and the reason, and only that connection is closed.  A connection
@@ -56,8 +58,8 @@ from rmq.remoting.bodies.codec import BodyError
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import Buffer, RemotingCommand, create_response, not_supported_response
 from rmq.remoting.errors import (
-    ClosedUnanswered,
     HeaderError,
+    PlainConnectionRefused,
     RemotingConnectError,
     RemotingProtocolError,
     RemotingTimeoutError,
@@ -78,6 +80,10 @@ Handler = Callable[["Connection", RemotingCommand], Awaitable[RemotingCommand | 
 _OUTGOING_LIMIT = 256 * 1024
 
 _connection_ids = itertools.count(1)
+
+# The first two bytes of a TLS alert or handshake record (content type 21 or 22, major version
+# 3): a TLS server's answer to a plain client.
+_TLS_RECORD = (b"\x15\x03", b"\x16\x03")
 
 
 def address_text(address: tuple[str, int]) -> str:
@@ -229,6 +235,7 @@ class Connection(asyncio.Protocol):
         self._closed: asyncio.Future[None] = self._loop.create_future()
         self._tls = False
         self._received_any = False
+        self._tls_record = False  # a plain request was answered with a TLS record
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
 
@@ -266,6 +273,11 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_activity = self._loop.time()
+        if not (self._received_any or self._tls) and self._pending and data[:2] in _TLS_RECORD:
+            log.debug("%s answered a plain request with TLS: closing", self)
+            self._tls_record = True
+            self.abort()
+            return
         self._received_any = True
         try:
             for frame in self._splitter.feed(data):
@@ -296,7 +308,7 @@ class Connection(asyncio.Protocol):
         """The error of a request this closed connection leaves unanswered."""
         if self._tls or self._received_any:
             return RemotingConnectError(message)
-        return ClosedUnanswered(message, self.remote_addr)
+        return PlainConnectionRefused(message, self.remote_addr, tls_record=self._tls_record)
 
     def pause_writing(self) -> None:
         if self._writable is None:

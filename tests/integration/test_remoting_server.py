@@ -20,8 +20,8 @@ from rmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection
 from rmq.remoting.errors import (
-    ClosedUnanswered,
     ListenError,
+    PlainConnectionRefused,
     RemotingConnectError,
     RemotingTimeoutError,
 )
@@ -547,13 +547,18 @@ def test_idle_connection_is_closed(run: Runner) -> None:
     run(scenario())
 
 
-def test_a_peer_closing_unanswered_is_told_apart(run: Runner) -> None:
-    """A peer that reads a request and closes without a byte (a server in TLS enforcing mode
-    does so to a plain client) fails it with ClosedUnanswered; one that answered before it
-    closed fails the next with a plain RemotingConnectError."""
+TLS_ALERT = b"\x15\x03\x03\x00\x02\x02\x46"
+"""A TLS alert record (fatal, protocol_version), as a TLS server may answer plain bytes."""
 
-    async def reads_then_closes(
-        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answers: int
+
+def test_a_peer_refusing_a_plain_connection_is_told_apart(run: Runner) -> None:
+    """A peer that reads a request and closes without a byte (a server in TLS enforcing mode
+    does so to a plain client), or answers it with a TLS record, fails it with
+    PlainConnectionRefused; one that answered before it closed fails the next with a plain
+    RemotingConnectError."""
+
+    async def peer(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answers: int, last: bytes
     ) -> None:
         for _ in range(answers):
             (length,) = struct.unpack(">i", await reader.readexactly(4))
@@ -563,23 +568,29 @@ def test_a_peer_closing_unanswered_is_told_apart(run: Runner) -> None:
             response.mark_response()
             writer.write(encode_frame(response))
         await reader.read(1)
+        if last:
+            writer.write(last)
+            await reader.read()  # the client closes at a TLS record
         writer.close()
 
+    async def refusal(answers: int, last: bytes) -> RemotingConnectError:
+        serve = functools.partial(peer, answers=answers, last=last)
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        addr = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with server, RemotingClient() as client:
+            for _ in range(answers):
+                assert (await client.invoke(addr, echo_request(), timeout=3)).code == 0
+            with pytest.raises(RemotingConnectError) as raised:
+                await client.invoke(addr, echo_request(), timeout=3)
+        return raised.value
+
     async def scenario() -> None:
-        errors = []
-        for answers in (0, 1):
-            serve = functools.partial(reads_then_closes, answers=answers)
-            server = await asyncio.start_server(serve, "127.0.0.1", 0)
-            addr = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
-            async with server, RemotingClient() as client:
-                for _ in range(answers):
-                    assert (await client.invoke(addr, echo_request(), timeout=3)).code == 0
-                with pytest.raises(RemotingConnectError) as raised:
-                    await client.invoke(addr, echo_request(), timeout=3)
-                errors.append(raised.value)
-        unanswered, answered = errors
-        assert isinstance(unanswered, ClosedUnanswered)
-        assert unanswered.addr == str(unanswered).split()[2]
-        assert not isinstance(answered, ClosedUnanswered)
+        closed = await refusal(0, b"")
+        assert isinstance(closed, PlainConnectionRefused) and not closed.tls_record
+        assert str(closed) == f"connection to {closed.addr} closed"
+        alert = await refusal(0, TLS_ALERT)
+        assert isinstance(alert, PlainConnectionRefused) and alert.tls_record
+        answered = await refusal(1, b"")
+        assert not isinstance(answered, PlainConnectionRefused)
 
     run(scenario())

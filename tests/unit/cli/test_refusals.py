@@ -12,7 +12,7 @@ from rmq.cli.refusals import quiet_refused_retries, refusal
 from rmq.client.admin import AdminError
 from rmq.client.errors import MQClientError
 from rmq.remoting import tls
-from rmq.remoting.errors import ClosedUnanswered, RemotingConnectError
+from rmq.remoting.errors import PlainConnectionRefused, RemotingConnectError
 
 BROKER = "127.0.0.1:10911"
 LINE = (
@@ -21,8 +21,8 @@ LINE = (
 )
 
 
-def closed() -> ClosedUnanswered:
-    return ClosedUnanswered(f"connection to {BROKER} closed", BROKER)
+def closed() -> PlainConnectionRefused:
+    return PlainConnectionRefused(f"connection to {BROKER} closed", BROKER)
 
 
 def failed_send(cause: Exception) -> MQClientError:
@@ -43,6 +43,15 @@ def test_a_plain_connection_closed_unanswered_suggests_tls(exc: Exception) -> No
     found = refusal(exc)
     assert found is not None and found.line() == LINE
     assert as_rmq_error(exc).line() == LINE
+
+
+def test_a_tls_record_in_answer_suggests_tls() -> None:
+    answered = PlainConnectionRefused(f"connection to {BROKER} closed", BROKER, tls_record=True)
+    found = refusal(failed_send(answered))
+    assert found is not None
+    assert found.line() == LINE.replace(
+        "closed the connection without an answer", "answered in TLS"
+    )
 
 
 def test_no_tls_line_for_other_failures_or_with_tls() -> None:
