@@ -13,10 +13,12 @@ updateGlobalWhiteAddr, on the same admin operations (rmq/client/adminops/acl.py)
 --broker a change goes to every broker (masters and slaves: each keeps its own file) of
 --cluster, which defaults to the only cluster the name server knows; `list` asks the masters
 (GET_BROKER_CLUSTER_ACL_INFO) for the data version of each ACL file.  The requests are
-signed with the caller's own credentials (--access-key/--secret-key) unless its address is
-globally white; as in Apache 4.9.8, any account may send them (admin permission guards five
-other requests only).  An account's secret is given with --secret (`-` reads it from stdin), never
-printed back: a dry run shows it masked.  A change prints one row per broker it changed.
+signed with the caller's own credentials (--access-key/--secret-key).  An rmq broker answers
+`set`, `delete` and `whitelist` only when an admin account signed them, from any address (a
+global white address included); Apache 4.9.8's answers them for any account, and for anyone
+at a global white address.  An account's secret is given with --secret (`-` reads it from
+stdin), never printed back: a dry run shows it masked.  A change prints one row per broker it
+changed.
 """
 
 from __future__ import annotations
@@ -298,7 +300,8 @@ def whitelist(
 ) -> None:
     """Set the global white remote addresses (UPDATE_GLOBAL_WHITE_ADDRS_CONFIG).
 
-    Requests from these addresses need no signature at all.
+    Requests from these addresses need no signature, except those that change the ACL: an
+    rmq broker answers them only when an admin account signed them.
     """
     from rmq.client.adminops.acl import update_global_white
 

@@ -12,19 +12,15 @@ A broker with `aclEnable=true` refuses a request with SYSTEM_ERROR and the remar
 
 The remark is the source for the resource and, where it has one, the access key; the
 permission is what the command needed (`topic_perm`: PUB to send, SUB to consume; groups
-always need SUB); the access key otherwise is the one the command signed with.
-
-Since the refusal becomes the command's one error line, `quiet_acl_retries` keeps the
-client's per-attempt warnings about it ("send ... failed (...), retrying") off stderr unless
-`--debug` is on.
+always need SUB); the access key otherwise is the one the command signed with.  A refusal
+ends the command (`rmq.cli.refusals`).
 """
 
 from __future__ import annotations
 
-import logging
 import re
 
-from rmq.cli.errors import RmqError
+from rmq.cli.errors import RmqError, exception_chain
 
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException: "
 _FRAME = re.compile(r", org\.apache\.rocketmq\.[\w.$]+\([\w.]+:\d+\)$")
@@ -53,20 +49,14 @@ def acl_error(exc: BaseException, *, topic_perm: str = "PUB") -> RmqError | None
 
 def _refusals(exc: BaseException) -> list[tuple[str | None, str | None]]:
     """(broker address, remark) of every broker answer inside `exc`."""
-    from rmq.client.admin import AdminError
     from rmq.client.errors import MQBrokerError, MQClientError
 
     found: list[tuple[str | None, str | None]] = []
-    error: BaseException | None = exc
-    while error is not None:
+    for server, error in exception_chain(exc):
         if isinstance(error, MQBrokerError):
-            found.append((error.addr, error.remark))
+            found.append((error.addr or server, error.remark))
         elif isinstance(error, MQClientError):
-            found.append((None, error.remark))
-        elif isinstance(error, AdminError):
-            for addr, failure in error.failures.items():
-                found += [(where or addr, remark) for where, remark in _refusals(failure)]
-        error = error.__cause__
+            found.append((server, error.remark))
     return found
 
 
@@ -101,28 +91,6 @@ def _describe(message: str, addr: str | None, topic_perm: str) -> RmqError:
             "use an admin account's access key",
         )
     return RmqError(f"refused by the broker's ACL{where}: {message}")
-
-
-class _AclRetryFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.WARNING or logging.getLogger().isEnabledFor(logging.DEBUG):
-            return True
-        args = record.args if isinstance(record.args, tuple) else ()
-        return not any(isinstance(arg, BaseException) and _is_refusal(arg) for arg in args)
-
-
-_RETRY_FILTER = _AclRetryFilter()
-
-
-def quiet_acl_retries() -> None:
-    """Drop the client's warnings about attempts an ACL refused (see the module docstring)."""
-    client_log = logging.getLogger("rmq.client")
-    if _RETRY_FILTER not in client_log.filters:
-        client_log.addFilter(_RETRY_FILTER)
-
-
-def _is_refusal(exc: BaseException) -> bool:
-    return any(acl_message(remark) is not None for _, remark in _refusals(exc))
 
 
 def _access_key() -> str | None:

@@ -222,7 +222,7 @@ async def _read_queue(
     import asyncio
     import logging
 
-    from rmq.cli.aclerrors import acl_error
+    from rmq.cli.refusals import refusal
     from rmq.client.consumer import PullStatus
     from rmq.client.errors import ClientError
     from rmq.remoting.errors import RemotingError
@@ -241,7 +241,7 @@ async def _read_queue(
                 block=end is None,
             )
         except (ClientError, RemotingError) as exc:
-            refused = acl_error(exc, topic_perm="SUB")
+            refused = refusal(exc, topic_perm="SUB")
             if refused is not None:
                 raise refused from exc  # every pull would be refused alike
             log.warning("pulling queue %d of %s failed: %s", mq.queue_id, mq.broker_name, exc)

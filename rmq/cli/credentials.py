@@ -13,8 +13,8 @@ resolved like any other setting (`rmq.cli.settings.resolve`):
 and, when both keys are found, made the default of every client the command creates
 (`rmq.client.credentials.use_default_credentials`): producers, consumers and admin clients
 then sign each request as Apache's `AclClientRPCHook` does.  A broker's ACL refusal is the
-command's one error line (`rmq.cli.aclerrors`), not a warning per retry.  A key without the
-other is a usage error (exit 2).
+command's one error line (`rmq.cli.aclerrors`, `rmq.cli.refusals`), not a warning per retry.
+A key without the other is a usage error (exit 2).
 
 The secret is never printed: `rmq profile show` shows `MASK` in its place, errors name only
 the access key.  A profile file that holds a secret must be private, as ssh wants a private
@@ -33,9 +33,9 @@ from typing import Any
 
 import click
 
-from rmq.cli.aclerrors import quiet_acl_retries
 from rmq.cli.clusteroptions import add_to_cluster_commands
 from rmq.cli.errors import EXIT_USAGE, RmqError
+from rmq.cli.refusals import quiet_refused_retries
 from rmq.cli.settings import Resolved, config_path, resolve
 
 ACCESS_KEY_ENV = "RMQ_ACCESS_KEY"
@@ -77,7 +77,7 @@ def _applying_credentials(callback: Callable[..., Any]) -> Callable[..., Any]:
         *args: Any, access_key: str | None = None, secret_key: str | None = None, **kw: Any
     ) -> Any:
         apply_credentials(access_key, secret_key)
-        quiet_acl_retries()
+        quiet_refused_retries()
         return callback(*args, **kw)
 
     return run

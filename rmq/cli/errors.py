@@ -33,7 +33,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, TextIO, TypeVar
 
 import click
@@ -131,6 +131,11 @@ def as_rmq_error(exc: BaseException, *, debug: bool = False) -> RmqError:
         return RmqError(_sentence(exc.format_message()), None, exc.exit_code)
     if isinstance(exc, click.Abort):
         return RmqError("aborted")
+    from rmq.cli.tlsoptions import plain_refused
+
+    refused = plain_refused(exc)
+    if refused is not None:
+        return refused
     if isinstance(exc, ConnectionError | TimeoutError):
         return RmqError(
             f"connection failed: {_describe_os_error(exc)}",
@@ -144,6 +149,23 @@ def as_rmq_error(exc: BaseException, *, debug: bool = False) -> RmqError:
         return RmqError(_describe_os_error(exc))
     hint = None if debug else "run with --debug for a traceback"
     return RmqError(f"unexpected error: {type(exc).__name__}: {exc}", hint)
+
+
+def exception_chain(
+    exc: BaseException, server: str | None = None
+) -> Iterator[tuple[str | None, BaseException]]:
+    """`exc` and its causes, each failure of an `AdminError` among them with its own causes
+    after it, each with the server an AdminError names it under (`server` for those outside
+    any)."""
+    from rmq.client.admin import AdminError
+
+    error: BaseException | None = exc
+    while error is not None:
+        yield server, error
+        if isinstance(error, AdminError):
+            for addr, failure in error.failures.items():
+                yield from exception_chain(failure, addr)
+        error = error.__cause__
 
 
 def report(exc: BaseException, *, debug: bool, stderr: TextIO | None = None) -> int:

@@ -236,12 +236,13 @@ class Sender:
         self._pending.append(_Job(lines, task))
         return task
 
-    def _stop_on_acl_refusal(self, exc: Exception) -> None:
-        """A broker's ACL refusal ends the run with one error naming what is missing (every
-        other send would be refused alike): the sends under way are cancelled."""
-        from rmq.cli.aclerrors import acl_error
+    def _stop_on_refusal(self, exc: Exception) -> None:
+        """A refusal (a broker's ACL, a TLS-only server) ends the run with one error saying
+        what is missing (every other send would be refused alike): the sends under way are
+        cancelled."""
+        from rmq.cli.refusals import refusal
 
-        refused = acl_error(exc, topic_perm="PUB")
+        refused = refusal(exc, topic_perm="PUB")
         if refused is None:
             return
         for job in self._pending:
@@ -261,7 +262,7 @@ class Sender:
         try:
             result = await job.task
         except Exception as exc:
-            self._stop_on_acl_refusal(exc)
+            self._stop_on_refusal(exc)
             from rmq.cli.sendlimits import explain
 
             self.results.failed(job.lines, explain(exc))

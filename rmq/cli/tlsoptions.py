@@ -16,7 +16,9 @@ through `add_tls_options`, called by `rmq.cli.main.load_command`:
 
 `--tls` connects to the name server and the brokers over TLS and, like Apache's client in its
 default test mode, accepts any server certificate; `--tls-ca FILE` (which implies `--tls`)
-accepts only servers whose certificate chain FILE vouches for.
+accepts only servers whose certificate chain FILE vouches for.  A command without TLS whose
+server closed a connection without answering (`PlainConnectionRefused`: what a server in TLS
+enforcing mode does to a plain client) ends with `plain_refused`'s one line suggesting --tls.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import click
 import typer
 
 from rmq.cli.clusteroptions import add_to_cluster_commands
-from rmq.cli.errors import EXIT_USAGE, RmqError
+from rmq.cli.errors import EXIT_USAGE, RmqError, exception_chain
 from rmq.cli.settings import resolve
 
 TLS_ENV = "RMQ_TLS"
@@ -159,11 +161,22 @@ def apply_client_tls(tls_flag: bool | None, ca_flag: str | None) -> None:
     tls.use_client_tls(context)
 
 
-def tls_hint(exc: BaseException) -> str:
-    """What to add to the hint of a connection that closed: a server in TLS enforcing mode
-    closes a plain client's connection without a word."""
+def plain_refused(exc: BaseException) -> RmqError | None:
+    """The one-line error of a command without TLS whose server closed a connection without
+    answering, as a server in TLS enforcing mode does (found in `exc` or its causes); None
+    when there is none or the command uses TLS."""
+    from rmq.remoting.errors import PlainConnectionRefused
     from rmq.remoting.tls import default_client_context
 
-    if default_client_context() is None and str(exc).endswith(" closed"):
-        return " (a server in TLS enforcing mode closes plain connections: add --tls)"
-    return ""
+    if default_client_context() is not None:
+        return None
+    for _, error in exception_chain(exc):
+        if isinstance(error, PlainConnectionRefused):
+            what = (
+                "answered in TLS" if error.tls_record else "closed the connection without an answer"
+            )
+            return RmqError(
+                f"{error.addr} {what}, as a server in TLS enforcing mode does to a plain client",
+                f"add --tls (or set {TLS_ENV}=1)",
+            )
+    return None

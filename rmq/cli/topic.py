@@ -486,8 +486,7 @@ async def only_cluster(admin: AdminClient) -> str:
 
 def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
     """The one-line error for a failed admin operation, with what to do about it."""
-    from rmq.cli.aclerrors import acl_error
-    from rmq.cli.tlsoptions import tls_hint
+    from rmq.cli.refusals import refusal
     from rmq.client.admin import AdminError
     from rmq.client.errors import NotANameServer, RouteNotFound
     from rmq.remoting.errors import RemotingConnectError, RemotingTimeoutError
@@ -502,15 +501,15 @@ def admin_error(exc: Exception, namesrv_addrs: str) -> RmqError:
             f"{namesrv_origin(exc.addr)} is not a name server (it answered {exc.answer})",
             "point -n/--namesrv at a name server (port 9876 unless set otherwise)",
         )
+    refused = refusal(exc)
+    if refused is not None:
+        return refused
     if isinstance(exc, RemotingConnectError | RemotingTimeoutError):
         return RmqError(
             f"cannot reach the server: {exc}",
             f"check that the name server(s) {namesrv_origin(namesrv_addrs)} and the brokers "
-            f"are running, and -n/--namesrv{tls_hint(exc)}",
+            "are running, and -n/--namesrv",
         )
-    refused = acl_error(exc)
-    if refused is not None:
-        return refused
     if isinstance(exc, AdminError):
         return RmqError(str(exc), "see 'rmq cluster list' for the clusters and brokers")
     return RmqError(str(exc))

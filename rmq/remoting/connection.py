@@ -15,12 +15,21 @@ responses leave in whatever order handlers finish.  Rules, after Apache's
 * no handler for the code -> REQUEST_CODE_NOT_SUPPORTED with remark
   " request type <code> not supported", oneway or not (Apache's name server stays silent;
   rmq always answers, so a client gets an error instead of a timeout);
-* the handler raises -> SYSTEM_ERROR with a short description of the exception (a
-  `HeaderError`'s own text), suppressed for oneway requests;
+* the handler raises -> SYSTEM_ERROR, suppressed for oneway requests.  The remark says what
+  was wrong with the request when the request was at fault (a `HeaderError`'s own text, a
+  `BodyError` as `BodyError: <text>`), and is otherwise `error_remark`'s generic line naming
+  the request and the exception's type: never a message, a source file or a traceback of the
+  server, which go to its log (WARNING, with the traceback);
 * the handler returns None, or the request was oneway -> nothing is written.
 
 A response goes out with the request's opaque and in the request's serialize type (the C++
 client reads only JSON, and sends only JSON).
+
+A connection that closes fails the requests still waiting with `RemotingConnectError`; when
+it was plain and the peer never answered, with `PlainConnectionRefused`: the peer closed it
+before sending a byte (what a server in TLS enforcing mode does to a plain client), or the
+first bytes it sent back were a TLS record (`_TLS_RECORD`, which no frame starts with: its
+length would be over 350 MB), and then this side closes it at once.
 
 A frame that cannot be decoded, or is longer than the maximum frame size, is logged at
 WARNING with the peer and the reason, and only that connection is closed.  A connection
@@ -41,15 +50,16 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import traceback
 import typing
 from collections.abc import Awaitable, Callable
 
 from rmq.common.timeutil import format_seconds
+from rmq.remoting.bodies.codec import BodyError
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import Buffer, RemotingCommand, create_response, not_supported_response
 from rmq.remoting.errors import (
     HeaderError,
+    PlainConnectionRefused,
     RemotingConnectError,
     RemotingProtocolError,
     RemotingTimeoutError,
@@ -71,6 +81,10 @@ _OUTGOING_LIMIT = 256 * 1024
 
 _connection_ids = itertools.count(1)
 
+# The first two bytes of a TLS alert or handshake record (content type 21 or 22, major version
+# 3): a TLS server's answer to a plain client.
+_TLS_RECORD = (b"\x15\x03", b"\x16\x03")
+
 
 def address_text(address: tuple[str, int]) -> str:
     """`address` as "host:port" ("[host]:port" for an IPv6 host)."""
@@ -85,13 +99,19 @@ def _answering(request: RemotingCommand, response: RemotingCommand) -> None:
     response.serialize_type = request.serialize_type
 
 
-def _describe_exception(exc: BaseException) -> str:
-    """Exception type, message and where it was raised: the remark of a SYSTEM_ERROR."""
-    text = f"{type(exc).__name__}: {exc}"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
-        text += f", at {frames[-1].filename}:{frames[-1].lineno}"
-    return text
+def error_remark(request: RemotingCommand, exc: BaseException) -> str:
+    """The remark of the SYSTEM_ERROR answering `request` whose handler raised `exc`.
+
+    A request the server cannot read (a header or body that does not decode) learns why; any
+    other failure is the server's own, and its remark names only the request and the
+    exception's type: the message and traceback may name the server's files, so they stay in
+    its log."""
+    if isinstance(exc, HeaderError):
+        return str(exc)
+    if isinstance(exc, BodyError):
+        return f"BodyError: {exc}"
+    kind = type(exc).__name__
+    return f"{request.code_name} failed: internal server error ({kind}); see the server's log"
 
 
 class RemotingEndpoint:
@@ -147,18 +167,21 @@ class RemotingEndpoint:
         else:
             try:
                 response = await handler(connection, request)
-            except HeaderError as exc:
-                log.warning("%s sent %s with a bad header: %s", connection, request.code_name, exc)
-                response = create_response(ResponseCode.SYSTEM_ERROR, str(exc))
+            except (HeaderError, BodyError) as exc:
+                log.warning(
+                    "%s sent %s that does not decode: %s", connection, request.code_name, exc
+                )
+                response = create_response(ResponseCode.SYSTEM_ERROR, error_remark(request, exc))
             except Exception as exc:
                 log.warning(
-                    "processing %s from %s failed: %s",
+                    "processing %s from %s failed: %s: %s",
                     request.code_name,
                     connection,
-                    _describe_exception(exc),
-                    exc_info=log.isEnabledFor(logging.DEBUG),
+                    type(exc).__name__,
+                    exc,
+                    exc_info=True,
                 )
-                response = create_response(ResponseCode.SYSTEM_ERROR, _describe_exception(exc))
+                response = create_response(ResponseCode.SYSTEM_ERROR, error_remark(request, exc))
             if request.is_oneway:
                 return
         if response is not None:
@@ -210,6 +233,9 @@ class Connection(asyncio.Protocol):
         self._outgoing_bytes = 0
         self._turn_open = False
         self._closed: asyncio.Future[None] = self._loop.create_future()
+        self._tls = False
+        self._received_any = False
+        self._tls_record = False  # a plain request was answered with a TLS record
         self._last_activity = self._loop.time()
         self._idle_timer: asyncio.TimerHandle | None = None
 
@@ -237,6 +263,7 @@ class Connection(asyncio.Protocol):
         self._transport = typing.cast(asyncio.Transport, transport)
         self.remote_address = transport.get_extra_info("peername")[:2]
         self.local_address = transport.get_extra_info("sockname")[:2]
+        self._tls = transport.get_extra_info("sslcontext") is not None
         self._last_activity = self._loop.time()
         limits = self._endpoint.limits
         self._transport.set_write_buffer_limits(limits.write_buffer_high, limits.write_buffer_low)
@@ -246,6 +273,12 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_activity = self._loop.time()
+        if not (self._received_any or self._tls) and self._pending and data[:2] in _TLS_RECORD:
+            log.debug("%s answered a plain request with TLS: closing", self)
+            self._tls_record = True
+            self.abort()
+            return
+        self._received_any = True
         try:
             for frame in self._splitter.feed(data):
                 if self._transport is None or self._transport.is_closing():
@@ -259,7 +292,7 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._idle_timer is not None:
             self._idle_timer.cancel()
-        error = RemotingConnectError(f"connection to {self.remote_addr} closed")
+        error = self._closed_error(f"connection to {self.remote_addr} closed")
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(error)
@@ -270,6 +303,12 @@ class Connection(asyncio.Protocol):
         self._closed.set_result(None)
         log.debug("%s closed%s", self, f": {exc}" if exc else "")
         self._endpoint._connection_closed(self)
+
+    def _closed_error(self, message: str) -> RemotingConnectError:
+        """The error of a request this closed connection leaves unanswered."""
+        if self._tls or self._received_any:
+            return RemotingConnectError(message)
+        return PlainConnectionRefused(message, self.remote_addr, tls_record=self._tls_record)
 
     def pause_writing(self) -> None:
         if self._writable is None:
@@ -401,7 +440,7 @@ class Connection(asyncio.Protocol):
             await asyncio.shield(self._writable)
         transport = self._transport
         if transport is None or transport.is_closing():
-            raise RemotingConnectError(f"connection to {self.remote_addr} is closed")
+            raise self._closed_error(f"connection to {self.remote_addr} is closed")
         body_length = command.body_length
         header = encode_header_parts(command, body_length)
         buffers: list[Buffer] = [header]

@@ -4,7 +4,9 @@
 connection that carried them is closed.  `HeaderError` means a well-formed request carries a
 custom header rmq cannot use (a required field missing, a number that does not parse): the
 server answers that request with SYSTEM_ERROR and the header error's text as remark, and the
-connection stays open.  The client-side errors say why an invocation produced no response.
+connection stays open.  The client-side errors say why an invocation produced no response;
+`PlainConnectionRefused` is the connection error of a plain connection the peer ended without
+ever answering (a server in TLS enforcing mode, to a plain client).
 `ListenError` means a server could not bind its address; its text names the address and,
 for a broker's second server, which port that is.
 """
@@ -29,6 +31,19 @@ class HeaderError(RemotingError):
 
 class RemotingConnectError(RemotingError):
     """Connecting failed, or the connection closed before the response arrived."""
+
+
+class PlainConnectionRefused(RemotingConnectError):
+    """A plain (not TLS) connection the peer ended without an answer, with requests still
+    waiting for theirs: it closed before sending a single byte, or (`tls_record`) its first
+    bytes were a TLS record, which no remoting frame starts with.  A server in TLS enforcing
+    mode does the one (rmq's and Apache's close a plain client's connection after its first
+    bytes) or the other.  ``addr`` is the peer."""
+
+    def __init__(self, message: str, addr: str, *, tls_record: bool = False) -> None:
+        super().__init__(message)
+        self.addr = addr
+        self.tls_record = tls_record
 
 
 class RemotingTimeoutError(RemotingError):

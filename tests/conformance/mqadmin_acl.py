@@ -4,9 +4,11 @@ The shared clusters run without ACL, and Apache's broker then cannot answer the 
 all (no access validator: the request times out), so the four ACL commands (updateAclConfig,
 deleteAclConfig, clusterAclConfigVersion, updateGlobalWhiteAddr) run against a broker of each
 kind started for them alone: no name server (it must not join the shared `DefaultCluster`), a
-ROCKETMQ_HOME of its own whose `conf/plain_acl.yml` (`PLAIN_ACL`) lets loopback clients do
-anything (mqadmin signs nothing: the tools' ROCKETMQ_HOME has no `conf/tools.yml`), so that the
-commands rewrite a file of the test's, never one of the repository.
+ROCKETMQ_HOME of its own whose `conf/plain_acl.yml` (`PLAIN_ACL`) makes loopback a global white
+address and has one admin account (`ADMIN_CREDENTIALS`), so that the commands rewrite a file of
+the test's, never one of the repository.  The commands that change the ACL are signed by that
+account (`tools_home`: a ROCKETMQ_HOME for mqadmin whose `conf/tools.yml` holds its keys): rmq's
+broker answers them only to an admin account's signature, from any address.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ accounts:
     admin: true
 """
 
+ADMIN_CREDENTIALS = ("MqaAdminKey", "MqaAdminSecret")
+"""The admin account of `PLAIN_ACL`."""
+
 ACL_PROPS: Mapping[str, object] = {
     **BROKER_PROPS,
     "brokerClusterName": ACL_CLUSTER,
@@ -55,6 +60,18 @@ def acl_home(root: Path, files: Mapping[str, str] | None = None) -> Path:
         path = home / "conf" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    return home
+
+
+def tools_home(root: Path) -> Path:
+    """A ROCKETMQ_HOME for mqadmin (Apache's and rmq's) that signs with `ADMIN_CREDENTIALS`:
+    the tools' logback file and a `conf/tools.yml` with the account's keys."""
+    home = root / "tools-home"
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROCKETMQ_HOME / "conf" / "logback_tools.xml", home / "conf")
+    access_key, secret_key = ADMIN_CREDENTIALS
+    text = f"accessKey: {access_key}\nsecretKey: {secret_key}\n"
+    (home / "conf" / "tools.yml").write_text(text, encoding="utf-8")
     return home
 
 

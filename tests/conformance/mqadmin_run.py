@@ -31,9 +31,15 @@ from tests.procs import rmq_command
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
 
 
-def mqadmin(args: Sequence[str], *, home: Path, timeout: float = 60) -> str:
-    """stdout of `mqadmin args...` (mqadmin exits 0 whatever happened; stderr holds traces)."""
-    done = run_java("rmq.conformance.MqAdmin", args, home=home, timeout=timeout, drivers=True)
+def mqadmin(
+    args: Sequence[str], *, home: Path, timeout: float = 60, rocketmq_home: Path | None = None
+) -> str:
+    """stdout of `mqadmin args...` (mqadmin exits 0 whatever happened; stderr holds traces);
+    `rocketmq_home` replaces the distribution's home (its `conf/tools.yml` signs requests)."""
+    props = {"rocketmq.home.dir": str(rocketmq_home)} if rocketmq_home is not None else None
+    done = run_java(
+        "rmq.conformance.MqAdmin", args, home=home, timeout=timeout, drivers=True, props=props
+    )
     return done.stdout + _stderr_block(done.stderr)
 
 
@@ -43,14 +49,20 @@ def _stderr_block(stderr: str) -> str:
     return "".join(f"STDERR {line}\n" for line in lines)
 
 
-def rmq_mqadmin(args: Sequence[str], *, home: Path, timeout: float = 60) -> str:
-    """stdout of `rmq mqadmin args...` and its stderr as `mqadmin` shows Apache's."""
+def rmq_mqadmin(
+    args: Sequence[str], *, home: Path, timeout: float = 60, rocketmq_home: Path | None = None
+) -> str:
+    """stdout of `rmq mqadmin args...` and its stderr as `mqadmin` shows Apache's;
+    `rocketmq_home` is its ROCKETMQ_HOME (whose `conf/tools.yml` signs requests)."""
+    env = _rmq_env(home)
+    if rocketmq_home is not None:
+        env["ROCKETMQ_HOME"] = str(rocketmq_home)
     done = subprocess.run(
         rmq_command(["mqadmin", *args]),
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=_rmq_env(home),
+        env=env,
         cwd=home,
         check=False,
     )

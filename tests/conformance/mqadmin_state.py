@@ -46,6 +46,8 @@ class Target:
     out: Path
     paths: dict[str, str] = field(default_factory=dict)
     ready: Mapping[str, Any] = field(default_factory=dict)
+    tools_home: Path | None = None
+    """mqadmin's ROCKETMQ_HOME when not the distribution's (its `conf/tools.yml` signs)."""
     foreign: frozenset[str] = frozenset()
     foreign_topics: int = 0
     foreign_groups: int = 0

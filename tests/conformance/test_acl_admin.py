@@ -1,6 +1,8 @@
-"""The ACL admin requests (50-53), differential: the same raw requests to an ACL-enabled Apache
-broker and rmq broker (tests/conformance/mqadmin_acl.py: loopback is a global white address),
-the same answers, and the same `plain_acl.yml` written after each one.
+"""The ACL admin requests (50-53), differential: the same raw requests, signed by an admin
+account, to an ACL-enabled Apache broker and rmq broker (tests/conformance/mqadmin_acl.py), the
+same answers, and the same `plain_acl.yml` written after each one.  (Loopback is a global white
+address there, which lets any request through on Apache's broker; rmq's answers a request that
+changes the ACL only to an admin account's signature: tests/conformance/test_acl_admin_only.py.)
 
 Requests are built from raw ext fields (not rmq's header classes), so that a field a client
 leaves out stays out.  Answers are compared as code, remark and header fields; files byte for
@@ -21,6 +23,7 @@ from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand, next_opaque
 from tests.conformance.java import ensure_built
 from tests.conformance.mqadmin_acl import (
+    ADMIN_CREDENTIALS,
     acl_home,
     each_kind,
     start_acl_broker,
@@ -122,12 +125,16 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
 
     def run(kind: str, processes: RmqProcesses) -> list[dict[str, Any]]:
         broker, home = starters[kind](processes)
-        return _run(broker.addr, home, REQUESTS)
+        return _run(broker.addr, home, REQUESTS, credentials=ADMIN_CREDENTIALS)
 
     return each_kind(tmp_path_factory.mktemp("acl-admin"), run)
 
 
-@pytest.mark.matrix("ACL", "admin requests 50-53: answers and plain_acl.yml written", "rmq")
+@pytest.mark.matrix(
+    "ACL",
+    "admin requests 50-53 signed by an admin account: answers and plain_acl.yml written",
+    "rmq",
+)
 def test_acl_admin_requests_equal_apaches(outcomes: dict[str, list[Any]]) -> None:
     apache, rmq = outcomes["apache"], outcomes["rmq"]
     assert apache[0]["code"] == 0 and "AclFileUser1" in apache[0]["files"]["plain_acl.yml"]

@@ -34,7 +34,11 @@ from typing import Any, NamedTuple
 import pytest
 
 from tests.conformance.clusters import Cluster
-from tests.conformance.mqadmin_acl import start_apache_acl_broker, start_rmq_acl_broker
+from tests.conformance.mqadmin_acl import (
+    start_apache_acl_broker,
+    start_rmq_acl_broker,
+    tools_home,
+)
 from tests.conformance.mqadmin_cases import CASES, SETUP, Case
 from tests.conformance.mqadmin_normalise import normalise
 from tests.conformance.mqadmin_run import (
@@ -144,6 +148,7 @@ def acl_targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     starters = {"apache": start_apache_acl_broker, "rmq": start_rmq_acl_broker}
     try:
         started = _both(lambda kind: starters[kind](processes))
+        tools = tools_home(root)
         yield {
             kind: Target(
                 kind=kind,
@@ -152,6 +157,7 @@ def acl_targets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
                 home=root / kind / "mqadmin-home",
                 out=root / kind / "out",
                 paths={str(home): "<rocketmq-home>", str(root): "<root>"},
+                tools_home=tools,
             )
             for kind, (broker, home) in started.items()
         }
@@ -193,7 +199,7 @@ def _run(case: Case, target: Target, tool: Tool = APACHE) -> tuple[list[str], li
             elif case.until is not None:
                 outputs.append(tool.until(argv, reported, home=target.home))
             else:
-                outputs.append(tool.run(argv, home=target.home))
+                outputs.append(tool.run(argv, home=target.home, rocketmq_home=target.tools_home))
         files = [
             (out / name).read_text(encoding="utf-8") if (out / name).exists() else "<no file>"
             for name in case.files

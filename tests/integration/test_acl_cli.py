@@ -205,14 +205,59 @@ def test_acl_set_list_delete_whitelist_round_trip(cluster: AclCluster) -> None:
     assert until(lambda: cluster.produce(None), ok=False).returncode == 1
 
 
-def test_acl_commands_need_any_account_not_an_admin(cluster: AclCluster) -> None:
-    """Apache 4.9.8 asks admin permission for five request codes only, none of the ACL's."""
+def test_acl_list_needs_any_account_not_an_admin(cluster: AclCluster) -> None:
+    """GET_BROKER_CLUSTER_ACL_INFO only reads: any account may send it, as in Apache 4.9.8."""
     unsigned = cluster.rmq("acl", "list")
     assert unsigned.returncode == 1
     assert unsigned.stderr.startswith("rmq: error: the broker requires ACL credentials")
     listed = cluster.rmq("acl", "list", "-o", "json", keys=READER)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)[0]["brokerAddr"] == cluster.broker.addr
+
+
+def test_acl_changes_need_an_admin_account_even_from_a_white_address(
+    cluster: AclCluster,
+) -> None:
+    """Unlike Apache 4.9.8, rmq's broker answers the ACL changes only to a signed admin
+    account: a non-admin account cannot white-list its own address, and a white address
+    changes nothing unsigned."""
+    plain_acl = cluster.home / "conf" / "plain_acl.yml"
+    changes = [
+        ("acl", "whitelist", "127.0.0.1"),
+        ("acl", "set", READER[0], "--secret", READER[1], "--admin"),
+        ("acl", "delete", WRITER[0], "--yes"),
+    ]
+    codes = [
+        "UPDATE_GLOBAL_WHITE_ADDRS_CONFIG(53)",
+        "UPDATE_AND_CREATE_ACL_CONFIG(50)",
+        "DELETE_ACL_CONFIG(51)",
+    ]
+    before = plain_acl.read_text()
+    for args, code in zip(changes, codes, strict=True):
+        refused = cluster.rmq(*args, keys=READER)
+        assert refused.returncode == 1
+        assert refused.stderr == (
+            f"rmq: error: access key {READER[0]} is not an admin account: {code} needs one "
+            f"(broker {cluster.broker.addr}); use an admin account's access key\n"
+        )
+    assert plain_acl.read_text() == before
+    assert cluster.produce(None).returncode == 1
+
+    white = cluster.rmq("acl", "whitelist", "127.0.0.1", keys=ADMIN)
+    assert white.returncode == 0, white.stderr
+    try:
+        assert until(lambda: cluster.produce(None), ok=True).returncode == 0
+        whitelisted = plain_acl.read_text()
+        for args in changes:
+            refused = cluster.rmq(*args)
+            assert refused.returncode == 1
+            assert refused.stderr.startswith("rmq: error: the broker requires ACL credentials")
+            assert refused.stderr.count("\n") == 1, refused.stderr
+        assert plain_acl.read_text() == whitelisted
+    finally:
+        restored = cluster.rmq("acl", "whitelist", "10.10.*.*", keys=ADMIN)
+        assert restored.returncode == 0, restored.stderr
+    assert until(lambda: cluster.produce(None), ok=False).returncode == 1
 
 
 def test_consume_refused_names_what_is_missing(cluster: AclCluster) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import json
 import logging
 import socket
@@ -18,7 +19,12 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection
-from rmq.remoting.errors import ListenError, RemotingConnectError, RemotingTimeoutError
+from rmq.remoting.errors import (
+    ListenError,
+    PlainConnectionRefused,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
 from rmq.remoting.frame import decode_frame, encode_frame
 from rmq.remoting.headers import (
     GetConsumerRunningInfoRequestHeader,
@@ -233,16 +239,27 @@ def test_default_handler_serves_unregistered_codes(run: Runner) -> None:
     run(scenario())
 
 
-def test_failing_handler_answers_system_error(run: Runner) -> None:
+def test_failing_handler_answers_system_error_and_logs_the_traceback(
+    run: Runner, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The remark names the request and the exception's type only; the message, the file and
+    the traceback go to the server's log."""
+
     async def scenario() -> None:
         async with serving() as server, RemotingClient() as client:
             response = await client.invoke(addr_of(server), create_request(FAILING), timeout=3)
             assert response.code == ResponseCode.SYSTEM_ERROR
-            assert response.remark is not None
-            assert response.remark.startswith("ValueError: broken processor, at ")
-            assert "test_remoting_server.py" in response.remark
+            assert response.remark == (
+                "DELETE_KV_CONFIG(102) failed: internal server error (ValueError); "
+                "see the server's log"
+            )
 
-    run(scenario())
+    with caplog.at_level(logging.WARNING, logger="rmq.remoting"):
+        run(scenario())
+    logged = [r for r in caplog.records if r.exc_info and "DELETE_KV_CONFIG" in r.getMessage()]
+    assert len(logged) == 1
+    assert "broken processor" in logged[0].getMessage()
+    assert "test_remoting_server.py" in caplog.text  # the traceback
 
 
 def test_bad_header_answers_system_error_naming_the_field(run: Runner) -> None:
@@ -526,5 +543,54 @@ def test_idle_connection_is_closed(run: Runner) -> None:
             assert len(server.connections) == 1
             idle.close()
             busy.close()
+
+    run(scenario())
+
+
+TLS_ALERT = b"\x15\x03\x03\x00\x02\x02\x46"
+"""A TLS alert record (fatal, protocol_version), as a TLS server may answer plain bytes."""
+
+
+def test_a_peer_refusing_a_plain_connection_is_told_apart(run: Runner) -> None:
+    """A peer that reads a request and closes without a byte (a server in TLS enforcing mode
+    does so to a plain client), or answers it with a TLS record, fails it with
+    PlainConnectionRefused; one that answered before it closed fails the next with a plain
+    RemotingConnectError."""
+
+    async def peer(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answers: int, last: bytes
+    ) -> None:
+        for _ in range(answers):
+            (length,) = struct.unpack(">i", await reader.readexactly(4))
+            request = decode_frame(memoryview(await reader.readexactly(length)))
+            response = create_response(ResponseCode.SUCCESS)
+            response.opaque = request.opaque
+            response.mark_response()
+            writer.write(encode_frame(response))
+        await reader.read(1)
+        if last:
+            writer.write(last)
+            await reader.read()  # the client closes at a TLS record
+        writer.close()
+
+    async def refusal(answers: int, last: bytes) -> RemotingConnectError:
+        serve = functools.partial(peer, answers=answers, last=last)
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        addr = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        async with server, RemotingClient() as client:
+            for _ in range(answers):
+                assert (await client.invoke(addr, echo_request(), timeout=3)).code == 0
+            with pytest.raises(RemotingConnectError) as raised:
+                await client.invoke(addr, echo_request(), timeout=3)
+        return raised.value
+
+    async def scenario() -> None:
+        closed = await refusal(0, b"")
+        assert isinstance(closed, PlainConnectionRefused) and not closed.tls_record
+        assert str(closed) == f"connection to {closed.addr} closed"
+        alert = await refusal(0, TLS_ALERT)
+        assert isinstance(alert, PlainConnectionRefused) and alert.tls_record
+        answered = await refusal(1, b"")
+        assert not isinstance(answered, PlainConnectionRefused)
 
     run(scenario())

@@ -156,3 +156,34 @@ def test_a_bad_tls_setting_is_a_usage_error() -> None:
 
     assert bad_mode.returncode == 2 and "tls.server.mode='strict'" in bad_mode.stderr
     assert bad_key.returncode == 2 and "tls.server.mood" in bad_key.stderr
+
+
+def test_a_plain_client_of_an_enforcing_broker_is_told_to_add_tls(
+    processes: RmqProcesses,
+) -> None:
+    """A permissive name server routes a plain client to an enforcing broker, which closes each
+    of its connections unanswered: the command ends with one line suggesting --tls, not a
+    warning per retry and a CONNECT_BROKER_EXCEPTION."""
+    namesrv = processes.start_namesrv(props={"tls.server.mode": "permissive"})
+    broker = processes.start_broker(namesrv=namesrv, props={"tls.server.mode": "enforcing"})
+    n = ["-n", namesrv.addr]
+    made = _rmq(["topic", "update", "TlsOnly", *n, "--tls"])
+    assert made.returncode == 0, made.stderr
+    sent = _rmq(["produce", "TlsOnly", *n, "--tls"], "kept\n")
+    assert sent.returncode == 0, sent.stderr
+
+    expected = (
+        f"rmq: error: {broker.addr} closed the connection without an answer, as a server in "
+        "TLS enforcing mode does to a plain client; add --tls (or set RMQ_TLS=1)\n"
+    )
+    for args, stdin in (
+        (["produce", "TlsOnly", *n], "refused\n"),
+        (["consume", "TlsOnly", *n, "--from", "first", "-e"], ""),
+        (["topic", "update", "TlsOther", *n], ""),
+    ):
+        refused = _rmq(args, stdin)
+        assert (refused.returncode, refused.stderr) == (1, expected), args
+        assert refused.stdout == "", args
+    read = _rmq(["consume", "TlsOnly", *n, "--tls", "--from", "first", "-e"])
+    assert read.returncode == 0, read.stderr
+    assert [json.loads(line)["body"] for line in read.stdout.splitlines()] == ["kept"]

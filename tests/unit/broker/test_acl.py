@@ -237,6 +237,78 @@ def test_validation_order_and_remarks(tmp_path: Path) -> None:
     assert _remark(validator, trace, "1.1.1.1:1") is None
 
 
+ADMIN_ACL = f"""{PLAIN_ACL}  - accessKey: AdminKey1
+    secretKey: AdminSecret1
+    whiteRemoteAddress: 192.168.7.8
+    admin: true
+    topicPerms:
+      - TopicA=SUB
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "fields", "body"),
+    [
+        (
+            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+            {"accessKey": "NewKey1", "secretKey": "S1234567"},
+            None,
+        ),
+        (RequestCode.DELETE_ACL_CONFIG, {"accessKey": "UserKey1"}, None),
+        (RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, {"globalWhiteAddrs": "1.1.1.1"}, None),
+        (RequestCode.UPDATE_BROKER_CONFIG, {}, b"aclEnable=false\n"),
+        (RequestCode.UPDATE_BROKER_CONFIG, {}, b"flushDiskType=ASYNC_FLUSH\naclFile=/tmp/x.yml\n"),
+    ],
+)
+def test_only_a_signed_admin_account_changes_the_acl(
+    tmp_path: Path, code: int, fields: dict[str, str], body: bytes | None
+) -> None:
+    """No white address lets an ACL change through, and only an admin account's signature
+    does (Apache lets any account, and any client of a global white address, through)."""
+    validator = AclValidator(_files(tmp_path, ADMIN_ACL))
+    base = "org.apache.rocketmq.acl.common.AclException: "
+    where = ", org.apache.rocketmq.acl.plain.PlainPermissionManager."
+    no_key = f"{base}No accessKey is configured{where}validate(PlainPermissionManager.java:664)"
+    # unsigned, from a global white address and from an account's white address
+    for addr in ("10.0.0.9:1", "192.168.7.7:1", "192.168.7.8:1"):
+        assert _remark(validator, _request(code, fields, body), addr) == no_key
+    # a non-admin account: wrongly signed from its white address, then rightly signed
+    wrong = _request(code, fields, body)
+    sign_request(wrong, "UserKey1", "NotTheSecret")
+    assert _remark(validator, wrong, "192.168.7.7:1") == (
+        f"{base}Check signature failed for accessKey=UserKey1"
+        f"{where}validate(PlainPermissionManager.java:684)"
+    )
+    user = _request(code, fields, body)
+    sign_request(user, "UserKey1", "UserSecret1")
+    for addr in ("10.0.0.9:1", "1.1.1.1:1"):
+        assert _remark(validator, user, addr) == (
+            f"{base}Need admin permission for request code={code}, but accessKey=UserKey1 is "
+            f"not{where}checkPerm(PlainPermissionManager.java:581)"
+        )
+    # an admin account: refused when wrongly signed even from its own white address
+    forged = _request(code, fields, body)
+    sign_request(forged, "AdminKey1", "NotTheSecret")
+    assert "Check signature failed" in (_remark(validator, forged, "192.168.7.8:1") or "")
+    admin = _request(code, fields, body)
+    sign_request(admin, "AdminKey1", "AdminSecret1")
+    for addr in ("10.0.0.9:1", "1.1.1.1:1"):
+        assert _remark(validator, admin, addr) is None
+
+
+def test_other_requests_from_white_addresses_still_pass(tmp_path: Path) -> None:
+    validator = AclValidator(_files(tmp_path, ADMIN_ACL))
+    passing = [
+        _request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"flushDiskType=ASYNC_FLUSH\n"),
+        _request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"\xff not utf-8"),
+        _request(RequestCode.UPDATE_BROKER_CONFIG, {}, None),
+        _request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, {}),
+        _request(RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "T"}),
+    ]
+    for request in passing:
+        assert _remark(validator, request, "10.0.0.9:1") is None, request.code
+
+
 def test_folder_files_first_definition_wins_and_reload(tmp_path: Path) -> None:
     (tmp_path / "conf" / "acl" / "team").mkdir(parents=True)
     team = tmp_path / "conf" / "acl" / "team" / "a.yaml"

@@ -160,14 +160,19 @@ class Account:
             name = parts[0].strip()
             self.perms[name if topic else retry_topic(name)] = parse_perm(parts[1].strip())
 
-    def check(self, code: int, needed: Mapping[str, int]) -> None:
-        """Raise AclError unless this account may use every resource of `needed`."""
-        if code in ADMIN_CODES and not self.admin:
+    def require_admin(self, code: int) -> None:
+        """Raise AclError (Apache's "Need admin permission") unless this is an admin account."""
+        if not self.admin:
             raise AclError(
                 f"Need admin permission for request code={code}, "
                 f"but accessKey={self.access_key} is not",
                 errors.NEED_ADMIN,
             )
+
+    def check(self, code: int, needed: Mapping[str, int]) -> None:
+        """Raise AclError unless this account may use every resource of `needed`."""
+        if code in ADMIN_CODES:
+            self.require_admin(code)
         if not self.perms and self.admin:
             return
         for resource, perm in needed.items():

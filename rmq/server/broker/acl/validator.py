@@ -29,6 +29,14 @@ on both ports before any processor sees it:
    resource `%RETRY%G`.  Other codes name no resource (SEND_BATCH_MESSAGE
    included, as in Apache).
 
+A request that changes the ACL (`changes_acl`: UPDATE_AND_CREATE_ACL_CONFIG,
+DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, and an UPDATE_BROKER_CONFIG that sets
+`aclEnable` or `aclFile`) passes only signed by an admin account: neither white address lets
+it through unsigned, and a valid signature of any other account gets Apache's "Need admin
+permission" refusal.  This is rmq's own rule: Apache 4.9.8 lets any account (and any client
+of a global white address) rewrite the ACL, so that a non-admin account could white-list its
+own address and then skip every check (docs/spec-notes.md, deliberate differences).
+
 A refusal is SYSTEM_ERROR with Apache's remark (`errors.AclError.remark`); a oneway request
 gets no answer.
 """
@@ -38,6 +46,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from rmq.common import javaprops
 from rmq.common.javahash import java_hash_order
 from rmq.common.naming import RMQ_SYS_TRACE_TOPIC, retry_topic
 from rmq.remoting.aclsign import ACCESS_KEY, SIGNATURE, request_signature
@@ -46,14 +55,40 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection
 from rmq.server.broker.acl import errors
-from rmq.server.broker.acl.accounts import PUB, SUB, is_group_resource
+from rmq.server.broker.acl.accounts import PUB, SUB, Account, is_group_resource
 from rmq.server.broker.acl.addresses import client_host
 from rmq.server.broker.acl.errors import AclError
-from rmq.server.broker.acl.files import AclFiles
+from rmq.server.broker.acl.files import AclFiles, AclState
 
 log = logging.getLogger("rmq.broker.acl")
 
 Handler = Callable[[Connection, RemotingCommand], Awaitable[RemotingCommand | None]]
+
+ACL_CODES = frozenset(
+    {
+        RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+        RequestCode.DELETE_ACL_CONFIG,
+        RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+    }
+)
+"""The requests that rewrite the ACL files."""
+
+ACL_CONFIG_KEYS = ("aclEnable", "aclFile")
+"""Broker settings that turn the ACL off or point it at other files."""
+
+
+def changes_acl(request: RemotingCommand) -> bool:
+    """Whether `request` changes the ACL: one of `ACL_CODES`, or an UPDATE_BROKER_CONFIG
+    whose body (read as the broker's processor reads it) sets one of `ACL_CONFIG_KEYS`."""
+    if request.code in ACL_CODES:
+        return True
+    if request.code != RequestCode.UPDATE_BROKER_CONFIG or not request.body:
+        return False
+    try:
+        props = javaprops.loads(bytes(request.body).decode("utf-8"))
+    except (UnicodeDecodeError, javaprops.PropertiesSyntaxError):
+        return False  # the processor refuses the body, changing nothing
+    return any(key in props for key in ACL_CONFIG_KEYS)
 
 
 def _add(needed: dict[str, int], resource: str | None, perm: int) -> None:
@@ -120,24 +155,40 @@ class AclValidator:
         host = client_host(remote_addr)
         needed = needed_resources(request) if request.ext_fields is not None else {}
         state = self.files.state
+        if changes_acl(request):
+            account = self._account(request, state)
+            self._check_signature(request, account)
+            account.require_admin(request.code)
+            return
         if any(white(host) for white in state.global_white):
             return
-        fields = request.ext_fields or {}
-        access_key = fields.get(ACCESS_KEY)
+        account = self._account(request, state)
+        if account.white(host):
+            return
+        self._check_signature(request, account)
+        if needed.get(RMQ_SYS_TRACE_TOPIC) == PUB:
+            return
+        account.check(request.code, needed)
+
+    @staticmethod
+    def _account(request: RemotingCommand, state: AclState) -> Account:
+        """The account the request names; AclError when it names none or an unknown one."""
+        access_key = (request.ext_fields or {}).get(ACCESS_KEY)
         if access_key is None:
             raise AclError("No accessKey is configured", errors.NO_ACCESS_KEY)
         account = state.accounts.get(access_key)
         if account is None:
             raise AclError(f"No acl config for {access_key}", errors.NO_ACCOUNT)
-        if account.white(host):
-            return
+        return account
+
+    @staticmethod
+    def _check_signature(request: RemotingCommand, account: Account) -> None:
+        fields = request.ext_fields or {}
         if request_signature(request, account.secret_key) != fields.get(SIGNATURE):
             raise AclError(
-                f"Check signature failed for accessKey={access_key}", errors.BAD_SIGNATURE
+                f"Check signature failed for accessKey={account.access_key}",
+                errors.BAD_SIGNATURE,
             )
-        if needed.get(RMQ_SYS_TRACE_TOPIC) == PUB:
-            return
-        account.check(request.code, needed)
 
     def guard(self, handler: Handler) -> Handler:
         """`handler` behind the access check."""
