@@ -74,6 +74,19 @@ def test_query_msg_by_id(mqadmin_cluster: MqadminCluster) -> None:
     )
 
 
+def test_query_msg_by_id_of_a_unique_key_finds_no_message(
+    mqadmin_cluster: MqadminCluster,
+) -> None:
+    """mqadmin's answer to a unique key (its decoded "port" is out of range): no message
+    (NO_MESSAGE, 208), as Apache's mqadmin says it; nothing is connected to."""
+    done = mqadmin_cluster.run("queryMsgById", "-i", mqadmin_cluster.sent[0].msg_id)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "org.apache.rocketmq.tools.command.SubCommandException: QueryMsgByIdSubCommand command"
+        " failed: NO_MESSAGE(208): query message by id finished, but no message.\n"
+    )
+
+
 def test_query_msg_by_key(mqadmin_cluster: MqadminCluster) -> None:
     out = _ok(mqadmin_cluster, "queryMsgByKey", "-t", TOPIC, "-k", "MqaKey-3")
     header, *rows = out.splitlines()
