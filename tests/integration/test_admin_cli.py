@@ -486,3 +486,15 @@ def test_status_of_an_unknown_topic_fails(cluster: Cluster) -> None:
     result = cluster.rmq("topic", "status", "NoSuchTopic")
     assert result.returncode == 1
     assert "topic 'NoSuchTopic' not found" in result.stderr
+
+
+def test_acl_list_of_a_broker_without_the_request_says_so(cluster: Cluster) -> None:
+    """A broker that does not serve GET_BROKER_CLUSTER_ACL_CONFIG (54): rmq's without ACL,
+    as Apache's since 4.9.8."""
+    result = cluster.rmq("acl", "list", "--broker", cluster.broker_a.addr)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        f"rmq: error: broker {cluster.broker_a.addr} does not list accounts: it does not serve "
+        "GET_BROKER_CLUSTER_ACL_CONFIG (54), as Apache's brokers since 4.9.8 and rmq's without "
+        "aclEnable=true; see 'rmq acl list --versions'"
+    ]
