@@ -294,3 +294,26 @@ def test_query_msg_by_id_resends(mqadmin_cluster: MqadminCluster) -> None:
     ), out
     rows = _ok(mqadmin_cluster, "queryMsgByKey", "-t", "broker-a", "-k", "MqaResend")
     assert len(rows.splitlines()) == 1 + 2
+
+
+def test_a_closed_output_ends_the_command_quietly(mqadmin_cluster: MqadminCluster) -> None:
+    """`rmq mqadmin printMsg ... | head`: the reader goes away while the command writes more
+    than a pipe holds; no failure is printed, the exit code is 1 (as `rmq consume | head`)."""
+    big = json.dumps({"body": "x" * 4000, "keys": ["ClosedPipe"]}) + "\n"
+    subprocess.run(
+        rmq_command(["produce", "broker-b", "-n", mqadmin_cluster.namesrv_addr]),
+        input=big * 4,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    argv = ["mqadmin", "printMsg", "-n", mqadmin_cluster.namesrv_addr, "-t", "broker-b"]
+    reader = subprocess.Popen(
+        rmq_command(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=mqadmin_cluster.home
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()
+    errors = reader.stderr.read()
+    reader.stderr.close()
+    assert (reader.wait(timeout=60), errors) == (1, b"")
