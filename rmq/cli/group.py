@@ -454,10 +454,12 @@ def delete(
     """Delete a subscription group (mqadmin deleteSubGroup).
 
     From --broker, or from every master of --cluster (default: the only cluster) and then
-    its retry and dead-letter topics.  Asks for confirmation on a terminal; elsewhere --yes
-    is required.
+    its retry and dead-letter topics.  Prints the brokers that had the group (with
+    --remove-offset: or its offsets) and the topics that existed; a group found nowhere is
+    an error and nothing is sent.  Asks for confirmation on a terminal; elsewhere --yes is
+    required.
     """
-    from rmq.client.adminops.topic import delete_subscription_group
+    from rmq.client.adminops.topic import delete_subscription_group, group_footprint
     from rmq.remoting.codes import RequestCode
 
     name = group_name(group, group_option)
@@ -482,6 +484,14 @@ def delete(
 
     async def change(admin: AdminClient) -> dict[str, Any]:
         where = None if broker else await default_cluster(admin, cluster)
+        found = await group_footprint(
+            admin, name, offsets=remove_offset, broker_addr=broker, cluster=where
+        )
+        if not found.broker_addrs and not found.topics:
+            raise RmqError(
+                f"consumer group {name!r} not found ({target}): nothing was deleted",
+                "check the name with 'rmq group list'",
+            )
         result = await delete_subscription_group(
             admin, name, remove_offset=remove_offset, broker_addr=broker, cluster=where
         )
@@ -490,8 +500,12 @@ def delete(
             raise RmqError(f"deletion of group {name!r} failed: {failure}")
         return {
             "group": name,
-            "brokerAddrs": result.broker_addrs,
-            "deletedTopics": [deletion.topic for deletion in result.topic_deletions],
+            "brokerAddrs": [addr for addr in result.broker_addrs if addr in found.broker_addrs],
+            "deletedTopics": [
+                deletion.topic
+                for deletion in result.topic_deletions
+                if deletion.topic in found.topics
+            ],
         }
 
     data = run_admin(resolve_namesrv(namesrv), change)

@@ -145,9 +145,20 @@ def test_group_update_and_delete(mqadmin_cluster: MqadminCluster) -> None:
         "DELETE_TOPIC_IN_BROKER",
         "DELETE_TOPIC_IN_BROKER",
     ]
-    deleted = as_json(rmq(mqadmin_cluster, "group", "delete", group, "--yes", "-o", "json"))
+    # a member's heartbeat makes the retry topic; no message went to the dead-letter topic
+    assert rmq(mqadmin_cluster, "group", "update", group).returncode == 0  # may consume again
+    consumed = rmq(mqadmin_cluster, "consume", TOPIC, "-g", group, "--from", "first", "-c", "1")
+    assert consumed.returncode == 0, consumed.stderr
+    deleted = as_json(
+        rmq(mqadmin_cluster, "group", "delete", group, "--remove-offset", "--yes", "-o", "json")
+    )
     assert sorted(deleted["brokerAddrs"]) == sorted(mqadmin_cluster.broker_addrs.values())
-    assert deleted["deletedTopics"] == [f"%RETRY%{group}", f"%DLQ%{group}"]
+    assert deleted["deletedTopics"] == [f"%RETRY%{group}"]
+    again = _fails(mqadmin_cluster, "group", "delete", group, "--remove-offset", "--yes")
+    assert again == (
+        f"rmq: error: consumer group {group!r} not found (every master of the cluster): "
+        "nothing was deleted; check the name with 'rmq group list'\n"
+    )
     assert group not in {
         row["group"] for row in as_json(rmq(mqadmin_cluster, "group", "list", "-o", "json"))
     }
