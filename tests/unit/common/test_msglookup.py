@@ -4,8 +4,8 @@ unique-key matches (rmq.common.msglookup)."""
 from __future__ import annotations
 
 from rmq.common.message import MessageRecord, decode_record, encode_record_into
-from rmq.common.msglookup import offset_id_of, unique_key_matches
 from rmq.common.msgid import UniqueIdGenerator, offset_msg_id, pack_host
+from rmq.common.msglookup import offset_id_of, unique_key_matches
 
 BROKER = "127.0.0.1:10911"
 
