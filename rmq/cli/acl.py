@@ -1,6 +1,6 @@
 """`rmq acl`: the plain ACL of the brokers: accounts, global white addresses, file versions.
 
-    rmq acl list [--broker ADDR | --cluster NAME]
+    rmq acl list [--versions] [--broker ADDR | --cluster NAME]
     rmq acl set ACCESS_KEY [--secret SECRET|-] [--admin|--no-admin] [--white-address ADDR]
                 [--default-topic-perm PERM] [--default-group-perm PERM]
                 [--topic-perm TOPIC=PERM ...] [--group-perm GROUP=PERM ...]
@@ -12,13 +12,14 @@ The friendly face of mqadmin's updateAclConfig, deleteAclConfig, clusterAclConfi
 updateGlobalWhiteAddr, on the same admin operations (rmq/client/adminops/acl.py).  Without
 --broker a change goes to every broker (masters and slaves: each keeps its own file) of
 --cluster, which defaults to the only cluster the name server knows; `list` asks the masters
-(GET_BROKER_CLUSTER_ACL_INFO) for the data version of each ACL file.  The requests are
-signed with the caller's own credentials (--access-key/--secret-key).  An rmq broker answers
-`set`, `delete` and `whitelist` only when an admin account signed them, from any address (a
-global white address included); Apache 4.9.8's answers them for any account, and for anyone
-at a global white address.  An account's secret is given with --secret (`-` reads it from
-stdin), never printed back: a dry run shows it masked.  A change prints one row per broker it
-changed.
+for their accounts (GET_BROKER_CLUSTER_ACL_CONFIG, answered by rmq's brokers to admin
+accounts, never with a secret) or, with --versions, for the data version of each ACL file
+(GET_BROKER_CLUSTER_ACL_INFO).  The requests are signed with the caller's own credentials
+(--access-key/--secret-key).  An rmq broker answers `set`, `delete` and `whitelist` only when
+an admin account signed them, from any address (a global white address included); Apache
+4.9.8's answers them for any account, and for anyone at a global white address.  An account's
+secret is given with --secret (`-` reads it from stdin), never printed back: a dry run shows it
+masked.  A change prints one row per broker it changed.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 import typer
 
-from rmq.cli.errors import YesOption, require_confirmation
+from rmq.cli.errors import RmqError, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputOption, render_rows
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.cli.topic import ClusterOption, DryRunOption, run_admin, show, show_plan
 
 if TYPE_CHECKING:
+    from rmq.cli.output import OutputFormat
     from rmq.client.admin import AdminClient
 
 app = command_app(help="Manage the brokers' plain ACL: accounts and white addresses.")
@@ -82,21 +84,132 @@ def _rows(addrs: list[str], key: str, value: str, result: str) -> list[dict[str,
 
 
 @app.command("list")
-def list_versions(
+def list_accounts(
+    versions: Annotated[
+        bool,
+        typer.Option("--versions", help="List the ACL files and their data versions instead."),
+    ] = False,
     broker: BrokerOption = None,
     cluster: ClusterOption = None,
     namesrv: NamesrvOption = None,
     output: OutputOption = None,
 ) -> None:
-    """List the ACL files of each broker master and their data versions.
+    """List each broker master's ACL accounts and their permissions (secrets never printed).
 
-    One row per broker and file: cluster, broker name and address, the file, its version
-    counter and the time of its last change (lastUpdateTimestamp in ms in json).
+    One row per broker and account: admin or not, default topic and group permissions, the
+    per-topic and per-group permissions (-o wide adds the white address), then the global
+    white addresses.  The brokers answer GET_BROKER_CLUSTER_ACL_CONFIG (54) to an admin
+    account; Apache's since 4.9.8 do not serve it, which one line says.  --versions lists
+    the ACL files instead: cluster, broker, file, version counter and time of its last
+    change (GET_BROKER_CLUSTER_ACL_INFO, which every broker serves).
     """
+    _one_target(broker, cluster)
+    if versions:
+        _list_versions(broker, cluster, namesrv, output)
+        return
+    from rmq.cli.output import OutputFormat, render, resolve_output
+    from rmq.client.adminops.acl import AclAccounts, acl_accounts
+    from rmq.client.errors import MQBrokerError
+    from rmq.remoting.codes import ResponseCode
+
+    async def accounts(admin: AdminClient) -> tuple[list[AclAccounts], list[str]]:
+        found, lacking = [], []
+        for addr in await _targets(admin, broker, cluster, masters=True):
+            try:
+                found.append(await acl_accounts(admin, addr))
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                lacking.append(addr)
+        return found, lacking
+
+    found, lacking = run_admin(resolve_namesrv(namesrv), accounts)
+    refusals = [
+        RmqError(
+            f"broker {addr} does not list accounts: it does not serve "
+            "GET_BROKER_CLUSTER_ACL_CONFIG (54), as Apache's brokers since 4.9.8 and rmq's "
+            "without aclEnable=true",
+            "see 'rmq acl list --versions'",
+        )
+        for addr in lacking
+    ]
+    if refusals and not found:
+        raise refusals[0]
+    rows: list[dict[str, Any]] = [
+        {
+            "brokerAddr": entry.broker_addr,
+            "accessKey": account.access_key,
+            "admin": account.admin,
+            "defaultTopicPerm": account.default_topic_perm,
+            "defaultGroupPerm": account.default_group_perm,
+            "topicPerms": account.topic_perms or [],
+            "groupPerms": account.group_perms or [],
+            "whiteRemoteAddress": account.white_remote_address,
+        }
+        for entry in found
+        for account in entry.accounts
+    ]
+    whites = [
+        {"brokerAddr": entry.broker_addr, "globalWhiteAddr": address}
+        for entry in found
+        for address in entry.global_white_addrs
+    ]
+    fmt = resolve_output(output)
+    if fmt not in (OutputFormat.TABLE, OutputFormat.WIDE):
+        data = [
+            {
+                "brokerAddr": entry.broker_addr,
+                "globalWhiteAddrs": entry.global_white_addrs,
+                "accounts": [
+                    {key: row[key] for key in row if key != "brokerAddr"}
+                    for row in rows
+                    if row["brokerAddr"] == entry.broker_addr
+                ],
+            }
+            for entry in found
+        ]
+        render(data, columns=("brokerAddr", "globalWhiteAddrs", "accounts"), output=fmt)
+    elif found:
+        table = [
+            {
+                **row,
+                "topicPerms": ",".join(row["topicPerms"]),
+                "groupPerms": ",".join(row["groupPerms"]),
+            }
+            for row in rows
+        ]
+        render(table, columns=ACCOUNT_COLUMNS, wide_columns=("whiteRemoteAddress",), output=fmt)
+        if whites:
+            typer.echo()
+            render(
+                whites,
+                columns=("brokerAddr", "globalWhiteAddr"),
+                output=fmt,
+                title="GLOBAL WHITE ADDRESSES",
+            )
+    for refusal in refusals:
+        typer.echo(refusal.line(), err=True)
+    if refusals:
+        raise typer.Exit(1)
+
+
+ACCOUNT_COLUMNS = (
+    "brokerAddr",
+    "accessKey",
+    "admin",
+    "defaultTopicPerm",
+    "defaultGroupPerm",
+    "topicPerms",
+    "groupPerms",
+)
+
+
+def _list_versions(
+    broker: str | None, cluster: str | None, namesrv: str | None, output: OutputFormat | None
+) -> None:
+    """`list --versions`: one row per broker master and ACL file."""
     from rmq.cli.topic import human_time
     from rmq.client.adminops.acl import acl_versions
-
-    _one_target(broker, cluster)
 
     async def versions(admin: AdminClient) -> list[dict[str, Any]]:
         rows = []

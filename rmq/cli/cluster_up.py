@@ -18,12 +18,15 @@ running: kill a master to watch a failover).
 Files already in DIR are reused when they are what the command would write (the stores
 under DIR/store stay, so a cluster stopped and started again keeps its messages); a file
 that differs stops the command unless `--force` rewrites it.  `--dry-run` prints the files
-and the commands and starts nothing.  Registered on `rmq.cli.cluster.app`.
+and the commands and starts nothing, after the same checks as the real run (a setting the
+servers would refuse, a file that differs, a directory that cannot be written, a port in
+use), so it fails where the real run would.  Registered on `rmq.cli.cluster.app`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import sys
@@ -118,7 +121,11 @@ def up(
     ] = False,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="Print the files and commands; write and start nothing."),
+        typer.Option(
+            "--dry-run",
+            help="Check as the real run does, print the files and commands; write and start "
+            "nothing.",
+        ),
     ] = False,
     output: OutputOption = None,
 ) -> int:
@@ -144,12 +151,15 @@ def up(
         base_port=base_port,
         properties=[pair for pair in extra if pair is not None],
     )
+    # the dry run stops where the real run would, before anything is written or started
+    _check_configs(plan)
+    if not force:
+        _check_files(plan)
+    _check_directory(plan.directory)
+    _check_ports(plan)
     if dry_run:
         _print_plan(plan)
         return EXIT_OK
-    if not force:
-        _check_files(plan)
-    _check_ports(plan)
     plan.directory.mkdir(parents=True, exist_ok=True)
     for server in plan.servers:
         server.config.write_text(server.text, encoding="utf-8")
@@ -193,6 +203,33 @@ def _print_plan(plan: ClusterPlan) -> None:
     for server in plan.servers:
         typer.echo(f"# would run: rmq {server.command} -c {server.config} > {server.log}")
     typer.echo("dry run: nothing was written or started", err=True)
+
+
+def _check_configs(plan: ClusterPlan) -> None:
+    """RmqError (exit 2) for a file the server would refuse to start with (a bad -p value),
+    checked as `rmq namesrv -c` / `rmq broker -c` read it."""
+    from rmq.common import javaprops
+    from rmq.common.config import ConfigError, build_broker_configs, build_namesrv_configs
+
+    for server in plan.servers:
+        build = build_namesrv_configs if server is plan.namesrv else build_broker_configs
+        try:
+            build(javaprops.loads(server.text), config_file=str(server.config))
+        except ConfigError as exc:
+            raise RmqError(str(exc), "fix the -p/--property value", EXIT_USAGE) from None
+
+
+def _check_directory(directory: Path) -> None:
+    """RmqError when DIR cannot be made or written to (its nearest existing ancestor is not
+    a writable directory)."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        what = "is not a directory" if not existing.is_dir() else "is not writable"
+        raise RmqError(
+            f"cannot write the cluster into {directory}: {existing} {what}", "choose another --dir"
+        )
 
 
 def _check_ports(plan: ClusterPlan) -> None:

@@ -87,6 +87,9 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     ),
     "rmq-topic-route": (("rmq topic route Orders", "The brokers and queues of Orders."),),
     "rmq-topic-status": (("rmq topic status Orders -o json", "Min and max offsets per queue."),),
+    "rmq-topic-describe": (
+        ("rmq topic describe Orders", "The route and the queues' offsets of Orders together."),
+    ),
     "rmq-topic-clusters": (("rmq topic clusters Orders", "The clusters serving Orders."),),
     "rmq-topic-perm": (("rmq topic perm Orders R", "Make Orders read-only."),),
     "rmq-topic-allocate": (
@@ -155,6 +158,7 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     "rmq-message": (("rmq message by-key Orders order-1", "Find messages by key."),),
     "rmq-message-get": (
         (f"rmq message get {_MSG_ID} -o json", "The message an offset message id names."),
+        (f"rmq message get {_UNIQ}", "The message with this msgId, looked up in every topic."),
     ),
     "rmq-message-by-key": (
         ("rmq message by-key Orders order-1", "The messages of Orders with key order-1."),
@@ -200,7 +204,10 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     ),
     "rmq-kv-delete": (("rmq kv delete ORDER_TOPIC_CONFIG Orders --yes", "Delete that key."),),
     "rmq-acl": (("rmq acl list", "The ACL files of each broker master."),),
-    "rmq-acl-list": (("rmq acl list -o json", "The ACL files and their versions, as JSON."),),
+    "rmq-acl-list": (
+        ("rmq acl list -o json", "The accounts and their permissions, as JSON."),
+        ("rmq acl list --versions", "The ACL files and their versions."),
+    ),
     "rmq-acl-set": (
         ("rmq acl set alice --secret 12345678 --admin", "Create admin account alice."),
     ),

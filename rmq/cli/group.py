@@ -110,6 +110,13 @@ def not_found(group: str) -> RmqError:
     )
 
 
+def unknown_group(group: str) -> RmqError:
+    return RmqError(
+        f"consumer group {group!r} not found: no broker has a retry topic or an offset of it",
+        "check the name with 'rmq group list'",
+    )
+
+
 def _offline(group: str, exc: Exception) -> RmqError:
     return RmqError(f"consumer group {group!r}: {exc}", "check the name with 'rmq group list'")
 
@@ -130,14 +137,15 @@ def queue_key(mq: MessageQueue) -> tuple[str, str, int]:
 
 
 async def _online_members(admin: AdminClient, group: str) -> ConsumerConnection | None:
-    """The group's consumer connection, None when no member is online."""
+    """The group's consumer connection, None when no member is online (a group without a
+    retry topic has none: a member's heartbeat creates it)."""
     from rmq.client.adminops import consumer as ops
-    from rmq.client.errors import MQBrokerError
+    from rmq.client.errors import MQBrokerError, RouteNotFound
     from rmq.remoting.codes import ResponseCode
 
     try:
         return await ops.consumer_connection(admin, group)
-    except ops.GroupOffline:
+    except (ops.GroupOffline, RouteNotFound):
         return None
     except MQBrokerError as exc:
         if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
@@ -152,10 +160,12 @@ async def _online_members(admin: AdminClient, group: str) -> ConsumerConnection 
 def list_groups(
     cluster: ClusterOption = None, namesrv: NamesrvOption = None, output: OutputOption = None
 ) -> None:
-    """List every subscription group of the cluster with its member count and lag.
+    """List every consumer group of the cluster with its member count and lag.
 
-    The groups of every master's group table (system groups left out); -o wide adds the
-    group's retry settings and whether it may consume.
+    The groups of every master's group table and the groups with committed offsets there
+    (system groups left out): a group whose offsets were cloned is listed with its lag
+    although it has no subscription group.  -o wide adds the group's retry settings and
+    whether it may consume (empty for a group without a subscription group).
     """
     from rmq.client.adminops import consumer as ops
     from rmq.client.adminops.cluster import master_addrs
@@ -166,33 +176,34 @@ def list_groups(
     async def groups(admin: AdminClient) -> list[dict[str, Any]]:
         name = await default_cluster(admin, cluster)
         configs: dict[str, Any] = {}
-        for addr in master_addrs(await admin.cluster_info(), name) or []:
+        masters = master_addrs(await admin.cluster_info(), name) or []
+        for addr in masters:
             configs.update((await user_groups(admin, addr)).subscription_group_table)
         rows = []
-        for group in sorted(configs):
+        for group in sorted(configs.keys() | await ops.offset_groups(admin, masters)):
             try:
                 connection = await _online_members(admin, group)
             except (ClientError, RemotingError):
                 connection = None
             members = len(connection.connection_set) if connection else 0
             try:
-                stats = await ops.consume_stats(admin, group)
+                stats = await ops.consume_stats(admin, group, everywhere=True)
                 lag: int | None = sum(
                     max(0, o.broker_offset - o.consumer_offset) for o in stats.offset_table.values()
                 )
             except (ClientError, RemotingError):
                 lag = None
-            config = configs[group]
+            config = configs.get(group)
             rows.append(
                 {
                     "group": group,
                     "cluster": name,
                     "members": members,
                     "lag": lag,
-                    "consumeEnable": config.consume_enable,
-                    "consumeBroadcastEnable": config.consume_broadcast_enable,
-                    "retryQueueNums": config.retry_queue_nums,
-                    "retryMaxTimes": config.retry_max_times,
+                    "consumeEnable": config.consume_enable if config else None,
+                    "consumeBroadcastEnable": config.consume_broadcast_enable if config else None,
+                    "retryQueueNums": config.retry_queue_nums if config else None,
+                    "retryMaxTimes": config.retry_max_times if config else None,
                 }
             )
         return rows
@@ -231,9 +242,12 @@ def describe(
 
     async def collect(admin: AdminClient) -> dict[str, Any]:
         try:
-            await admin.topic_route(ops.retry_topic(name))
+            stats = await ops.consume_stats(admin, name, topic, everywhere=True)
+            table, tps = stats.offset_table, stats.consume_tps
+        except ops.GroupOffline:
+            table, tps = {}, 0.0
         except RouteNotFound:
-            raise not_found(name) from None
+            raise unknown_group(name) from None
         connection = await _online_members(admin, name)
         holders: dict[tuple[str, str, int], str] = {}
         for conn in connection.connection_set if connection else []:
@@ -243,12 +257,6 @@ def describe(
                 continue
             for mq in info.mq_table if info else {}:
                 holders[queue_key(mq)] = conn.client_id
-        try:
-            stats = await ops.consume_stats(admin, name, topic)
-            table = stats.offset_table
-            tps = stats.consume_tps
-        except ops.GroupOffline:
-            table, tps = {}, 0.0
         queues = [
             {
                 "topic": mq.topic,
@@ -446,10 +454,12 @@ def delete(
     """Delete a subscription group (mqadmin deleteSubGroup).
 
     From --broker, or from every master of --cluster (default: the only cluster) and then
-    its retry and dead-letter topics.  Asks for confirmation on a terminal; elsewhere --yes
-    is required.
+    its retry and dead-letter topics.  Prints the brokers that had the group (with
+    --remove-offset: or its offsets) and the topics that existed; a group found nowhere is
+    an error and nothing is sent.  Asks for confirmation on a terminal; elsewhere --yes is
+    required.
     """
-    from rmq.client.adminops.topic import delete_subscription_group
+    from rmq.client.adminops.topic import delete_subscription_group, group_footprint
     from rmq.remoting.codes import RequestCode
 
     name = group_name(group, group_option)
@@ -474,6 +484,14 @@ def delete(
 
     async def change(admin: AdminClient) -> dict[str, Any]:
         where = None if broker else await default_cluster(admin, cluster)
+        found = await group_footprint(
+            admin, name, offsets=remove_offset, broker_addr=broker, cluster=where
+        )
+        if not found.broker_addrs and not found.topics:
+            raise RmqError(
+                f"consumer group {name!r} not found ({target}): nothing was deleted",
+                "check the name with 'rmq group list'",
+            )
         result = await delete_subscription_group(
             admin, name, remove_offset=remove_offset, broker_addr=broker, cluster=where
         )
@@ -482,8 +500,12 @@ def delete(
             raise RmqError(f"deletion of group {name!r} failed: {failure}")
         return {
             "group": name,
-            "brokerAddrs": result.broker_addrs,
-            "deletedTopics": [deletion.topic for deletion in result.topic_deletions],
+            "brokerAddrs": [addr for addr in result.broker_addrs if addr in found.broker_addrs],
+            "deletedTopics": [
+                deletion.topic
+                for deletion in result.topic_deletions
+                if deletion.topic in found.topics
+            ],
         }
 
     data = run_admin(resolve_namesrv(namesrv), change)

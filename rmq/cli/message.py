@@ -1,7 +1,7 @@
 """`rmq message`: look messages up, send one again, have a consumer consume one, probe a
 broker's sends.
 
-    rmq message get MSGID                               queryMsgById
+    rmq message get ID [-t TOPIC]                       queryMsgById / queryMsgByUniqueKey
     rmq message by-key TOPIC KEY                        queryMsgByKey
     rmq message by-unique-key TOPIC MSGID               queryMsgByUniqueKey
     rmq message by-offset TOPIC --broker NAME --queue N --offset N   queryMsgByOffset
@@ -12,8 +12,10 @@ broker's sends.
 
 The lookups print the message record of docs/cli.md (`rmq.common.jsonrecord`, the object
 `rmq consume` prints): one object for `get`, `by-unique-key` and `by-offset`, a list for
-`by-key`.  `MSGID` of `get`, `resend` and `consume-directly` is the offset message id
-(`offsetMsgId`); `consume-directly -t TOPIC` takes the unique key (`msgId`) instead.  The topic
+`by-key`.  `get` takes either id a send prints, the unique key (`msgId`) or the offset id
+(`offsetMsgId`), and tells them apart as `rmq inspect by-id` does (rmq.common.msglookup).
+`MSGID` of `resend` and `consume-directly` is the offset message id; `consume-directly -t
+TOPIC` takes the unique key instead.  The topic
 may be given with -t/--topic instead of as the first argument.  The operations are
 rmq/client/adminops/message.py's and message_friendly.py's, the ones `rmq mqadmin` runs.
 """
@@ -119,14 +121,41 @@ def _show_record(data: dict[str, Any], output: OutputFormat | None) -> None:
 
 
 @app.command("get")
-def get(msg_id: MsgIdArgument, namesrv: NamesrvOption = None, output: OutputOption = None) -> None:
-    """Print the message an offset message id names (VIEW_MESSAGE_BY_ID)."""
-    from rmq.client.adminops.message import view_message
+def get(
+    msg_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="Message id: the unique key (msgId) or the offset id (offsetMsgId)."
+        ),
+    ],
+    topic: Annotated[
+        str | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC",
+            help="Look a unique key up in TOPIC only. Default: every topic.",
+            show_default=False,
+        ),
+    ] = None,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
+) -> None:
+    """Print the message an id names: either id a send prints.
+
+    An id that decodes to a broker the name server lists is an offset id, read there
+    (VIEW_MESSAGE_BY_ID); any other id is a unique key, looked up in TOPIC or in every
+    topic of the cluster, and the earliest message with it is printed (a retried or delayed
+    message keeps its unique key: copies in retry and system topics come after the
+    original).  The address in an id is never connected to unless the name server lists it.
+    """
+    from rmq.client.adminops.message import message_by_id
 
     async def lookup(admin: AdminClient) -> dict[str, Any]:
-        return await _with_broker(admin, await view_message(admin, msg_id))
+        return await _with_broker(admin, await message_by_id(admin, msg_id, topic))
 
-    _show_record(_run(namesrv, lookup, f"message {msg_id!r}"), output)
+    where = f" in topic {topic!r}" if topic is not None else ""
+    _show_record(_run(namesrv, lookup, f"message {msg_id!r}{where}"), output)
 
 
 @app.command("by-key")

@@ -5,8 +5,10 @@
 mqadmin startMonitoring's rounds (`rmq.client.adminops.consumer.monitor_round`, the one
 operation both call) printed to stdout as rows: one per group and topic it consumes, with the
 summed lag, the largest lag of one queue, the delay between the newest message and the last
-consumption, and the number of members that reported their running info.  A group with no
-stats or no member online gets one row without a topic.  The first round starts at once, the
+consumption, and the number of members that reported their running info.  Unlike
+startMonitoring (`monitor_round(offline=True)`), the rounds also cover groups that only have
+committed offsets, and give the lag of groups with no member online; a group without stats
+gets one row without a topic.  The first round starts at once, the
 next `--interval` seconds after the previous one started (mqadmin: every minute).  Each round
 is rendered on its own: a table with its time as title, a JSON array, a YAML document, or
 NDJSON lines (the round number and time in every row).  The command stops after `--rounds`
@@ -81,10 +83,12 @@ def monitor(
 ) -> None:
     """Print every consumer group's lag and members, round after round.
 
-    Each round lists every group the name server knows a retry topic of: per topic it
-    consumes, the summed lag, the largest lag of one queue, the delay (ms) between the newest
-    message and the last consumption, and the members that reported their running info.
-    Stops after --rounds rounds, on SIGTERM or Ctrl-C.
+    Each round lists every group the name server knows a retry topic of, then every other
+    group with committed offsets (one whose offsets were cloned): per topic it consumes,
+    the summed lag, the largest lag of one queue, the delay (ms) between the newest message
+    and the last consumption, and the members that reported their running info.  Groups
+    with no member online get their lag too.  Stops after --rounds rounds, on SIGTERM or
+    Ctrl-C.
     """
     fmt = resolve_output(output)
 
@@ -105,7 +109,7 @@ def monitor(
                 number += 1
                 started = time.monotonic()
                 timestamp = int(time.time() * 1000)
-                work = asyncio.create_task(monitor_round(admin))
+                work = asyncio.create_task(monitor_round(admin, offline=True))
                 await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
                 if stop.is_set():
                     work.cancel()

@@ -17,8 +17,10 @@ Output: the rows written per topic (`-o` as everywhere; json/yaml give one objec
 reading, writing, counting) as `rmq: ...` lines, or, when stderr is a terminal, a progress
 bar showing the phase and the tasks of the running Spark stages; Spark's errors, and nothing
 else of Spark's (no log4j banner, no WARN lines: `rmq.spark.quiet`), unless --debug.
-pyspark (and pyarrow) are an optional extra: without them the command says to
-`pip install 'rmq[spark]'` and exits 1.  They are imported inside the command only.
+pyspark (and pyarrow) are an optional extra, `spark`: without them the command says how to
+install it and exits 1.  rmq is on no package index, so the hint names the source tree rmq
+runs from (`pip install -e '<tree>[spark]'`), or says to do that in a clone.  They are
+imported inside the command only.
 """
 
 from __future__ import annotations
@@ -55,8 +57,22 @@ def _require_spark() -> None:
     except ImportError as exc:
         raise RmqError(
             f"Spark export needs {exc.name or 'pyspark'}, which is not installed",
-            "pip install 'rmq[spark]'",
+            spark_install_hint(),
         ) from None
+
+
+def spark_install_hint() -> str:
+    """How to add the `spark` extra: from the source tree rmq runs from (an editable
+    install, `make`'s .venv), else from a clone (rmq is on no package index)."""
+    import rmq
+
+    root = Path(rmq.__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file():
+        return f"install rmq's spark extra: {sys.executable} -m pip install -e '{root}[spark]'"
+    return (
+        "install rmq's spark extra from a clone of rmq: pip install -e '.[spark]' in its "
+        "top directory"
+    )
 
 
 def _check_store_dirs(store_dirs: list[Path]) -> None:
@@ -187,7 +203,8 @@ def spark_export(
     broker's files are fine), or online, from the brokers of a running cluster (-n, one
     Spark task per queue).  Rows are the message record of 'rmq consume' with body binary
     (CSV: body base64, keys and properties JSON).  Prints the rows written per topic.
-    Needs pyspark: pip install 'rmq[spark]'.  See docs/spark.md for clusters.
+    Needs pyspark: rmq's spark extra (pip install -e '.[spark]' in the rmq clone).  See
+    docs/spark.md for clusters.
     """
     dirs = list(store_dirs or [])
     if dirs and namesrv is not None:

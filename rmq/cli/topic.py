@@ -7,7 +7,7 @@
     rmq topic route TOPIC
     rmq topic status TOPIC
     rmq topic clusters TOPIC
-    rmq topic perm|allocate|stats ...          (rmq.cli.topic_verbs)
+    rmq topic describe|perm|allocate|stats ... (rmq.cli.topic_verbs)
 
 A command about one topic takes it as the argument TOPIC or as `-t/--topic` (`pick_topic`);
 `--cluster` defaults to the only cluster the name server knows (`only_cluster`; an error
@@ -48,7 +48,8 @@ from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
 from rmq.cli.settings import NamesrvOption, namesrv_origin, resolve_namesrv
 
 if TYPE_CHECKING:
-    from rmq.client.admin import AdminClient, PlannedRequest, TopicUpdate
+    from rmq.client.admin import AdminClient, PlannedRequest, QueueStatus, TopicUpdate
+    from rmq.remoting.bodies import TopicRouteData
 
 T = TypeVar("T")
 
@@ -367,6 +368,16 @@ def route(
     """Show a topic's route: its brokers and queues."""
     topic = pick_topic(topic_argument, topic_option)
     data = run_admin(resolve_namesrv(namesrv), lambda admin: admin.topic_route(topic))
+    document, rows = route_view(topic, data)
+    show(document, table_rows=rows, columns=ROUTE_COLUMNS, output=output)
+
+
+ROUTE_COLUMNS = ("cluster", "brokerName", "brokerAddrs", "readQueueNums", "writeQueueNums", "perm")
+
+
+def route_view(topic: str, data: TopicRouteData) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A route as the JSON document of `topic route` and as its table's rows (one per
+    broker)."""
     brokers = sorted(data.broker_datas, key=lambda broker: broker.broker_name)
     queues = {queue.broker_name: queue for queue in data.queue_datas}
     document = {
@@ -394,12 +405,7 @@ def route(
                 "perm": queue.perm if queue else None,
             }
         )
-    show(
-        document,
-        table_rows=rows,
-        columns=("cluster", "brokerName", "brokerAddrs", "readQueueNums", "writeQueueNums", "perm"),
-        output=output,
-    )
+    return document, rows
 
 
 @app.command("status")
@@ -416,6 +422,16 @@ def status(
     """
     topic = pick_topic(topic_argument, topic_option)
     queues = run_admin(resolve_namesrv(namesrv), lambda admin: admin.topic_status(topic))
+    data, rows = status_view(queues)
+    show(data, table_rows=rows, columns=STATUS_COLUMNS, wide_columns=STATUS_WIDE, output=output)
+
+
+STATUS_COLUMNS = ("brokerName", "queueId", "minOffset", "maxOffset", "lastUpdated")
+STATUS_WIDE = ("messages", "brokerAddr", "lastUpdateTimestamp")
+
+
+def status_view(queues: Iterable[QueueStatus]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Queue offsets as the JSON rows of `topic status` and as its table's rows."""
     data = [record(queue) for queue in queues]
     rows = [
         {
@@ -425,13 +441,7 @@ def status(
         }
         for row in data
     ]
-    show(
-        data,
-        table_rows=rows,
-        columns=("brokerName", "queueId", "minOffset", "maxOffset", "lastUpdated"),
-        wide_columns=("messages", "brokerAddr", "lastUpdateTimestamp"),
-        output=output,
-    )
+    return data, rows
 
 
 @app.command("clusters")
@@ -571,4 +581,4 @@ def human_time(millis: int) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S},{millis % 1000:03d}"
 
 
-from rmq.cli import topic_verbs  # noqa: E402, F401  (perm, allocate, stats)
+from rmq.cli import topic_verbs  # noqa: E402, F401  (describe, perm, allocate, stats)

@@ -1,6 +1,9 @@
-"""`rmq topic perm`, `rmq topic allocate` and `rmq topic stats`: the topic verbs on the admin
-operations of `rmq.client.adminops` (mqadmin updateTopicPerm, allocateMQ and statsAll).
+"""`rmq topic describe`, `rmq topic perm`, `rmq topic allocate` and `rmq topic stats`: the
+topic verbs on the admin operations of `rmq.client.adminops` (mqadmin updateTopicPerm,
+allocateMQ and statsAll), and `describe` (what `rpk topic describe` is: the route and the
+queues' offsets of `topic route` and `topic status` together).
 
+    rmq topic describe TOPIC
     rmq topic perm TOPIC PERM [--broker ADDR | --cluster NAME] [--dry-run]
     rmq topic allocate TOPIC --ip 10.0.0.1,10.0.0.2
     rmq topic stats [TOPIC]
@@ -43,6 +46,66 @@ if TYPE_CHECKING:
     from rmq.client.adminops.topic import PermUpdate
 
 log = logging.getLogger(__name__)
+
+
+@app.command("describe")
+def describe(
+    topic_argument: OptionalTopicArgument = None,
+    topic_option: TopicOption = None,
+    namesrv: NamesrvOption = None,
+    output: OutputOption = None,
+) -> None:
+    """Show a topic's route and the offsets of its queues together (`topic route` and
+    `topic status` in one).
+
+    A summary (clusters, brokers, queue counts, permission, messages held), then the
+    brokers of the route and, per queue, the min and max offset and the store time of its
+    last message.  json/yaml give one object: `route` as `topic route` prints it, `queues`
+    as `topic status` does.
+    """
+    from rmq.cli.output import OutputFormat, resolve_output
+    from rmq.cli.topic import (
+        ROUTE_COLUMNS,
+        STATUS_COLUMNS,
+        STATUS_WIDE,
+        route_view,
+        status_view,
+    )
+    from rmq.client.admin import clusters_of_route
+
+    topic = pick_topic(topic_argument, topic_option)
+
+    async def collect(admin: AdminClient) -> Any:
+        route = await admin.topic_route(topic)
+        return (
+            route,
+            clusters_of_route(route, await admin.cluster_info()),
+            await admin.topic_status(topic),
+        )
+
+    route, clusters, queues = run_admin(resolve_namesrv(namesrv), collect)
+    document, broker_rows = route_view(topic, route)
+    data, queue_rows = status_view(queues)
+    perms = sorted({queue.perm for queue in route.queue_datas})
+    summary = {
+        "topic": topic,
+        "clusters": clusters,
+        "brokers": len(route.broker_datas),
+        "readQueueNums": sum(queue.read_queue_nums for queue in route.queue_datas),
+        "writeQueueNums": sum(queue.write_queue_nums for queue in route.queue_datas),
+        "perm": perms[0] if len(perms) == 1 else perms,
+        "order": bool(route.order_topic_conf),
+        "messages": sum(row["messages"] for row in queue_rows),
+    }
+    fmt = resolve_output(output)
+    if fmt not in (OutputFormat.TABLE, OutputFormat.WIDE):
+        render({**summary, "route": document, "queues": data}, columns=list(summary), output=fmt)
+        return
+    render({**summary, "clusters": ",".join(clusters)}, columns=list(summary), output=fmt)
+    typer.echo()
+    render(broker_rows, columns=ROUTE_COLUMNS, output=fmt, title="BROKERS")
+    typer.echo()
+    render(queue_rows, columns=STATUS_COLUMNS, wide_columns=STATUS_WIDE, output=fmt, title="QUEUES")
 
 
 @app.command("perm")

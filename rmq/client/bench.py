@@ -371,7 +371,7 @@ class ConsumerReport:
 
 class _ConsumeTally:
     """What a consumer benchmark received: counts, B2C and S2C latencies, first and last
-    arrival; sets `stop` once `count` messages arrived."""
+    arrival; sets `stop` once `count` messages arrived, and counts no more after them."""
 
     def __init__(
         self,
@@ -388,6 +388,12 @@ class _ConsumeTally:
         self.first_at = self.last_at = 0.0
 
     def add(self, messages: list[MessageExt]) -> None:
+        """Count `messages`, only as many as `count` still wants: batches and consume tasks
+        still running deliver more after the last one wanted, which the run leaves out."""
+        if self.count is not None:
+            messages = messages[: max(0, self.count - self.received)]
+            if not messages:
+                return
         now = now_millis()
         for msg in messages:
             self.b2c.add(now - msg.born_timestamp)

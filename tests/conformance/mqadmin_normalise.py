@@ -6,8 +6,8 @@ tests/conformance/mqadmin_cases.py names the rules its output needs (`Case.rules
 `normalise` always applies `paths`, `addresses` and `ids` first.  A rule that hid a real
 difference would be a defect: rules replace a value by a placeholder that keeps its kind (a
 date-time by `<time>`, a number by its shape) and never drop a line, except `foreign`,
-`json_document`, `rmq_only_keys` and `monitor_own_group`, which say exactly what they drop
-and why.
+`json_document`, `rmq_only_keys`, `monitor_own_group` and `failure`, which say exactly what
+they drop and why.
 
 `Where` holds the facts of one cluster the rules need: its addresses, its directories, the
 ids of the messages the set-up sent there and the names other modules left on it.
@@ -368,6 +368,32 @@ def rmq_only_keys(text: str, where: Where) -> str:
     compares."""
     dropped = "|".join(map(re.escape, RMQ_ONLY_KEYS + HARNESS_KEYS))
     return re.sub(rf'(?m)^\s*"?(?:{dropped})"?\s*[=:].*\n?', "", text)
+
+
+_JAVA_FAILURE = re.compile(
+    r"STDERR org\.apache\.rocketmq\.tools\.command\.SubCommandException: (?P<head>.+ failed)\n"
+    r"(?:STDERR \tat .*\n)*"
+    r"STDERR Caused by: \S+: CODE: (?P<code>-?\d+)  DESC: (?P<desc>.*)\n"
+    r"(?:STDERR (?:\tat |\t\.\.\. |For more information, |See http).*\n)*"
+)
+_RMQ_FAILURE = re.compile(
+    r"STDERR org\.apache\.rocketmq\.tools\.command\.SubCommandException: (?P<head>.+ failed): "
+    r"[A-Z_]+\((?P<code>-?\d+)\): (?P<desc>.*)\n"
+)
+
+
+def failure(text: str, where: Where) -> str:
+    """A command that fails: Apache's mqadmin prints SubCommandException's stack trace, whose
+    cause says `CODE: <code>  DESC: <remark>` (and a FAQ link), rmq's prints the exception on
+    one line, `...: <Class> command failed: <CODE_NAME>(<code>): <remark>`.  Both become
+    `STDERR <failed: <Class> command failed; CODE <code>: <remark>>`; the stack frames (where
+    in Java's code the exception came from, which rmq has no counterpart of) and the FAQ
+    link are dropped."""
+
+    def failed(match: re.Match[str]) -> str:
+        return f"STDERR <failed: {match['head']}; CODE {match['code']}: {match['desc']}>\n"
+
+    return _RMQ_FAILURE.sub(failed, _JAVA_FAILURE.sub(failed, text))
 
 
 def normalise(text: str, where: Where, rules: Iterable[Rule]) -> str:

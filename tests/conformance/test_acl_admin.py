@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from rmq.remoting.aclsign import sign_request
-from rmq.remoting.codes import RequestCode
+from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, next_opaque
 from tests.conformance.java import ensure_built
 from tests.conformance.mqadmin_acl import (
@@ -180,3 +180,64 @@ def test_acl_folder_requests_equal_apaches(tmp_path: Path) -> None:
     assert "AclTeamUserSecret2" in apache[1]["files"]["acl/team.yml"]
     for (code, fields), theirs, ours in zip(FOLDER_REQUESTS, apache, rmq, strict=True):
         assert ours == theirs, (code, fields)
+
+
+# -- GET_BROKER_CLUSTER_ACL_CONFIG (54): 4.9.8 dropped it; rmq serves it to admins ------------
+
+LISTED = {
+    "plain_acl.yml": TEAM_ACL.replace(
+        "AclTeamUser\n", "AclTeamUser\n    topicPerms:\n      - T=PUB\n"
+    )
+}
+
+
+@pytest.mark.matrix(
+    "ACL",
+    "GET_BROKER_CLUSTER_ACL_CONFIG (54): Apache's broker does not answer it, rmq's answers "
+    "admins with the accounts, without secrets",
+    "rmq",
+    passed="different (deliberate)",
+)
+def test_acl_config_listing(tmp_path: Path) -> None:
+    """4.9.8's source dropped the request; the 4.9.7 broker jar the harness runs still routes
+    it but fails for want of 4.9.7's body class among the 4.9.8 common classes (SYSTEM_ERROR,
+    NoClassDefFoundError).  rmq answers it in 4.9.7's body (GetBrokerClusterAclConfigResponse
+    Body, read off the rocketmq-all-4.9.7 source) to admin accounts, secret keys left out."""
+    ensure_built()
+
+    def run(kind: str, processes: RmqProcesses) -> dict[str, Any]:
+        home = acl_home(processes.root, LISTED)
+        broker = start_acl_broker(kind, processes, home, name="list-acl")
+        answers = {}
+        with RemotingSession(timeout=15) as session:
+            for who, credentials in (
+                ("admin", ("AclTeamAdmin", "AclTeamSecret")),
+                ("user", ("AclTeamUser", "AclTeamUserSecret")),
+            ):
+                request = RemotingCommand(
+                    RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG, opaque=next_opaque(), ext_fields={}
+                )
+                sign_request(request, *credentials)
+                response = session.send(broker.addr, request)
+                body = json.loads(bytes(response.body)) if response.body else None
+                answers[who] = {"code": response.code, "remark": response.remark, "body": body}
+        return answers
+
+    results = each_kind(tmp_path, run)
+    apache, rmq = results["apache"], results["rmq"]
+    for who in ("admin", "user"):
+        assert apache[who]["code"] != ResponseCode.SUCCESS, apache
+        assert apache[who]["body"] is None
+    assert rmq["admin"] == {
+        "code": ResponseCode.SUCCESS,
+        "remark": None,
+        "body": {
+            "globalWhiteAddrs": [],
+            "plainAccessConfigs": [
+                {"accessKey": "AclTeamAdmin", "admin": True},
+                {"accessKey": "AclTeamUser", "admin": False, "topicPerms": ["T=PUB"]},
+            ],
+        },
+    }
+    assert rmq["user"]["code"] == ResponseCode.SYSTEM_ERROR
+    assert "Need admin permission for request code=54" in rmq["user"]["remark"]

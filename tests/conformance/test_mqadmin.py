@@ -3,8 +3,9 @@ one matrix row each (section "mqadmin commands", column "rmq vs Apache").
 
 A case (tests/conformance/mqadmin_cases.py) runs the same arguments against both clusters at
 once (one thread each), after the shared set-up `SETUP` (module fixture `targets`).  Apache's
-output must show the command's result (`Case.expect`, no exception printed): otherwise the
-comparison would prove nothing and the test fails whatever rmq did.  Then both outputs, and
+output must show the command's result (`Case.expect`, no exception printed, or for a case
+whose command fails on Apache, `Case.fails`, the failure it names): otherwise the comparison
+would prove nothing and the test fails whatever rmq did.  Then both outputs, and
 the files the command wrote, are normalised (tests/conformance/mqadmin_normalise.py) and must
 be identical.  When they are not, the cell says `failing` (rmq printed an exception where
 Apache did not) or `different`.  A case whose command needs a request code rmq's servers do
@@ -13,7 +14,9 @@ shows nothing still fails the test.
 
 `test_rmq_mqadmin` is the column "rmq mqadmin" of the same rows: against Apache's cluster only,
 Apache's mqadmin and then `rmq mqadmin` run the case (hooks around each run), and the two
-normalised outputs must be identical.  A row whose command `rmq mqadmin` does not register
+normalised outputs must be identical, except in a row where rmq deliberately differs
+(`Case.deliberate`, docs/spec-notes.md): there they must differ and rmq's must show what the
+case says.  A row whose command `rmq mqadmin` does not register
 (rmq/cli/mqadmin) is a strict expected failure.  `test_rmq_mqadmin_texts` byte-compares the
 dispatcher's own texts (command list lines, `help <cmd>`, an unknown command, a parse error).
 
@@ -234,7 +237,10 @@ def _render(case: Case, outputs: list[str], files: list[str], target: Target) ->
 
 def _check_apache(case: Case, outputs: list[str], files: list[str], target: Target) -> None:
     text = "\n".join(outputs)
-    assert "STDERR" not in text and "Exception" not in text, f"Apache's run failed:\n{text}"
+    if case.fails:
+        assert "STDERR" in text, f"Apache's run did not fail:\n{text}"
+    else:
+        assert "STDERR" not in text and "Exception" not in text, f"Apache's run failed:\n{text}"
     for expected in case.expect:
         wanted = target.fill(expected)
         assert wanted in text, f"Apache's output lacks {wanted!r}:\n{text}"
@@ -294,7 +300,8 @@ def _rmq_mqadmin_cases() -> list[Any]:
     registered = _registered()
     params = []
     for case in CASES:
-        marks = [pytest.mark.matrix(SECTION, case.row, RMQ_MQADMIN_COLUMN, passed="identical")]
+        passed = "different (deliberate)" if case.deliberate else "identical"
+        marks = [pytest.mark.matrix(SECTION, case.row, RMQ_MQADMIN_COLUMN, passed=passed)]
         if case.command not in registered:
             reason = f"rmq mqadmin lacks {case.command}"
             marks.append(pytest.mark.xfail(strict=True, raises=RmqDiffers, reason=reason))
@@ -322,7 +329,20 @@ def test_rmq_mqadmin(
     )
     outputs, files, ran = _run(case, mine, RMQ_MQADMIN)
     rmq = _render(case, outputs, files, ran)
+    if case.deliberate:
+        _deliberate(case, apache, rmq, outputs)
+        return
     _compare(case, apache, rmq, outputs, "rmq mqadmin", record_property)
+
+
+def _deliberate(case: Case, apache: str, mine: str, raw: list[str]) -> None:
+    """A deliberate difference: rmq mqadmin shows what `Case.deliberate` says, where
+    Apache's mqadmin shows something else."""
+    text = "\n".join(raw)
+    assert apache != mine, f"{case.row}: rmq mqadmin now prints what Apache's does:\n{mine}"
+    assert "STDERR" not in text, f"{case.row}: rmq mqadmin failed:\n{text}"
+    for expected in case.deliberate:
+        assert expected in text, f"{case.row}: rmq mqadmin's output lacks {expected!r}:\n{text}"
 
 
 def test_rmq_mqadmin_texts(tmp_path: Path) -> None:

@@ -159,7 +159,7 @@ def test_acl_set_list_delete_whitelist_round_trip(cluster: AclCluster) -> None:
     plain_acl = cluster.home / "conf" / "plain_acl.yml"
 
     def versions() -> list[dict[str, Any]]:
-        listed = cluster.rmq("acl", "list", "-o", "json", keys=ADMIN)
+        listed = cluster.rmq("acl", "list", "--versions", "-o", "json", keys=ADMIN)
         assert listed.returncode == 0, listed.stderr
         rows: list[dict[str, Any]] = json.loads(listed.stdout)
         return rows
@@ -205,12 +205,12 @@ def test_acl_set_list_delete_whitelist_round_trip(cluster: AclCluster) -> None:
     assert until(lambda: cluster.produce(None), ok=False).returncode == 1
 
 
-def test_acl_list_needs_any_account_not_an_admin(cluster: AclCluster) -> None:
+def test_acl_list_versions_needs_any_account_not_an_admin(cluster: AclCluster) -> None:
     """GET_BROKER_CLUSTER_ACL_INFO only reads: any account may send it, as in Apache 4.9.8."""
-    unsigned = cluster.rmq("acl", "list")
+    unsigned = cluster.rmq("acl", "list", "--versions")
     assert unsigned.returncode == 1
     assert unsigned.stderr.startswith("rmq: error: the broker requires ACL credentials")
-    listed = cluster.rmq("acl", "list", "-o", "json", keys=READER)
+    listed = cluster.rmq("acl", "list", "--versions", "-o", "json", keys=READER)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout)[0]["brokerAddr"] == cluster.broker.addr
 
@@ -258,6 +258,40 @@ def test_acl_changes_need_an_admin_account_even_from_a_white_address(
         restored = cluster.rmq("acl", "whitelist", "10.10.*.*", keys=ADMIN)
         assert restored.returncode == 0, restored.stderr
     assert until(lambda: cluster.produce(None), ok=False).returncode == 1
+
+
+def test_acl_list_shows_accounts_to_an_admin_without_secrets(cluster: AclCluster) -> None:
+    """GET_BROKER_CLUSTER_ACL_CONFIG (54): accounts and permissions, never a secret key."""
+    listed = cluster.rmq("acl", "list", "-o", "json", keys=ADMIN)
+    assert listed.returncode == 0, listed.stderr
+    (broker,) = json.loads(listed.stdout)
+    assert broker["brokerAddr"] == cluster.broker.addr
+    accounts = {account["accessKey"]: account for account in broker["accounts"]}
+    assert [ADMIN[0], WRITER[0], READER[0]] == list(accounts)[:3]
+    assert accounts[ADMIN[0]]["admin"] is True
+    assert accounts[WRITER[0]] == {
+        "accessKey": WRITER[0],
+        "admin": False,
+        "defaultTopicPerm": "DENY",
+        "defaultGroupPerm": None,
+        "topicPerms": [f"{TOPIC}=PUB"],
+        "groupPerms": [],
+        "whiteRemoteAddress": None,
+    }
+    assert accounts[READER[0]]["defaultTopicPerm"] == "SUB"
+    table = cluster.rmq("acl", "list", keys=ADMIN)
+    assert table.returncode == 0, table.stderr
+    assert [cluster.broker.addr, WRITER[0], "false", "DENY", f"{TOPIC}=PUB"] in [
+        line.split() for line in table.stdout.splitlines()
+    ]
+    for secret in (ADMIN[1], WRITER[1], READER[1]):
+        assert secret not in listed.stdout + table.stdout
+    refused = cluster.rmq("acl", "list", keys=READER)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.startswith(
+        f"rmq: error: access key {READER[0]} is not an admin account: "
+        "GET_BROKER_CLUSTER_ACL_CONFIG(54) needs one"
+    ), refused.stderr
 
 
 def test_consume_refused_names_what_is_missing(cluster: AclCluster) -> None:

@@ -293,6 +293,54 @@ def test_status_reports_queue_offsets_and_last_store_time(cluster: Cluster) -> N
     )
 
 
+# -- topic describe ---------------------------------------------------------------------------
+
+
+def test_describe_shows_route_and_queue_offsets_together(cluster: Cluster) -> None:
+    topic = "AdminDescribeTopic"
+    cluster.json("topic", "update", "-t", topic, "--cluster", CLUSTER, "-r", "2", "-w", "2")
+    cluster.route(topic, brokers=2)
+    send(cluster.broker_a, topic, queue_id=1, count=2)
+    send(cluster.broker_b, topic, queue_id=0, count=3)
+    data = cluster.json("topic", "describe", topic)
+    assert {key: value for key, value in data.items() if key not in ("route", "queues")} == {
+        "topic": topic,
+        "clusters": [CLUSTER],
+        "brokers": 2,
+        "readQueueNums": 4,
+        "writeQueueNums": 4,
+        "perm": 6,
+        "order": False,
+        "messages": 5,
+    }
+    assert data["route"] == cluster.json("topic", "route", topic)
+    status = cluster.json("topic", "status", topic)
+    assert data["queues"] == status
+    assert [(q["brokerName"], q["queueId"], q["maxOffset"]) for q in status] == [
+        ("broker-a", 0, 0),
+        ("broker-a", 1, 2),
+        ("broker-b", 0, 3),
+        ("broker-b", 1, 0),
+    ]
+    lines = table_lines(cluster.rmq("topic", "describe", "-t", topic))
+    assert lines[:8] == [
+        ["TOPIC", topic],
+        ["CLUSTERS", CLUSTER],
+        ["BROKERS", "2"],
+        ["READ", "QUEUE", "NUMS", "4"],
+        ["WRITE", "QUEUE", "NUMS", "4"],
+        ["PERM", "6"],
+        ["ORDER", "false"],
+        ["MESSAGES", "5"],
+    ]
+    assert ["BROKERS"] in lines and ["QUEUES"] in lines
+    assert [CLUSTER, "broker-b", f"0={cluster.broker_b.addr}", "2", "2", "6"] in lines
+    queue_rows = [line[:4] for line in lines if line[:2] == ["broker-b", "0"]]
+    assert queue_rows[-1] == ["broker-b", "0", "0", "3"]
+    unknown = cluster.rmq("topic", "describe", "NoSuchTopic")
+    assert unknown.returncode == 1 and "topic 'NoSuchTopic' not found" in unknown.stderr
+
+
 # -- delete -----------------------------------------------------------------------------------
 
 
@@ -437,3 +485,15 @@ def test_status_of_an_unknown_topic_fails(cluster: Cluster) -> None:
     result = cluster.rmq("topic", "status", "NoSuchTopic")
     assert result.returncode == 1
     assert "topic 'NoSuchTopic' not found" in result.stderr
+
+
+def test_acl_list_of_a_broker_without_the_request_says_so(cluster: Cluster) -> None:
+    """A broker that does not serve GET_BROKER_CLUSTER_ACL_CONFIG (54): rmq's without ACL,
+    as Apache's since 4.9.8."""
+    result = cluster.rmq("acl", "list", "--broker", cluster.broker_a.addr)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        f"rmq: error: broker {cluster.broker_a.addr} does not list accounts: it does not serve "
+        "GET_BROKER_CLUSTER_ACL_CONFIG (54), as Apache's brokers since 4.9.8 and rmq's without "
+        "aclEnable=true; see 'rmq acl list --versions'"
+    ]

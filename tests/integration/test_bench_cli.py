@@ -62,8 +62,22 @@ def test_pull_mode_reads_every_produced_message(cli: Cli) -> None:
         cli.ok("bench", "consume", "--pull", "-t", topic, "--from", "first", "-c", "800", "--json")
     )
     assert consumed["mode"] == "pull"
-    assert consumed["consumeTotal"] >= 800
+    assert consumed["consumeTotal"] == 800
     assert 0 <= consumed["p50S2cRtMs"] <= consumed["p99S2cRtMs"] <= consumed["p999S2cRtMs"]
+
+
+def test_a_count_stops_at_exactly_that_count(cli: Cli) -> None:
+    """Pulls of 32 and push batches on several consume tasks deliver past -c: the run counts
+    exactly -c messages, in both modes."""
+    topic = topic_name("BenchCount")
+    produced = json.loads(
+        cli.ok("bench", "produce", "-t", topic, "-b", "16", "-c", "800", "--json")
+    )
+    assert produced["sendTotal"] == 800
+    for n, mode in enumerate((["--pull"], ["-b", "8"])):
+        args = ("-t", topic, "-g", f"{topic}-{n}", "--from", "first", "-c", "301", "--json")
+        report = json.loads(cli.ok("bench", "consume", *mode, *args))
+        assert report["consumeTotal"] == 301, (mode, report)
 
 
 def test_a_short_run_reports_every_second(cli: Cli) -> None:

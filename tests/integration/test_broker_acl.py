@@ -6,6 +6,7 @@ Requests are raw frames (tests/procs.RemotingSession), signed with rmq.remoting.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -93,3 +94,65 @@ def test_acl_file_key_and_acl_off(rmq_processes: RmqProcesses, tmp_path: Path) -
         assert session.send(plain.addr, _topics(None)).code == ResponseCode.SUCCESS
         versions = session.send(plain.addr, create_request(RequestCode.GET_BROKER_CLUSTER_ACL_INFO))
         assert versions.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+LISTED_ACL = """\
+globalWhiteRemoteAddresses:
+  - 127.0.0.1
+accounts:
+  - accessKey: ItAdminKey
+    secretKey: ItAdminSecret
+    admin: true
+  - accessKey: ItUserKey
+    secretKey: ItUserSecret
+    defaultTopicPerm: SUB
+    topicPerms:
+      - Orders=PUB|SUB
+    groupPerms:
+      - Billing=SUB
+"""
+
+
+def test_acl_config_answers_admins_without_secrets(rmq_processes: RmqProcesses) -> None:
+    """GET_BROKER_CLUSTER_ACL_CONFIG (54): 4.9.7's body, to a signed admin only (the caller's
+    globally white address does not make an unsigned admin key count), no secret key."""
+    home = _home(rmq_processes.root)
+    (home / "conf" / "plain_acl.yml").write_text(LISTED_ACL, encoding="utf-8")
+    broker = rmq_processes.start_broker(
+        "acl-list-broker", namesrv=None, props={"aclEnable": True}, env={"ROCKETMQ_HOME": str(home)}
+    )
+
+    def ask(credentials: tuple[str, str] | None, forged: str | None = None) -> RemotingCommand:
+        request = create_request(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        if credentials is not None:
+            sign_request(request, *credentials)
+        if forged is not None:
+            request.ext_fields = {"AccessKey": forged, "Signature": "forged"}
+        with RemotingSession(timeout=10) as session:
+            return session.send(broker.addr, request)
+
+    answer = ask(("ItAdminKey", "ItAdminSecret"))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    assert answer.body is not None
+    body = bytes(answer.body)
+    assert json.loads(body) == {
+        "globalWhiteAddrs": ["127.0.0.1"],
+        "plainAccessConfigs": [
+            {"accessKey": "ItAdminKey", "admin": True},
+            {
+                "accessKey": "ItUserKey",
+                "admin": False,
+                "defaultTopicPerm": "SUB",
+                "groupPerms": ["Billing=SUB"],
+                "topicPerms": ["Orders=PUB|SUB"],
+            },
+        ],
+    }
+    assert b"Secret" not in body
+    for refused, message in (
+        (ask(("ItUserKey", "ItUserSecret")), "Need admin permission for request code=54"),
+        (ask(None), "No accessKey is configured"),
+        (ask(None, forged="ItAdminKey"), "Check signature failed for accessKey=ItAdminKey"),
+    ):
+        assert refused.code == ResponseCode.SYSTEM_ERROR
+        assert refused.remark is not None and message in refused.remark, refused.remark

@@ -145,9 +145,20 @@ def test_group_update_and_delete(mqadmin_cluster: MqadminCluster) -> None:
         "DELETE_TOPIC_IN_BROKER",
         "DELETE_TOPIC_IN_BROKER",
     ]
-    deleted = as_json(rmq(mqadmin_cluster, "group", "delete", group, "--yes", "-o", "json"))
+    # a member's heartbeat makes the retry topic; no message went to the dead-letter topic
+    assert rmq(mqadmin_cluster, "group", "update", group).returncode == 0  # may consume again
+    consumed = rmq(mqadmin_cluster, "consume", TOPIC, "-g", group, "--from", "first", "-c", "1")
+    assert consumed.returncode == 0, consumed.stderr
+    deleted = as_json(
+        rmq(mqadmin_cluster, "group", "delete", group, "--remove-offset", "--yes", "-o", "json")
+    )
     assert sorted(deleted["brokerAddrs"]) == sorted(mqadmin_cluster.broker_addrs.values())
-    assert deleted["deletedTopics"] == [f"%RETRY%{group}", f"%DLQ%{group}"]
+    assert deleted["deletedTopics"] == [f"%RETRY%{group}"]
+    again = _fails(mqadmin_cluster, "group", "delete", group, "--remove-offset", "--yes")
+    assert again == (
+        f"rmq: error: consumer group {group!r} not found (every master of the cluster): "
+        "nothing was deleted; check the name with 'rmq group list'\n"
+    )
     assert group not in {
         row["group"] for row in as_json(rmq(mqadmin_cluster, "group", "list", "-o", "json"))
     }
@@ -229,3 +240,41 @@ def test_group_reset_and_clone_offsets(mqadmin_cluster: MqadminCluster) -> None:
     assert UNKNOWN in _fails(
         mqadmin_cluster, *("group", "reset-offsets", UNKNOWN, "-t", topic), "--to", "last", "--yes"
     )
+
+
+def test_cloned_group_is_shown_with_its_lag(mqadmin_cluster: MqadminCluster) -> None:
+    """A group whose offsets were cloned has no retry topic and no subscription group (as on
+    Apache's broker): describe, list, monitor and consumerProgress -g show it with its lag,
+    and monitor shows the lag of groups with no member online."""
+    topic, group, clone = "FriendlyCloneTopic", "FriendlyCloneSource", "FriendlyCloneTarget"
+    created = rmq(
+        mqadmin_cluster, "topic", "update", "-t", topic, "--cluster", CLUSTER, "-r", "2", "-w", "2"
+    )
+    assert created.returncode == 0, created.stderr
+    records = "".join(f'{{"body":"m{n}"}}\n' for n in range(8))
+    assert rmq(mqadmin_cluster, "produce", topic, stdin=records).returncode == 0
+    consumed = rmq(mqadmin_cluster, "consume", topic, "-g", group, "--from", "first", "-c", "2")
+    assert consumed.returncode == 0, consumed.stderr
+    cloned = rmq(mqadmin_cluster, "group", "clone-offsets", group, clone, "-t", topic)
+    assert cloned.returncode == 0, cloned.stderr
+
+    data = as_json(rmq(mqadmin_cluster, "group", "describe", clone, "-o", "json"))
+    assert (data["state"], data["members"], data["totalLag"]) == ("Empty", [], 6)
+    assert _queues(data["queues"]) == [(name, queue) for name in BROKERS for queue in range(2)]
+    rows = {
+        row["group"]: row for row in as_json(rmq(mqadmin_cluster, "group", "list", "-o", "json"))
+    }
+    assert (rows[clone]["members"], rows[clone]["lag"], rows[clone]["retryMaxTimes"]) == (
+        0,
+        6,
+        None,
+    )
+    assert rows[group]["lag"] == 6
+    round_rows = as_json(rmq(mqadmin_cluster, "monitor", "--rounds", "1", "-o", "json"))
+    lags = {(row["group"], row["topic"]): (row["lag"], row["members"]) for row in round_rows}
+    assert lags[(clone, topic)] == (6, 0)
+    assert lags[(group, topic)] == (6, 0)
+    progress = mqadmin_cluster.run("consumerProgress", "-g", clone)
+    assert progress.returncode == 0, progress.stderr
+    assert progress.stdout.splitlines()[-1] == "Diff Total: 6"
+    assert UNKNOWN in _fails(mqadmin_cluster, "group", "describe", UNKNOWN)

@@ -6,9 +6,13 @@ failure paths (unknown id, key, topic or group: exit 1 and one line on stderr)."
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from typing import Any
 
+import pytest
+
+from rmq.common.msgid import offset_msg_id, pack_host
 from tests.integration.mqadmin_cluster import GROUP, TOPIC, MqadminCluster
 from tests.integration.test_friendly_config import as_json, rmq
 from tests.procs import rmq_command
@@ -54,6 +58,39 @@ def test_get_prints_the_message_record(mqadmin_cluster: MqadminCluster) -> None:
     table = rmq(mqadmin_cluster, "message", "get", sent.offset_msg_id)
     assert table.returncode == 0, table.stderr
     assert ["BODY", "mqadmin-3"] in [line.split() for line in table.stdout.splitlines()]
+
+
+def test_get_takes_the_unique_key_too(mqadmin_cluster: MqadminCluster) -> None:
+    """The msgId a send prints: looked up in every topic, or in the topic -t names."""
+    for n in (2, 5):
+        sent = mqadmin_cluster.sent[n]
+        record = as_json(rmq(mqadmin_cluster, "message", "get", sent.msg_id, "-o", "json"))
+        _check_record(mqadmin_cluster, record, n)
+        in_topic = rmq(mqadmin_cluster, "message", "get", sent.msg_id, "-t", TOPIC, "-o", "json")
+        assert as_json(in_topic) == record
+    elsewhere = _fails(
+        mqadmin_cluster, "message", "get", mqadmin_cluster.sent[2].msg_id, "-t", "broker-a"
+    )
+    assert elsewhere == (
+        f"rmq: error: message '{mqadmin_cluster.sent[2].msg_id}' in topic 'broker-a' not found; "
+        "check the id, key or topic"
+    )
+
+
+def test_get_never_connects_to_an_address_read_from_an_id(
+    mqadmin_cluster: MqadminCluster,
+) -> None:
+    """An offset id naming an address the name server does not list is taken for a unique
+    key (found nowhere): nothing connects to the address."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        msg_id = offset_msg_id(pack_host("127.0.0.1", listener.getsockname()[1]), 0)
+        line = _fails(mqadmin_cluster, "message", "get", msg_id)
+        assert line == f"rmq: error: message '{msg_id}' not found; check the id, key or topic"
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
 
 
 def test_get_failures(mqadmin_cluster: MqadminCluster) -> None:

@@ -74,6 +74,19 @@ def test_query_msg_by_id(mqadmin_cluster: MqadminCluster) -> None:
     )
 
 
+def test_query_msg_by_id_of_a_unique_key_finds_no_message(
+    mqadmin_cluster: MqadminCluster,
+) -> None:
+    """mqadmin's answer to a unique key (its decoded "port" is out of range): no message
+    (NO_MESSAGE, 208), as Apache's mqadmin says it; nothing is connected to."""
+    done = mqadmin_cluster.run("queryMsgById", "-i", mqadmin_cluster.sent[0].msg_id)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "org.apache.rocketmq.tools.command.SubCommandException: QueryMsgByIdSubCommand command"
+        " failed: NO_MESSAGE(208): query message by id finished, but no message.\n"
+    )
+
+
 def test_query_msg_by_key(mqadmin_cluster: MqadminCluster) -> None:
     out = _ok(mqadmin_cluster, "queryMsgByKey", "-t", TOPIC, "-k", "MqaKey-3")
     header, *rows = out.splitlines()
@@ -281,3 +294,26 @@ def test_query_msg_by_id_resends(mqadmin_cluster: MqadminCluster) -> None:
     ), out
     rows = _ok(mqadmin_cluster, "queryMsgByKey", "-t", "broker-a", "-k", "MqaResend")
     assert len(rows.splitlines()) == 1 + 2
+
+
+def test_a_closed_output_ends_the_command_quietly(mqadmin_cluster: MqadminCluster) -> None:
+    """`rmq mqadmin printMsg ... | head`: the reader goes away while the command writes more
+    than a pipe holds; no failure is printed, the exit code is 1 (as `rmq consume | head`)."""
+    big = json.dumps({"body": "x" * 4000, "keys": ["ClosedPipe"]}) + "\n"
+    subprocess.run(
+        rmq_command(["produce", "broker-b", "-n", mqadmin_cluster.namesrv_addr]),
+        input=big * 4,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    argv = ["mqadmin", "printMsg", "-n", mqadmin_cluster.namesrv_addr, "-t", "broker-b"]
+    reader = subprocess.Popen(
+        rmq_command(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=mqadmin_cluster.home
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()
+    errors = reader.stderr.read()
+    reader.stderr.close()
+    assert (reader.wait(timeout=60), errors) == (1, b"")

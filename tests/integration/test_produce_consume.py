@@ -380,3 +380,40 @@ def test_a_broadcasting_group_continues_from_its_local_offsets(
     assert (len(first), Counter(bodies)) == (10, Counter(f"m{n}" for n in range(40)))
     offsets_file = Path(cli.env["HOME"], ".rocketmq_offsets")
     assert list(offsets_file.glob(f"*@DEFAULT/{group}/offsets.json"))
+
+
+def _consume_one_sent_later(cli: Cli, topic: str, *options: str) -> None:
+    """Run `rmq consume TOPIC --from last -c 1 OPTIONS` and send until it has read one."""
+    reader = cli.popen("consume", topic, "--from", "last", "-c", "1", *options)
+    deadline = time.monotonic() + 30
+    while reader.poll() is None:
+        assert time.monotonic() < deadline, "the consumer read nothing"
+        cli.produce(topic, [{"body": "wake"}])
+        time.sleep(0.3)
+    _, err = reader.communicate()
+    assert reader.returncode == 0, err.decode()
+
+
+def test_a_tool_consumer_leaves_no_info_lines_in_the_broker_log(
+    cli: Cli, standalone: StandaloneProcess
+) -> None:
+    """`rmq consume` without -g (group TOOLS_CONSUMER) connects, subscribes and leaves: the
+    broker logs that at DEBUG; a group's members stay at INFO."""
+    topic = topic_name("QuietTools")
+    cli.produce(topic, [{"body": "first"}])
+    start = len(standalone.log_text())
+    _consume_one_sent_later(cli, topic)
+    _consume_one_sent_later(cli, topic, "-g", "LoudGroup")
+    standalone.wait_for_log("consumer group LoudGroup has no connection left, removed")
+    lines = standalone.log_text()[start:].splitlines()
+    infos = [line for line in lines if " INFO " in line]
+    assert [line for line in infos if "group TOOLS_CONSUMER" in line] == []
+    loud = "\n".join(line for line in infos if "group LoudGroup" in line)
+    for said in (
+        "new consumer connected, group LoudGroup",
+        "group LoudGroup subscribes a new topic",
+        "consumer group LoudGroup changed by a heartbeat",
+        "unregister a consumer of group LoudGroup",
+        "consumer group LoudGroup has no connection left, removed",
+    ):
+        assert said in loud, loud

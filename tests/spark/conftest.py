@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-pytest.importorskip("pyspark", reason="the Spark tests need pyspark: pip install 'rmq[spark]'")
-pytest.importorskip("pyarrow", reason="the Spark tests need pyarrow: pip install 'rmq[spark]'")
+pytest.importorskip(
+    "pyspark", reason="the Spark tests need pyspark: pip install -e '.[spark]' in the rmq clone"
+)
+pytest.importorskip(
+    "pyarrow", reason="the Spark tests need pyarrow: pip install -e '.[spark]' in the rmq clone"
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -166,7 +166,9 @@ def test_without_pyspark_the_command_says_how_to_install_it(store: Path, tmp_pat
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 1
+    root = Path(__file__).resolve().parents[2]  # the source tree of the editable install
     assert result.stderr == (
-        "rmq: error: Spark export needs pyspark, which is not installed; pip install 'rmq[spark]'\n"
+        "rmq: error: Spark export needs pyspark, which is not installed; install rmq's spark "
+        f"extra: {sys.executable} -m pip install -e '{root}[spark]'\n"
     )
     assert not (tmp_path / "out").exists()

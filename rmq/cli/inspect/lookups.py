@@ -46,23 +46,30 @@ def by_id(
     msg_id: Annotated[str, typer.Argument(metavar="MSG_ID", show_default=False)],
     output: OutputOption = None,
 ) -> None:
-    """Look a message up by id: an offset message id (store host + commitlog offset), else
-    a unique key (UNIQ_KEY) through the index of every topic."""
+    """Look a message up by id: an offset message id (store host + commitlog offset) of a
+    record of this store, else a unique key (UNIQ_KEY) through the index of every topic."""
+    from rmq.common.msglookup import offset_id_of, unique_key_matches
     from rmq.store.errors import StoreError
 
     with opened(ctx) as reader:
         try:
-            records = [reader.message_by_offset_id(msg_id)]
+            record = reader.message_by_offset_id(msg_id)
+            why = f"the record at its offset was stored by {record.store_host}"
         except StoreError as exc:
-            records = _by_key(
+            record, why = None, str(exc)
+        if record is not None and offset_id_of(msg_id, {record.store_host}) is not None:
+            records = [record]
+        else:
+            found = _by_key(
                 reader, msg_id, None, DEFAULT_MAX_KEYS, None, None, unique=True, scan=False
             )
+            records = unique_key_matches(found, msg_id)
             if not records:
                 raise RmqError(
-                    f"no message with id {msg_id}: not an offset id of a stored message ({exc}) "
+                    f"no message with id {msg_id}: not an offset id of a stored message ({why}) "
                     "and no message has this unique key",
                     "check the id, or search with 'by-key' or 'search'",
-                ) from None
+                )
     render_records(records, output)
 
 

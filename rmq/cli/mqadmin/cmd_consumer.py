@@ -220,7 +220,7 @@ async def consumer_progress(inv: Invocation) -> None:
         return
     async with inv.admin() as admin:
         with failing("ConsumerProgressSubCommand"):
-            stats = await ops.consume_stats(admin, group)
+            stats = await ops.consume_stats(admin, group, everywhere=True)
         owners = await _queue_owners(admin, group) if show_ip else {}
     if show_ip:
         jprintf(

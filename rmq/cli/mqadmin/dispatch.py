@@ -11,20 +11,23 @@ Requests are signed with the ACL keys of `$ROCKETMQ_HOME/conf/tools.yml` when it
 (`toolsacl`).  The one deliberate difference from mqadmin: an unknown command and a failed
 command exit 1 (mqadmin exits 0 after printing `The sub command ... not exist.` or a stack
 trace).  A failed command prints, on stderr, the first line of the trace mqadmin prints:
-`org.apache.rocketmq.tools.command.SubCommandException: <message>`.
+`org.apache.rocketmq.tools.command.SubCommandException: <message>`.  A closed output
+(`| head`) ends the command quietly with exit 1, as every rmq command.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import TextIO
+from typing import TextIO, cast
 
 from rmq.cli.mqadmin import commonscli
 from rmq.cli.mqadmin.javafmt import jprintf
-from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
+from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, OutputClosed, commands
 from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
 from rmq.cli.tlsoptions import apply_client_tls
 
@@ -59,10 +62,40 @@ def usage(command: Command) -> str:
     return commonscli.usage(f"mqadmin {command.name}", commonscli.Options.of(command.options))
 
 
+class _Output(io.TextIOBase):
+    """The command's output: a write to a closed pipe raises OutputClosed, which no
+    command's `failing` turns into a failure."""
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self.target = target
+
+    def write(self, text: str) -> int:
+        try:
+            return self.target.write(text)
+        except BrokenPipeError:
+            raise OutputClosed from None
+
+    def flush(self) -> None:
+        try:
+            self.target.flush()
+        except BrokenPipeError:
+            raise OutputClosed from None
+
+
 def main(args: Sequence[str], out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run one mqadmin command line; the exit code."""
-    out = out if out is not None else sys.stdout
-    err = err if err is not None else sys.stderr
+    """Run one mqadmin command line; the exit code.  When the reader of the output goes
+    away the command stops quietly and exits 1, as `rmq consume | head` does."""
+    guarded = cast(TextIO, _Output(out if out is not None else sys.stdout))
+    try:
+        return _main(args, guarded, err if err is not None else sys.stderr)
+    except OutputClosed:
+        if out is None:  # nothing more reaches the closed pipe, the final flush included
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _main(args: Sequence[str], out: TextIO, err: TextIO) -> int:
     if not args:
         listing(out)
         return 0

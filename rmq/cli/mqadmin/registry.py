@@ -38,13 +38,18 @@ class MqadminFailure(Exception):
         self.message = message
 
 
+class OutputClosed(Exception):
+    """Whoever read the output went away (`rmq mqadmin ... | head`): the command stops
+    quietly (`failing` lets it through)."""
+
+
 @contextmanager
 def failing(command_class: str, suffix: str = " command failed") -> Iterator[None]:
     """Any error of the block becomes mqadmin's `SubCommandException`: `<Class> command
     failed: <cause>` (`suffix` for the one command spelling it differently)."""
     try:
         yield
-    except MqadminFailure:
+    except (MqadminFailure, OutputClosed):
         raise
     except Exception as exc:
         raise MqadminFailure(f"{command_class}{suffix}: {exc}") from exc

@@ -10,7 +10,10 @@ are built by `rmq.client.api.acl`):
   addresses of one ACL file (the broker's default file when none is named);
 * `acl_versions`: GET_BROKER_CLUSTER_ACL_INFO (52): the broker's cluster, name and address
   and, per ACL file, its data version (counter and last update time), in the order of Java's
-  HashMap of the file paths, as mqadmin prints them.
+  HashMap of the file paths, as mqadmin prints them;
+* `acl_accounts`: GET_BROKER_CLUSTER_ACL_CONFIG (54, which mqadmin 4.9.8 no longer sends):
+  the broker's accounts and global white addresses, secret keys dropped whoever sent them
+  (Apache's 4.9.7 broker does).
 
 Each takes the broker addresses to ask; `acl_targets` gives them the way mqadmin's `-b` /
 `-c` do: one broker, or every broker of a cluster (masters and slaves: the file lives on each
@@ -21,12 +24,14 @@ the request a change would send (for dry runs), its secret key masked.  Nothing 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from rmq.client.admin import AdminClient, PlannedRequest
 from rmq.client.adminops.cluster import cluster_addrs, master_addrs
 from rmq.client.api import acl as api_acl
 from rmq.client.api.acl import PlainAccessConfig
+from rmq.remoting.bodies import AclAccount
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand
 
@@ -83,6 +88,24 @@ async def acl_versions(admin: AdminClient, addr: str) -> list[AclFileVersion]:
         )
         for path, (counter, timestamp) in info.file_versions.items()
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class AclAccounts:
+    """The accounts of one broker's ACL (`acl_accounts`), no secret key among them."""
+
+    broker_addr: str
+    global_white_addrs: list[str]
+    accounts: list[AclAccount]
+
+
+async def acl_accounts(admin: AdminClient, addr: str) -> AclAccounts:
+    """The accounts and global white addresses of the broker at `addr`."""
+    body = await api_acl.get_broker_cluster_acl_config(admin.remoting, addr, admin.timeout)
+    accounts = [
+        dataclasses.replace(account, secret_key=None) for account in body.plain_access_configs or ()
+    ]
+    return AclAccounts(addr, list(body.global_white_addrs or ()), accounts)
 
 
 SECRET_MASK = "********"

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 from rmq.client import api
 from rmq.client.admin import AdminClient, AdminError
-from rmq.client.errors import ClientError, MQBrokerError
+from rmq.client.errors import ClientError, MQBrokerError, RouteNotFound
 from rmq.common.javahash import java_hash, java_hash_order_by
-from rmq.common.naming import TOOLS_CONSUMER_GROUP
+from rmq.common.naming import SYSTEM_GROUPS, TOOLS_CONSUMER_GROUP, is_sys_consumer_group
 from rmq.common.sysflag import PULL_SUBSCRIPTION
 from rmq.remoting.bodies import (
     ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
     ConsumeStats,
     ConsumeStatsList,
     MessageQueue,
@@ -107,21 +108,55 @@ async def all_topic_names(admin: AdminClient) -> list[str]:
     return list(topics.topic_list)
 
 
-async def consume_stats(admin: AdminClient, group: str, topic: str | None = None) -> ConsumeStats:
+async def consume_stats(
+    admin: AdminClient, group: str, topic: str | None = None, *, everywhere: bool = False
+) -> ConsumeStats:
     """GET_CONSUME_STATS on every broker of the group, merged: each queue's broker and
-    consumer offsets and last consume time, and the summed consume TPS."""
-    merged = ConsumeStats()
-    for addr in route_addrs(await admin.topic_route(retry_topic(group))):
-        timeout = admin.timeout * GROUP_STATS_TIMEOUT_FACTOR
-        stats = await _broker_consume_stats(admin, addr, group, topic, timeout)
-        merged.offset_table.update(stats.offset_table)
-        merged.consume_tps += stats.consume_tps
+    consumer offsets and last consume time, and the summed consume TPS.
+
+    The group's brokers are those of its retry topic's route.  With `everywhere`, a group
+    without a retry topic (its offsets were cloned, or committed by a client that never
+    subscribed) is asked for on every broker the name server lists, and the route's
+    RouteNotFound stands only when no broker has an offset of it (mqadmin fails there)."""
+    try:
+        addrs = route_addrs(await admin.topic_route(retry_topic(group)))
+    except RouteNotFound:
+        if not everywhere:
+            raise
+        merged = await _merged_stats(admin, await every_broker(admin), group, topic)
+        if not merged.offset_table:
+            raise
+        return merged
+    merged = await _merged_stats(admin, addrs, group, topic)
     if not merged.offset_table:
         raise GroupOffline(
             "Not found the consumer group consume stats, because return offset table is empty,"
             " maybe the consumer not consume any message"
         )
     return merged
+
+
+async def _merged_stats(
+    admin: AdminClient, addrs: list[str], group: str, topic: str | None
+) -> ConsumeStats:
+    merged = ConsumeStats()
+    for addr in addrs:
+        timeout = admin.timeout * GROUP_STATS_TIMEOUT_FACTOR
+        stats = await _broker_consume_stats(admin, addr, group, topic, timeout)
+        merged.offset_table.update(stats.offset_table)
+        merged.consume_tps += stats.consume_tps
+    return merged
+
+
+async def every_broker(admin: AdminClient) -> list[str]:
+    """One address per broker name the name server lists (the master, else a slave),
+    sorted by broker name."""
+    info = await admin.cluster_info()
+    return [
+        addr
+        for _, data in sorted(info.broker_addr_table.items())
+        if (addr := data.select_broker_addr())
+    ]
 
 
 async def consumer_connection(
@@ -334,23 +369,49 @@ class GroupReport:
     running_infos: dict[str, ConsumerRunningInfo]
 
 
-async def monitor_round(admin: AdminClient) -> list[GroupReport]:
+async def monitor_round(admin: AdminClient, *, offline: bool = False) -> list[GroupReport]:
     """One round of mqadmin's MonitorService: every group with a retry topic, in the order
-    Java iterates the name server's topic set."""
+    Java iterates the name server's topic set.  With `offline` (`rmq monitor`), also the
+    groups that only have committed offsets (`offset_groups`: cloned ones have no retry
+    topic), after those, by name; and the lag of groups with no member online, which
+    MonitorService leaves out."""
     topics = await all_topic_names(admin)
+    groups = [
+        topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+        for topic in java_hash_order_by(topics, java_hash)
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    ]
+    if offline:
+        try:
+            extra = await offset_groups(admin, await every_broker(admin))
+        except (ClientError, RemotingError):
+            extra = set()
+        groups += sorted(extra - set(groups))
     reports = []
-    for topic in java_hash_order_by(topics, java_hash):
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-            undone = await _undone_msgs(admin, group)
-            reports.append(GroupReport(group, undone, await _running_infos(admin, group)))
+    for group in groups:
+        undone = await _undone_msgs(admin, group, offline=offline)
+        reports.append(GroupReport(group, undone, await _running_infos(admin, group)))
     return reports
 
 
-async def _undone_msgs(admin: AdminClient, group: str) -> list[UndoneMsgs]:
+async def offset_groups(admin: AdminClient, addrs: list[str]) -> set[str]:
+    """Every group with a committed offset on one of the brokers (GET_ALL_CONSUMER_OFFSET:
+    the broker's `topic@group` table), system groups left out."""
+    groups = set()
+    for addr in addrs:
+        body = await _answer(admin, addr, RequestCode.GET_ALL_CONSUMER_OFFSET, None)
+        for key in ConsumerOffsetSerializeWrapper.decode(body).offset_table:
+            group = key.rpartition("@")[2]
+            if group not in SYSTEM_GROUPS and not is_sys_consumer_group(group):
+                groups.add(group)
+    return groups
+
+
+async def _undone_msgs(admin: AdminClient, group: str, *, offline: bool) -> list[UndoneMsgs]:
     try:
-        stats = await consume_stats(admin, group)
-        await consumer_connection(admin, group)
+        stats = await consume_stats(admin, group, everywhere=offline)
+        if not offline:
+            await consumer_connection(admin, group)
     except (ClientError, RemotingError):
         return []
     by_topic: dict[str, dict[MessageQueue, OffsetWrapper]] = {}

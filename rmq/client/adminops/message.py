@@ -6,7 +6,9 @@ returns what the brokers answered, as mqadmin 4.9.8's `DefaultMQAdminExt` gets i
 here prints.
 
 * `view_message`: VIEW_MESSAGE_BY_ID at the broker and commitlog offset an offset message id
-  names;
+  names, only when that broker is one the name server lists;
+* `message_by_id`: the message an id names, offset id or unique key (`rmq.common.msglookup`:
+  the rule `rmq inspect by-id` applies offline), looked up in one topic or in every topic;
 * `query_messages`: QUERY_MESSAGE by key (or by unique key) to one broker of every broker name
   of the topic's route, then Java's client-side check of each answer (the index matches key
   hashes): the key must be one of the message's KEYS and the topic its topic; a unique-key
@@ -25,20 +27,26 @@ here prints.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rmq.client import api
 from rmq.client.admin import AdminClient
-from rmq.client.adminops.consumer import GroupOffline, consume_stats, consumer_connection
+from rmq.client.adminops.consumer import (
+    GroupOffline,
+    all_topic_names,
+    consume_stats,
+    consumer_connection,
+)
 from rmq.client.api import PullStatus
 from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.pull import PullConsumer, PullResult
-from rmq.client.errors import MQBrokerError, MQClientError
+from rmq.client.errors import MQBrokerError, MQClientError, RouteNotFound
 from rmq.common.message import MessageRecord
 from rmq.common.msgconst import PROPERTY_KEYS
-from rmq.common.msgid import decode_offset_msg_id
+from rmq.common.msglookup import offset_id_of, unique_key_matches
 from rmq.remoting.bodies import (
     MASTER_ID,
     ConsumeType,
@@ -57,6 +65,9 @@ KEY_QUERY_MAX = 64
 """queryMsgByKey asks each broker for at most this many messages."""
 
 UNIQUE_KEY_QUERY_MAX = 32
+
+TOPIC_LOOKUPS_AT_ONCE = 8
+"""`message_by_id` asks about this many topics at a time when it looks in every topic."""
 
 NOT_ONLINE_DESC = (
     "org.apache.rocketmq.client.exception.MQClientException: CODE: 206  DESC: Not found the"
@@ -87,18 +98,62 @@ class MessageTrack:
     exception_desc: str | None = None
 
 
+def _no_message_by_id() -> MQClientError:
+    return MQClientError(ResponseCode.NO_MESSAGE, "query message by id finished, but no message.")
+
+
+async def broker_hosts(admin: AdminClient) -> set[str]:
+    """The address of every broker, master or slave, the name server lists."""
+    info = await admin.cluster_info()
+    return {addr for data in info.broker_addr_table.values() for addr in data.broker_addrs.values()}
+
+
 async def view_message(admin: AdminClient, msg_id: str) -> MessageRecord:
     """The message an offset message id names (VIEW_MESSAGE_BY_ID to the broker in the id);
-    MQClientError NO_MESSAGE when the id is not an offset message id."""
-    try:
-        where = decode_offset_msg_id(msg_id)
-    except ValueError:
-        raise MQClientError(
-            ResponseCode.NO_MESSAGE, "query message by id finished, but no message."
-        ) from None
+    MQClientError NO_MESSAGE when the id is not an offset id of a broker the name server
+    lists (the address in the id is never connected to otherwise)."""
+    where = offset_id_of(msg_id, await broker_hosts(admin))
+    if where is None:
+        raise _no_message_by_id()
     return await api.view_message(
         admin.remoting, where.address, where.physical_offset, admin.timeout
     )
+
+
+async def message_by_id(admin: AdminClient, msg_id: str, topic: str | None = None) -> MessageRecord:
+    """The message `msg_id` names (`rmq.common.msglookup`): VIEW_MESSAGE_BY_ID when it is an
+    offset id of a listed broker, else the earliest message with this unique key in `topic`
+    or, without one, in every topic the name server knows; MQClientError NO_MESSAGE when
+    there is none."""
+    where = offset_id_of(msg_id, await broker_hosts(admin))
+    if where is not None:
+        return await api.view_message(
+            admin.remoting, where.address, where.physical_offset, admin.timeout
+        )
+    topics = [topic] if topic is not None else await all_topic_names(admin)
+    gate = asyncio.Semaphore(TOPIC_LOOKUPS_AT_ONCE)
+
+    async def in_topic(name: str) -> list[MessageRecord]:
+        async with gate:
+            try:
+                return await query_messages(
+                    admin, name, msg_id, unique=True, max_num=UNIQUE_KEY_QUERY_MAX
+                )
+            except RouteNotFound:
+                if topic is not None:
+                    raise
+            except MQClientError as exc:
+                if exc.code != ResponseCode.NO_MESSAGE:
+                    raise
+            return []
+
+    found = [
+        record for records in await asyncio.gather(*map(in_topic, topics)) for record in records
+    ]
+    matches = unique_key_matches(found, msg_id)
+    if not matches:
+        raise _no_message_by_id()
+    return matches[0]
 
 
 async def query_messages(

@@ -8,6 +8,8 @@ results come in that order (`java_hash_order`), since mqadmin prints in it.
 * `update_subscription_group` / `delete_subscription_group`: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
   and DELETE_SUBSCRIPTIONGROUP to one broker or to every master of a cluster; deleting from a
   cluster also deletes the group's retry and dead-letter topics (as `deleteTopic` does);
+  `group_footprint` says beforehand which of those the group has (the broker answers SUCCESS
+  for a group it does not know);
 * `update_topic_perm`: the topic's queue counts and sysflag from its route, the new perm to a
   master of the route or to every master of a cluster;
 * `group_configs`: a group's settings on every broker name of the cluster info;
@@ -39,6 +41,8 @@ from rmq.client.adminops.cluster import (
     master_addrs,
     put_kv_config,
 )
+from rmq.client.adminops.consumer import offset_groups
+from rmq.client.errors import RouteNotFound
 from rmq.common import naming
 from rmq.common.javahash import java_hash_order
 from rmq.common.naming import CID_RMQ_SYS_PREFIX, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
@@ -169,6 +173,40 @@ async def delete_subscription_group(
     except Exception as exc:
         return GroupDeletion(group, done, None, deletions, exc)
     return GroupDeletion(group, done, None, deletions)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFootprint:
+    """Where a group is (`group_footprint`): the brokers whose group table holds it (or,
+    when its offsets count, whose offset table has it), and which of its retry and
+    dead-letter topics the name server has a route for."""
+
+    broker_addrs: list[str]
+    topics: list[str]
+
+
+async def group_footprint(
+    admin: AdminClient,
+    group: str,
+    *,
+    offsets: bool = False,
+    broker_addr: str | None = None,
+    cluster: str | None = None,
+) -> GroupFootprint:
+    """What `delete_subscription_group` with the same brokers would find to delete."""
+    holding = []
+    for addr in await _targets(admin, broker_addr, cluster):
+        table = (await all_subscription_groups(admin, addr)).subscription_group_table
+        if group in table or (offsets and group in await offset_groups(admin, [addr])):
+            holding.append(addr)
+    topics = []
+    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX) if cluster else ():
+        try:
+            await admin.topic_route(prefix + group)
+        except RouteNotFound:
+            continue
+        topics.append(prefix + group)
+    return GroupFootprint(holding, topics)
 
 
 async def all_subscription_groups(

@@ -6,7 +6,10 @@
 * UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): the addresses ("a,b,c") and, when given, the ACL
   file's full path (mqadmin sends none for the broker's default file);
 * GET_BROKER_CLUSTER_ACL_INFO (52): no header; the answer's header names the broker and
-  carries the default file's data version and every file's (`BrokerAclInfo`).
+  carries the default file's data version and every file's (`BrokerAclInfo`);
+* GET_BROKER_CLUSTER_ACL_CONFIG (54): no header; the answer's body holds the accounts and
+  global white addresses (`AclConfigBody`: 4.9.7's broker served it, 4.9.8's does not,
+  rmq's does to admin accounts, without secret keys).
 
 The three changes succeed with SUCCESS only (the broker's *_FAILED codes raise MQBrokerError
 with its remark).  The request builders are public so that a dry run shows what would be sent.
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from rmq.client.api.request import request_broker
 from rmq.common.javahash import java_hash_order
 from rmq.common.plainaccess import PlainAccessConfig as PlainAccessConfig
+from rmq.remoting.bodies import AclConfigBody
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand, create_request
@@ -107,6 +111,15 @@ async def get_broker_cluster_acl_info(
         version=_data_version(json.loads(header.version)),
         file_versions={path: _data_version(files[path]) for path in java_hash_order(files)},
     )
+
+
+async def get_broker_cluster_acl_config(
+    remoting: RemotingClient, addr: str, timeout: float
+) -> AclConfigBody:
+    """The accounts and global white addresses of the broker at `addr`."""
+    request = create_request(RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+    response = await request_broker(remoting, addr, request, timeout)
+    return AclConfigBody.decode(response.body or b"{}")
 
 
 def _joined(items: list[str] | None) -> str | None:

@@ -21,6 +21,8 @@ for: its offsets, running info, a direct consumption).
 """
 
 from rmq.remoting.bodies.admin import (
+    AclAccount,
+    AclConfigBody,
     Connection,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
@@ -94,6 +96,8 @@ __all__ = [
     "EXPRESSION_TYPE_TAG",
     "MASTER_ID",
     "SUB_ALL",
+    "AclAccount",
+    "AclConfigBody",
     "Body",
     "BodyError",
     "BrokerData",

@@ -10,6 +10,8 @@
   :class:`QueueTimeSpan`.
 * Who is connected: :class:`Connection`, :class:`ProducerConnection`,
   :class:`ConsumerConnection`, and :class:`GroupList`.
+* The plain ACL's accounts: :class:`AclConfigBody` of :class:`AclAccount`, the answer to
+  GET_BROKER_CLUSTER_ACL_CONFIG (54; 4.9.7's GetBrokerClusterAclConfigResponseBody).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from rmq.remoting.bodies.route import MASTER_ID, DataVersion
 from rmq.remoting.codes import LanguageCode
 
 __all__ = [
+    "AclAccount",
+    "AclConfigBody",
     "Connection",
     "ConsumeStats",
     "ConsumerConnection",
@@ -45,6 +49,30 @@ __all__ = [
     "TopicOffset",
     "TopicStatsTable",
 ]
+
+
+@dataclass(slots=True, kw_only=True)
+class AclAccount(Body):
+    """One account of the plain ACL (Java's PlainAccessConfig): permissions as `Name=PERM`
+    items.  Apache 4.9.7's broker sends the secret key too; rmq's never does."""
+
+    access_key: str
+    secret_key: str | None = None
+    white_remote_address: str | None = None
+    admin: bool = False
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    topic_perms: list[str] | None = None
+    group_perms: list[str] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class AclConfigBody(Body):
+    """GET_BROKER_CLUSTER_ACL_CONFIG's answer: the global white addresses and the accounts
+    of every ACL file of the broker (an access key in several files: its first)."""
+
+    global_white_addrs: list[str] | None = None
+    plain_access_configs: list[AclAccount] | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from rmq.common.config import BrokerConfig
+from rmq.common.naming import TOOLS_CONSUMER_GROUP
 from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies import (
     Connection,
@@ -59,6 +60,16 @@ log = logging.getLogger("rmq.broker")
 
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 """A client not heard from for this long is dropped (Apache's fixed value)."""
+
+TOOL_GROUPS = frozenset({TOOLS_CONSUMER_GROUP})
+"""Groups of short-lived tool consumers (`rmq consume` without -g, mqadmin's printMsg...)."""
+
+
+def chatter_level(group: str) -> int:
+    """The log level of a consumer group's connection chatter (a member connects, subscribes,
+    leaves, the group goes): DEBUG for tool groups, whose every run would add five INFO
+    lines, INFO for the others."""
+    return logging.DEBUG if group in TOOL_GROUPS else logging.INFO
 
 
 class ClientChannel(Protocol):
@@ -132,7 +143,8 @@ class ConsumerGroupInfo:
         """
         known = self.channels.get(info.channel)
         if known is None:
-            log.info("new consumer connected, group %s: %s", self.group_name, info)
+            level = chatter_level(self.group_name)
+            log.log(level, "new consumer connected, group %s: %s", self.group_name, info)
             self.channels[info.channel] = info
             info.last_update_timestamp = now
             return True
@@ -157,7 +169,12 @@ class ConsumerGroupInfo:
             topics.add(subscription.topic)
             old = self.subscriptions.get(subscription.topic)
             if old is None:
-                log.info("group %s subscribes a new topic: %s", self.group_name, subscription)
+                log.log(
+                    chatter_level(self.group_name),
+                    "group %s subscribes a new topic: %s",
+                    self.group_name,
+                    subscription,
+                )
                 changed = True
             elif subscription.sub_version <= old.sub_version:
                 continue
@@ -297,11 +314,13 @@ class ClientManager:
             return None
         removed = group_info.channels.pop(channel, None)
         if removed is not None:
-            log.info("unregister a consumer of group %s: %s", group, removed)
+            log.log(chatter_level(group), "unregister a consumer of group %s: %s", group, removed)
         group_removed = not group_info.channels
         if group_removed:
             del self._consumers[group]
-            log.info("consumer group %s has no connection left, removed", group)
+            log.log(
+                chatter_level(group), "consumer group %s has no connection left, removed", group
+            )
         return ConsumerGroupChange(
             group, removed is not None, group_removed, self._notify_list(group_info, is_notify)
         )
@@ -361,7 +380,9 @@ class ClientManager:
             group_removed = not group_info.channels
             if group_removed:
                 del self._consumers[group]
-                log.info("consumer group %s has no connection left, removed", group)
+                log.log(
+                    chatter_level(group), "consumer group %s has no connection left, removed", group
+                )
             changes.append(
                 ConsumerGroupChange(group, True, group_removed, self._notify_list(group_info, True))
             )

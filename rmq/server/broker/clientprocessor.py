@@ -61,7 +61,7 @@ from rmq.remoting.headers import (
     UnregisterClientRequestHeader,
     UnregisterClientResponseHeader,
 )
-from rmq.server.broker.clientmanager import ClientChannel, ClientChannelInfo
+from rmq.server.broker.clientmanager import ClientChannel, ClientChannelInfo, chatter_level
 from rmq.server.broker.consumerfilter import check_client_config
 from rmq.server.broker.rebalancelock import RebalanceLockManager
 
@@ -153,7 +153,12 @@ class ClientProcessor:
             )
             context.consumer_filter_manager.register_group(group, consumer.subscription_data_set)
             if change.changed:
-                log.info("consumer group %s changed by a heartbeat from %s", group, connection)
+                log.log(
+                    chatter_level(group),
+                    "consumer group %s changed by a heartbeat from %s",
+                    group,
+                    connection,
+                )
             self.notify_consumer_ids_changed(group, change.notify)
         for producer in heartbeat.producer_data_set:
             context.client_manager.register_producer(producer.group_name, info)

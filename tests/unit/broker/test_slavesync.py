@@ -4,6 +4,8 @@ went."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -180,3 +182,42 @@ def test_a_new_master_starts_a_round_at_once(pair: tuple[BrokerContext, BrokerCo
 
     run(scenario())
     assert len(wire.asked) == 4
+
+
+def test_offsets_committed_between_rounds_reach_the_slave_at_the_next_round_only(
+    pair: tuple[BrokerContext, BrokerContext], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window docs/cluster.md states: rounds 3 s after the start, then every 10 s, and a
+    commit to the master is on the slave only after the next round, so a master that dies
+    takes up to 10 s of offset commits with it."""
+    master, slave = pair
+    _prepare_master(master)
+    slave.master_addr = MASTER_ADDR
+    sync = SlaveSynchronizer(slave, MasterWire(master))
+    waits: list[float] = []
+    commits = iter([18, 19])
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 4:
+            raise asyncio.CancelledError
+        if len(waits) > 1:  # between two rounds: a commit the slave does not have yet
+            offset = next(commits)
+            master.consumer_offset_manager.commit("c", "SyncGroup", "SyncTopic", 2, offset)
+            seen.append(slave.consumer_offset_manager.query("SyncGroup", "SyncTopic", 2))
+        await real_sleep(0)
+
+    seen: list[int] = []
+    monkeypatch.setattr("rmq.server.broker.slavesync.asyncio.sleep", sleep)
+
+    async def scenario() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await sync.run_periodically()
+        await sync.close()
+
+    run(scenario())
+    assert waits == [3.0, 10.0, 10.0, 10.0]
+    # after round 1 the slave has 17; 18 is committed, still 17; round 2 brings 18, and so on
+    assert seen == [17, 18]
+    assert slave.consumer_offset_manager.query("SyncGroup", "SyncTopic", 2) == 19

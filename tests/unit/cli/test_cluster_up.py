@@ -3,6 +3,8 @@ and the usage errors (a file in DIR that differs, a malformed -p)."""
 
 from __future__ import annotations
 
+import random
+import socket
 from pathlib import Path
 
 import pytest
@@ -97,13 +99,35 @@ def test_the_files_parse_as_the_servers_read_them(tmp_path: Path) -> None:
     assert configs.store.store_path_root_dir == str(tmp_path / "store" / "broker-a-s")
 
 
+def _free_ports(layout: str, directory: Path) -> tuple[str, ...]:
+    """`--namesrv-port` and `--base-port` options whose every planned port is free now."""
+    rng = random.Random()
+    while True:
+        namesrv, base = rng.randrange(20000, 30000), rng.randrange(30000, 60000)
+        plan = plan_cluster(layout, directory, namesrv_port=namesrv, base_port=base)
+        if all(_bindable(port) for server in plan.servers for port, _ in server.ports):
+            return ("--namesrv-port", str(namesrv), "--base-port", str(base))
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def test_dry_run_prints_the_files_and_commands_and_writes_nothing(
     rmq: RunRmq, tmp_path: Path
 ) -> None:
     directory = tmp_path / "c"
-    result = rmq("cluster", "up", "2m-2s-async", "--dir", str(directory), "--dry-run")
+    ports = _free_ports("2m-2s-async", directory)
+    result = rmq("cluster", "up", "2m-2s-async", "--dir", str(directory), *ports, "--dry-run")
     assert result.returncode == 0, result.stderr
-    plan = plan_cluster("2m-2s-async", directory, namesrv_port=9876, base_port=10911)
+    plan = plan_cluster(
+        "2m-2s-async", directory, namesrv_port=int(ports[1]), base_port=int(ports[3])
+    )
     for server in plan.servers:
         assert f"# {server.config}\n{server.text}" in result.stdout
         assert f"# would run: rmq {server.command} -c {server.config}" in result.stdout
@@ -127,6 +151,49 @@ def test_a_file_that_differs_needs_force_and_a_bad_property_is_a_usage_error(
     bad = rmq("cluster", "up", "2m-noslave", "--dir", str(directory), "-p", "noequals")
     assert bad.returncode == 2
     assert "expected KEY=VALUE, got 'noequals'" in bad.stderr
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_the_dry_run_fails_where_the_real_run_does(
+    rmq: RunRmq, tmp_path: Path, dry_run: bool
+) -> None:
+    """A setting the servers refuse, a file that differs, a directory that cannot be made and
+    a port in use stop both runs alike, before anything is written or started."""
+    directory = tmp_path / "c"
+    ports = _free_ports("2m-noslave", directory)
+    args = ("cluster", "up", "2m-noslave", *ports, *(["--dry-run"] if dry_run else []))
+
+    bad = rmq(*args, "--dir", str(directory), "-p", "brokerPermission=99")
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.startswith(f"rmq: error: {directory / 'broker-a.properties'}: ")
+    assert "brokerPermission" in bad.stderr and not directory.exists()
+
+    directory.mkdir()
+    edited = directory / "broker-b.properties"
+    edited.write_text("brokerName=mine\n", encoding="utf-8")
+    differs = rmq(*args, "--dir", str(directory))
+    assert differs.returncode == 2 and "exists and differs" in differs.stderr, differs.stderr
+    edited.unlink()
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    unwritable = rmq(*args, "--dir", str(blocker / "c"))
+    assert unwritable.returncode == 1
+    assert f"cannot write the cluster into {blocker / 'c'}: {blocker} is not a directory" in (
+        unwritable.stderr
+    )
+
+    plan = plan_cluster(
+        "2m-noslave", directory, namesrv_port=int(ports[1]), base_port=int(ports[3])
+    )
+    port, what = plan.brokers[1].ports[0]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        busy = rmq(*args, "--dir", str(directory))
+    assert busy.returncode == 1
+    assert busy.stderr.startswith(f"rmq: error: port {port}, {what}, is not free")
+    assert list(directory.iterdir()) == []
 
 
 def test_parse_property() -> None:

@@ -352,6 +352,12 @@ def test_lookups_by_id_key_and_unique_key(inspect: Inspect, store: SpecStore) ->
     assert [r["commitLogOffset"] for r in by_uniq] == [seventh.physical_offset]
     missing = inspect(store.root, "by-id", offset_msg_id(seventh.physical_offset + 1))
     assert missing.code == 1 and missing.err.startswith("rmq: error: no message with id")
+    # the right offset, another broker's host: not this store's message
+    elsewhere = (STORE_HOST[:4] + struct.pack(">i", 10921)).hex().upper()
+    other_id = elsewhere + offset_msg_id(seventh.physical_offset)[16:]
+    other_host = inspect(store.root, "by-id", other_id)
+    assert other_host.code == 1
+    assert "the record at its offset was stored by 192.168.1.10:10911" in other_host.err
 
     shared = [r.physical_offset for n, r in enumerate(store.records[:12]) if n % 4]
     in_topic = [

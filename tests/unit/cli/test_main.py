@@ -84,6 +84,36 @@ def test_root_help_imports_no_command_module(cli_env: dict[str, str]) -> None:
     assert json.loads(_python(script, cli_env)) == []
 
 
+def test_completing_command_names_imports_no_command_module(cli_env: dict[str, str]) -> None:
+    """TAB after `rmq` answers from COMMANDS and SUMMARIES (docs/benchmarks.md has its
+    cost): no command module is imported, for any prefix or shell."""
+    script = """
+        import contextlib, io, json, os, sys
+        from rmq.cli.main import COMMANDS, run
+        answers = []
+        for shell, words, cword in [
+            ("bash", "rmq ", "1"), ("zsh", "rmq pro", "1"), ("fish", "rmq --debug t", "t")
+        ]:
+            out = io.StringIO()
+            os.environ.update(_RMQ_COMPLETE=f"{shell}_complete", COMP_WORDS=words, COMP_CWORD=cword)
+            with contextlib.redirect_stdout(out):
+                answers.append(run([]))
+            answers.append(out.getvalue())
+        modules = [target.partition(":")[0] for target in COMMANDS.values()]
+        loaded = sorted(m for m in modules if m in sys.modules)
+        print(json.dumps({"answers": answers, "loaded": loaded}))
+    """
+    report = json.loads(_python(script, cli_env))
+    assert report["loaded"] == ["rmq.cli.completion"]  # what answers the request
+    bash, every, zsh, profile, fish, starting_with_t = report["answers"]
+    assert (bash, zsh, fish) == (0, 0, 0)
+    assert every.split() == [f"plain,{name}" for name in COMMANDS]
+    lines = profile.split("\n")
+    triples = [tuple(lines[i : i + 3]) for i in range(0, len(lines) - 1, 3)]
+    assert triples == [("plain", name, SUMMARIES[name]) for name in COMMANDS if name[:3] == "pro"]
+    assert [line.split("\t")[0] for line in starting_with_t.splitlines()] == ["plain,topic"]
+
+
 def test_root_summaries_are_the_commands_first_sentences() -> None:
     group = root_command()
     assert list(SUMMARIES) == list(COMMANDS)

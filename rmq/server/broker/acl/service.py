@@ -9,6 +9,8 @@ ACL admin requests and the watch on the files.
   UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED with the reason.  GET_BROKER_CLUSTER_ACL_INFO
   answers the default file's data version (`version`, as loaded), every file's
   (`allAclFileVersion`, a JSON map) and the broker's name, address and cluster.
+* GET_BROKER_CLUSTER_ACL_CONFIG (54): the accounts, to admins, without secrets
+  (`listing.py`).
 * the broker calls `files.poll` every `files.WATCH_INTERVAL` seconds: a changed file reloads.
 """
 
@@ -31,6 +33,7 @@ from rmq.remoting.headers import (
 )
 from rmq.server.broker.acl.errors import AclError
 from rmq.server.broker.acl.files import AclFiles
+from rmq.server.broker.acl.listing import acl_config_handler
 from rmq.server.broker.acl.validator import AclValidator, Handler
 
 if TYPE_CHECKING:
@@ -84,6 +87,7 @@ class AclService:
             RequestCode.DELETE_ACL_CONFIG: self.delete_account,
             RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.versions,
             RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white,
+            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: acl_config_handler(self.files),
         }
 
     async def update_account(
