@@ -11,7 +11,8 @@ Requests are signed with the ACL keys of `$ROCKETMQ_HOME/conf/tools.yml` when it
 (`toolsacl`).  The one deliberate difference from mqadmin: an unknown command and a failed
 command exit 1 (mqadmin exits 0 after printing `The sub command ... not exist.` or a stack
 trace).  A failed command prints, on stderr, the first line of the trace mqadmin prints:
-`org.apache.rocketmq.tools.command.SubCommandException: <message>`.
+`org.apache.rocketmq.tools.command.SubCommandException: <message>`, or, where rmq knows it
+(a broker refusing updateBrokerConfig), mqadmin's exception lines without the stack frames.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ from typing import TextIO
 
 from rmq.cli.mqadmin import commonscli
 from rmq.cli.mqadmin.javafmt import jprintf
-from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, commands
+from rmq.cli.mqadmin.registry import (
+    SUB_COMMAND_EXCEPTION,
+    Command,
+    Invocation,
+    MqadminFailure,
+    commands,
+)
 from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
 from rmq.cli.tlsoptions import apply_client_tls
 
 MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace", "cmd_acl")
-EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
 
 
 def load() -> list[Command]:
@@ -93,7 +99,10 @@ def main(args: Sequence[str], out: TextIO | None = None, err: TextIO | None = No
         asyncio.run(_execute(command, inv))
     except MqadminFailure as failure:
         out.flush()
-        err.write(f"{EXCEPTION}: {failure.message}\n")
+        printed = failure.printed
+        err.write(
+            printed if printed is not None else f"{SUB_COMMAND_EXCEPTION}: {failure.message}\n"
+        )
         return 1
     return 0
 
