@@ -120,6 +120,7 @@ class _Declared:
     rule: Rule | None
     normalise: Callable[[int], int] | None
     note: str | None
+    shown: str | None
 
 
 @overload
@@ -136,6 +137,7 @@ def setting(
     rule: Rule | None = ...,
     normalise: Callable[[int], int] | None = ...,
     note: str | None = ...,
+    shown: str | None = ...,
 ) -> T: ...
 
 
@@ -143,6 +145,7 @@ def setting(
 def setting(
     *,
     factory: Callable[[], T],
+    shown: str,
     applies: Applies,
     key: str | None = ...,
     aliases: tuple[str, ...] = ...,
@@ -170,6 +173,7 @@ def setting(
     rule: Rule | None = None,
     normalise: Callable[[int], int] | None = None,
     note: str | None = None,
+    shown: str | None = None,
 ) -> Any:
     """A config field: its default (or ``factory``) and everything else about its key.
 
@@ -178,9 +182,13 @@ def setting(
     ``rmq_only``: not a key of RocketMQ 4.9; ``low``/``high``: the allowed numbers
     (inclusive) and ``unit`` the word for them; ``rule``: what a text value must look like;
     ``normalise``: the rewrite Java's getter applies; ``note``: what UPDATE_*_CONFIG
-    answers for the key instead of the default words for ``applies``.
+    answers for the key instead of the default words for ``applies``; ``shown``: the default
+    in words where it depends on the machine or the process (required with ``factory``).
     """
-    declared = _Declared(applies, key, aliases, rmq_only, low, high, unit, rule, normalise, note)
+    assert factory is None or shown is not None, "a computed default needs its words"
+    declared = _Declared(
+        applies, key, aliases, rmq_only, low, high, unit, rule, normalise, note, shown
+    )
     metadata = {_META: declared}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
@@ -207,6 +215,8 @@ class Option:
     note: str | None
     allowed: str
     """What the key accepts, in words (``a whole number 1..2147483647 (ms)``)."""
+    shown: str | None
+    """The default in words where it depends on the machine or the process."""
     parse: Callable[[str], Any]
     """Text -> value; raises ValueError when the text is not one of the allowed values."""
     normalise: Callable[[int], int] | None
@@ -308,6 +318,7 @@ def _build_options(cls: type) -> dict[str, Option]:
             applies=declared.applies,
             note=declared.note,
             allowed=allowed,
+            shown=declared.shown,
             parse=parse,
             normalise=declared.normalise,
         )

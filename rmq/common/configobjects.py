@@ -72,6 +72,7 @@ from rmq.common.configvalues import local_address as local_address
 from rmq.common.configvalues import local_host_name as local_host_name
 
 LIVE, RESTART, UNUSED = Applies.LIVE, Applies.RESTART, Applies.UNUSED
+_OUTWARD = "the first non-loopback IPv4 address"
 
 
 def _check_water_marks(high: int, low: int) -> None:
@@ -98,14 +99,20 @@ class NamesrvConfig(ConfigObject):
     )
 
     rocketmq_home: str | None = setting(
-        factory=lambda: os.environ.get("ROCKETMQ_HOME"), applies=UNUSED
+        factory=lambda: os.environ.get("ROCKETMQ_HOME"), shown="$ROCKETMQ_HOME", applies=UNUSED
     )
     kv_config_path: str = setting(
-        factory=lambda: home_path("namesrv", "kvConfig.json"), rule=NOT_BLANK, applies=RESTART
+        factory=lambda: home_path("namesrv", "kvConfig.json"),
+        shown="$HOME/namesrv/kvConfig.json",
+        rule=NOT_BLANK,
+        applies=RESTART,
     )
     """Where the KV config is persisted (``$HOME/namesrv/kvConfig.json``)."""
     config_store_path: str = setting(
-        factory=lambda: home_path("namesrv", "namesrv.properties"), rule=NOT_BLANK, applies=LIVE
+        factory=lambda: home_path("namesrv", "namesrv.properties"),
+        shown="the -c file, else $HOME/namesrv/namesrv.properties",
+        rule=NOT_BLANK,
+        applies=LIVE,
     )
     """Where UPDATE_NAMESRV_CONFIG persists the config (the ``-c`` file when given)."""
     product_env_name: str = setting("center", applies=UNUSED)
@@ -134,7 +141,9 @@ class NamesrvConfig(ConfigObject):
 class NettyServerConfig(ConfigObject):
     """The remoting server's settings; ``listenPort`` is the one users set."""
 
-    listen_port: int = setting(8888, low=0, high=65535, applies=RESTART)
+    listen_port: int = setting(
+        8888, shown="9876 (name server), 10911 (broker)", low=0, high=65535, applies=RESTART
+    )
     """The port; the name server and broker start from 9876 / 10911 instead of Java's 8888."""
     server_worker_threads: int = setting(8, low=1, applies=UNUSED)
     server_callback_executor_threads: int = setting(0, low=0, applies=UNUSED)
@@ -170,7 +179,9 @@ class NettyClientConfig(ConfigObject):
     """The remoting client's settings (the broker's connections to name servers)."""
 
     client_worker_threads: int = setting(4, low=1, applies=UNUSED)
-    client_callback_executor_threads: int = setting(factory=cpu_count, low=1, applies=UNUSED)
+    client_callback_executor_threads: int = setting(
+        factory=cpu_count, shown="the CPU count", low=1, applies=UNUSED
+    )
     client_oneway_semaphore_value: int = setting(65535, low=1, applies=UNUSED)
     client_async_semaphore_value: int = setting(65535, low=1, applies=UNUSED)
     connect_timeout_millis: int = setting(3000, low=1, unit="ms", applies=RESTART)
@@ -205,19 +216,30 @@ class BrokerConfig(ConfigObject):
     )
 
     rocketmq_home: str | None = setting(
-        factory=lambda: os.environ.get("ROCKETMQ_HOME"), applies=RESTART
+        factory=lambda: os.environ.get("ROCKETMQ_HOME"), shown="$ROCKETMQ_HOME", applies=RESTART
     )
     namesrv_addr: str | None = setting(
-        factory=lambda: os.environ.get("NAMESRV_ADDR"), rule=NAMESRV_ADDRS, applies=LIVE
+        factory=lambda: os.environ.get("NAMESRV_ADDR"),
+        shown="$NAMESRV_ADDR",
+        rule=NAMESRV_ADDRS,
+        applies=LIVE,
     )
     """Name servers, ``host:port`` separated by ``;`` (default: ``$NAMESRV_ADDR``)."""
     broker_ip1: str = setting(
-        factory=local_address, key="brokerIP1", rule=IP_ADDRESS, applies=RESTART
+        factory=local_address,
+        shown=_OUTWARD,
+        key="brokerIP1",
+        rule=IP_ADDRESS,
+        applies=RESTART,
     )
     """The address the broker registers for clients (and packs into every record)."""
-    broker_ip2: str = setting(factory=local_address, key="brokerIP2", rule=HOST, applies=LIVE)
+    broker_ip2: str = setting(
+        factory=local_address, shown=_OUTWARD, key="brokerIP2", rule=HOST, applies=LIVE
+    )
     """The address slaves use for HA."""
-    broker_name: str = setting(factory=local_host_name, rule=NOT_BLANK, applies=RESTART)
+    broker_name: str = setting(
+        factory=local_host_name, shown="the host name", rule=NOT_BLANK, applies=RESTART
+    )
     broker_cluster_name: str = setting("DefaultCluster", rule=NOT_BLANK, applies=RESTART)
     broker_id: Long = setting(0, low=-1, applies=LIVE)
     """0 for a master, > 0 for a slave, -1 with DLedger (as Apache sets it)."""
@@ -246,28 +268,31 @@ class BrokerConfig(ConfigObject):
     msg_trace_topic_name: str = setting("RMQ_SYS_TRACE_TOPIC", rule=TOPIC, applies=RESTART)
     trace_topic_enable: bool = setting(False, applies=RESTART)
     send_message_thread_pool_nums: int = setting(
-        factory=lambda: min(cpu_count(), 4), low=1, applies=UNUSED
+        factory=lambda: min(cpu_count(), 4), shown="min(CPUs, 4)", low=1, applies=UNUSED
     )
     put_message_future_thread_pool_nums: int = setting(
-        factory=lambda: min(cpu_count(), 4), low=1, applies=UNUSED
+        factory=lambda: min(cpu_count(), 4), shown="min(CPUs, 4)", low=1, applies=UNUSED
     )
     pull_message_thread_pool_nums: int = setting(
-        factory=lambda: 16 + cpu_count() * 2, low=1, applies=UNUSED
+        factory=lambda: 16 + cpu_count() * 2, shown="16 + 2 * CPUs", low=1, applies=UNUSED
     )
     process_reply_message_thread_pool_nums: int = setting(
-        factory=lambda: 16 + cpu_count() * 2, low=1, applies=UNUSED
+        factory=lambda: 16 + cpu_count() * 2, shown="16 + 2 * CPUs", low=1, applies=UNUSED
     )
     query_message_thread_pool_nums: int = setting(
-        factory=lambda: 8 + cpu_count(), low=1, applies=UNUSED
+        factory=lambda: 8 + cpu_count(), shown="8 + CPUs", low=1, applies=UNUSED
     )
     admin_broker_thread_pool_nums: int = setting(16, low=1, applies=UNUSED)
     client_manage_thread_pool_nums: int = setting(32, low=1, applies=UNUSED)
     consumer_manage_thread_pool_nums: int = setting(32, low=1, applies=UNUSED)
     heartbeat_thread_pool_nums: int = setting(
-        factory=lambda: min(32, cpu_count()), low=1, applies=UNUSED
+        factory=lambda: min(32, cpu_count()), shown="min(CPUs, 32)", low=1, applies=UNUSED
     )
     end_transaction_thread_pool_nums: int = setting(
-        factory=lambda: max(8 + cpu_count() * 2, min(cpu_count(), 4) * 4), low=1, applies=UNUSED
+        factory=lambda: max(8 + cpu_count() * 2, min(cpu_count(), 4) * 4),
+        shown="max(8 + 2 * CPUs, 4 * min(CPUs, 4))",
+        low=1,
+        applies=UNUSED,
     )
     flush_consumer_offset_interval: int = setting(5000, low=1, unit="ms", applies=RESTART)
     """Milliseconds between two persists of ``consumerOffset.json``."""

@@ -54,7 +54,7 @@ class MessageStoreConfig(ConfigObject):
     """The message store's settings (``MessageStoreConfig.java``)."""
 
     store_path_root_dir: str = setting(
-        factory=lambda: home_path("store"), rule=NOT_BLANK, applies=RESTART
+        factory=lambda: home_path("store"), shown="$HOME/store", rule=NOT_BLANK, applies=RESTART
     )
     """Root of the store (``$HOME/store``)."""
     store_path_commit_log: str | None = setting(None, rule=NOT_BLANK, applies=RESTART)
@@ -160,6 +160,7 @@ class MessageStoreConfig(ConfigObject):
     message_index_safe: bool = setting(False, applies=RESTART)
     ha_listen_port: int = setting(
         10912,
+        shown="listenPort + 1",
         low=0,
         high=65535,
         applies=RESTART,
