@@ -118,6 +118,8 @@ def test_an_unknown_broker_key(servers: dict[str, Servers]) -> None:
     apache = update(servers["apache"].broker.addr, code, "noSuchKey=1\n")
     rmq = update(servers["rmq"].broker.addr, code, "noSuchKey=1\n")
     assert (apache.code, apache.remark) == (ResponseCode.SUCCESS, None)
+    shown = settings_of(servers["apache"].broker.addr, RequestCode.GET_BROKER_CONFIG)
+    assert "noSuchKey" not in shown
     assert (rmq.code, rmq.remark) == (
         ResponseCode.SYSTEM_ERROR,
         "unknown key noSuchKey: not a setting of rmq's broker (nothing was changed)",
@@ -164,8 +166,8 @@ def test_a_restart_only_broker_key(servers: dict[str, Servers]) -> None:
 
 
 @row(
-    "UPDATE_NAMESRV_CONFIG of an unknown key: Apache's name server answers success and keeps"
-    " it, rmq's refuses it naming the key (code 1)",
+    "UPDATE_NAMESRV_CONFIG of an unknown key: Apache's name server answers success and"
+    " ignores it, rmq's refuses it naming the key (code 1)",
     DELIBERATE,
 )
 def test_an_unknown_namesrv_key(servers: dict[str, Servers]) -> None:
@@ -173,6 +175,8 @@ def test_an_unknown_namesrv_key(servers: dict[str, Servers]) -> None:
     apache = update(servers["apache"].namesrv.addr, code, "noSuchKey=1\n")
     rmq = update(servers["rmq"].namesrv.addr, code, "noSuchKey=1\n")
     assert (apache.code, apache.remark) == (ResponseCode.SUCCESS, None)
+    shown = settings_of(servers["apache"].namesrv.addr, RequestCode.GET_NAMESRV_CONFIG)
+    assert "noSuchKey" not in shown
     assert (rmq.code, rmq.remark) == (
         ResponseCode.SYSTEM_ERROR,
         "unknown key noSuchKey: not a setting of rmq's name server (nothing was changed)",
