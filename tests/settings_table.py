@@ -66,7 +66,7 @@ NAMESRV = [
 BROKER = [
     # BrokerConfig
     Key("rocketmqHome", "/opt/rocketmq", None, BLACK_LISTED),
-    Key("namesrvAddr", "127.0.0.1:9876;localhost:9877", "127.0.0.1", AT_ONCE),
+    Key("namesrvAddr", "127.0.0.1:1;localhost:2", "127.0.0.1", AT_ONCE),
     Key("brokerIP1", "127.0.0.1", "999.1.1.1", RESTART),
     Key("brokerIP2", "127.0.0.1", "10.0.0.256", AT_ONCE),
     Key("brokerName", "renamed-broker", "", RESTART),

@@ -59,9 +59,10 @@ S = TypeVar("S", bound=ServerConfigs)
 class LiveSettings(Generic[S]):
     """The settings of a running server, changed by UPDATE_*_CONFIG (see the module doc).
 
-    ``file_properties`` are the server's ``-c`` file (its keys no config knows are kept and
-    shown); ``check`` raises ConfigError when configs break a rule of the server (the rules
-    ``build_*_configs`` check at start); ``server`` names it in remarks.
+    ``file_properties`` are the server's ``-c`` file: its keys no config shows (unknown keys
+    and aliases) are kept and shown, as Apache registers the file's properties.  ``check``
+    raises ConfigError when configs break a rule of the server (the rules ``build_*_configs``
+    check at start); ``server`` names it in remarks.
     """
 
     def __init__(
@@ -72,10 +73,8 @@ class LiveSettings(Generic[S]):
         server: str,
     ) -> None:
         self.configs = configs
-        running = configs.all()
-        self.extras = {
-            key: text for key, text in file_properties.items() if find_option(key, running) is None
-        }
+        known = to_properties(*configs.all())
+        self.extras = {key: text for key, text in file_properties.items() if key not in known}
         self.check = check
         self.server = server
         self.pending: dict[str, str] = {}
