@@ -34,6 +34,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -104,6 +105,11 @@ def free_broker_port() -> int:
                 probe.close()
         return port
     raise AssertionError("no loopback port p with p - 2 and p + 1 free in 200 tries")
+
+
+def unique(prefix: str) -> str:
+    """A fresh name: `prefix`, a dash and eight random hex digits."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def write_properties(path: Path, props: Mapping[str, object]) -> Path:

@@ -15,9 +15,12 @@ updateNamesrvConfig and updateKvConfig / deleteKvConfig: the same admin operatio
 the broker commands work on every broker (masters and slaves) of --cluster, which defaults
 to the only cluster the name server knows.  `get` and `list` print one row per key
 (`addr`, `key`, `value`; kv: `namespace`, `key`, `value`) in table form and one object per
-server (`addr`, `config`) in json/ndjson/yaml.  A change prints the servers it changed;
-`--dry-run` prints the request instead (request, code, target, header fields, body) and
-sends nothing, not even a lookup.
+server (`addr`, `config`) in json/ndjson/yaml.  A change prints the servers it changed, and
+on stderr one `rmq: note: <addr>: ...` line per key a server says does not take effect at
+once ("maxMessageSize takes effect after a restart"); a refused change (an unknown key, a
+value the key does not allow) is an error naming the key (exit 1).  `--dry-run` prints the
+request instead (request, code, target, header fields, body) and sends nothing, not even a
+lookup.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 import typer
 
-from rmq.cli.errors import YesOption, require_confirmation
+from rmq.cli.errors import PROG_NAME, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, render_rows
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
@@ -97,6 +100,12 @@ def _show_configs(
     )
 
 
+def _print_notes(addr: str, remark: str | None) -> None:
+    """The lines of a server's answer to a change: keys that do not take effect at once."""
+    for line in (remark or "").splitlines():
+        typer.echo(f"{PROG_NAME}: note: {addr}: {line}", err=True)
+
+
 def _show_dry_run(
     code: RequestCode, target: str, output: OutputFormat | None, **fields: Any
 ) -> None:
@@ -147,7 +156,8 @@ def broker_config_set(
 ) -> None:
     """Change one setting of one broker, or of every broker of a cluster.
 
-    The broker applies it at once and writes it to its config file (UPDATE_BROKER_CONFIG).
+    The broker checks the key and value, writes them to its config file and applies them at
+    once, or says the key takes effect after a restart (UPDATE_BROKER_CONFIG).
     """
     from rmq.client.adminops.cluster import update_broker_config
     from rmq.remoting.codes import RequestCode
@@ -160,15 +170,17 @@ def broker_config_set(
         _show_dry_run(RequestCode.UPDATE_BROKER_CONFIG, target, output, body=f"{key}={value}\n")
         return
 
-    async def change(admin: AdminClient) -> list[str]:
-        addrs = await _brokers(admin, broker, cluster)
-        for addr in addrs:
-            await update_broker_config(admin, addr, {key: value})
-        return addrs
+    async def change(admin: AdminClient) -> list[tuple[str, str | None]]:
+        return [
+            (addr, await update_broker_config(admin, addr, {key: value}))
+            for addr in await _brokers(admin, broker, cluster)
+        ]
 
-    addrs = run_admin(resolve_namesrv(namesrv), change)
+    done = run_admin(resolve_namesrv(namesrv), change)
+    for addr, remark in done:
+        _print_notes(addr, remark)
     render_rows(
-        [{"addr": addr, "key": key, "value": value} for addr in addrs],
+        [{"addr": addr, "key": key, "value": value} for addr, _ in done],
         empty_columns=("addr",),
         output=output,
     )
@@ -205,8 +217,10 @@ def namesrv_config_set(
         _show_dry_run(RequestCode.UPDATE_NAMESRV_CONFIG, addrs, output, body=f"{key}={value}\n")
         return
     done = run_admin(addrs, lambda admin: update_namesrv_config(admin, {key: value}))
+    for addr, remark in done:
+        _print_notes(addr, remark)
     render_rows(
-        [{"addr": addr, "key": key, "value": value} for addr in done],
+        [{"addr": addr, "key": key, "value": value} for addr, _ in done],
         empty_columns=("addr",),
         output=output,
     )

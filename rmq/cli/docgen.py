@@ -13,6 +13,8 @@ the files change exactly when a command, an option or a help text changes:
                                               NAME, SYNOPSIS, DESCRIPTION, OPTIONS,
                                               COMMANDS (for groups), EXAMPLES (from
                                               rmq.cli.examples), SEE ALSO
+    docs/settings.md                          every setting of the name server and the
+                                              broker (rmq.cli.settingsdoc)
 
 Pages are plain roff (man(7) macros) without a date, so regenerating an unchanged tree
 gives identical bytes.  Writing also removes pages of commands that no longer exist.
@@ -35,6 +37,8 @@ from rmq.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_STATUSES, PROG_NAME
 from rmq.cli.examples import EXAMPLES
 from rmq.cli.main import root_command
 from rmq.cli.settings import ENVIRONMENT
+from rmq.cli.settingsdoc import PAGE as SETTINGS_PAGE
+from rmq.cli.settingsdoc import render as render_settings
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 COMPLETIONS_DIR = "completions"
@@ -53,6 +57,7 @@ def generate(root: click.Command | None = None) -> dict[str, str]:
     }
     for path, command, ctx, children in _walk(root, (PROG_NAME,), None):
         files[f"{MAN_DIR}/{_page_name(path)}.1"] = man_page(path, command, ctx, children)
+    files[SETTINGS_PAGE] = render_settings()
     return files
 
 

@@ -1,19 +1,24 @@
 """Configuring the name server and the broker: property files and the startup rules.
 
-The config is spread over three modules, each with one subject:
+The config is spread over a few modules, each with one subject:
 
-* :mod:`rmq.common.configfields`: the option machinery (Java keys, types, parsing, applying
-  and rendering property sets, the UPDATE_*_CONFIG black list);
-* :mod:`rmq.common.configobjects`: the five config classes with RocketMQ's keys and defaults;
+* :mod:`rmq.common.configfields`: the option machinery (Java keys, types, allowed values,
+  parsing, applying and rendering property sets);
+* :mod:`rmq.common.configobjects` and :mod:`rmq.common.configstore`: the five config classes
+  with RocketMQ's keys, defaults and allowed values, declared once per key;
+  :mod:`rmq.common.configvalues`: the environment defaults and text rules they share;
+* :mod:`rmq.common.configupdate`: changing a running server's settings (UPDATE_*_CONFIG);
 * this module: reading a ``.properties`` file and building a process's configs the way the
-  Java startup classes do.  It also re-exports the names of the other two, so
+  Java startup classes do.  It also re-exports the names of the others, so
   ``from rmq.common.config import BrokerConfig`` is the one import a caller needs.
 
 API: :func:`load_properties_file` and :func:`build_namesrv_configs` /
 :func:`build_broker_configs`, which also apply the rules the Java startup classes add
-(default ports 9876 / 10911, ``haListenPort = listenPort + 1``, ``brokerId`` 0 for a master);
-a broker ``listenPort`` that leaves no room for the fast port (``listenPort - 2``) or
-``haListenPort`` is refused there (Java fails later, binding it).
+(default ports 9876 / 10911, ``haListenPort = listenPort + 1``, ``brokerId`` 0 for a master).
+:func:`check_broker_configs` holds the broker's rules that tie keys of different configs
+together (a ``listenPort`` that leaves room for the fast port ``listenPort - 2`` and
+``haListenPort``, which Java only finds out binding them; a SLAVE's ``brokerId`` > 0); they
+are checked at start and on every UPDATE_BROKER_CONFIG.
 """
 
 import os
@@ -23,15 +28,17 @@ from pathlib import Path
 
 from rmq.common import javaprops
 from rmq.common.configfields import (
-    ConfigBlackListError,
+    Applies,
     ConfigError,
     ConfigObject,
     Long,
+    Option,
     apply_properties,
     build_config,
+    canonical_options,
     java_key_to_attr,
+    options_of,
     to_properties,
-    update_config,
 )
 from rmq.common.configobjects import (
     RMQ_ONLY_KEYS,
@@ -45,12 +52,14 @@ from rmq.common.configobjects import (
     local_address,
     local_host_name,
 )
+from rmq.common.configupdate import ConfigBlackListError, LiveSettings
 
 __all__ = [
     "BROKER_LISTEN_PORT",
     "FAST_PORT_OFFSET",
     "NAMESRV_LISTEN_PORT",
     "RMQ_ONLY_KEYS",
+    "Applies",
     "BrokerConfig",
     "BrokerConfigs",
     "BrokerRole",
@@ -58,22 +67,28 @@ __all__ = [
     "ConfigError",
     "ConfigObject",
     "FlushDiskType",
+    "LiveSettings",
     "Long",
     "MessageStoreConfig",
     "NamesrvConfig",
     "NamesrvConfigs",
     "NettyClientConfig",
     "NettyServerConfig",
+    "Option",
     "apply_properties",
+    "broker_settings",
     "build_broker_configs",
     "build_config",
     "build_namesrv_configs",
+    "canonical_options",
+    "check_broker_configs",
     "java_key_to_attr",
     "load_properties_file",
     "local_address",
     "local_host_name",
+    "namesrv_settings",
+    "options_of",
     "to_properties",
-    "update_config",
 ]
 
 NAMESRV_LISTEN_PORT = 9876
@@ -129,35 +144,44 @@ def build_namesrv_configs(
 ) -> tuple[NamesrvConfigs, list[str]]:
     """The name server's configs from its ``-c`` properties, as NamesrvStartup builds them.
 
-    ``listenPort`` defaults to 9876 and must be 0..65535, and ``configStorePath`` becomes
-    ``config_file`` when given.
+    ``listenPort`` defaults to 9876 (0: any free port, as Java binds it), and
+    ``configStorePath`` becomes ``config_file`` when given.
     """
     configs = NamesrvConfigs(NamesrvConfig(), NettyServerConfig(listen_port=NAMESRV_LISTEN_PORT))
     unknown = apply_properties(props, *configs.all(), source=config_file)
-    port = configs.server.listen_port
-    if not 0 <= port <= 65535:
-        raise ConfigError(
-            f"listenPort={port}: expected 0..65535 (0: any free port, as Java binds it)",
-            source=config_file,
-            key="listenPort",
-            value=str(port),
-        )
     if config_file is not None:
         configs.namesrv.config_store_path = config_file
     return configs, unknown
 
 
-def _check_namesrv_addr(addresses: str, source: str | None) -> None:
-    for address in addresses.split(";"):
-        host, _, port = address.rpartition(":")
-        # isdigit() alone also takes digits int() refuses, such as superscripts.
-        if not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
-            raise ConfigError(
-                f"namesrvAddr={addresses!r}: expected host:port;host:port",
-                source=source,
-                key="namesrvAddr",
-                value=addresses,
-            )
+def namesrv_settings(
+    configs: NamesrvConfigs, file_properties: Mapping[str, str]
+) -> LiveSettings[NamesrvConfigs]:
+    """A running name server's settings (UPDATE_NAMESRV_CONFIG): no rules beyond each key's."""
+    return LiveSettings(configs, file_properties, lambda _: None, "name server")
+
+
+def check_broker_configs(configs: BrokerConfigs, source: str | None = None) -> None:
+    """Raise ConfigError when the broker's configs break a rule that ties keys of different
+    configs together: ``listenPort`` must leave room for the fast port (``listenPort - 2``)
+    and ``haListenPort`` (``listenPort + 1``), and a SLAVE's ``brokerId`` must be > 0."""
+    port = configs.server.listen_port
+    if not FAST_PORT_OFFSET < port < 65535:
+        raise ConfigError(
+            f"listenPort={port}: expected {FAST_PORT_OFFSET + 1}..65534 (the broker also "
+            f"listens on listenPort - {FAST_PORT_OFFSET}; haListenPort is listenPort + 1)",
+            source=source,
+            key="listenPort",
+            value=str(port),
+        )
+    broker_id = configs.broker.broker_id
+    if configs.store.broker_role is BrokerRole.SLAVE and broker_id <= 0:
+        raise ConfigError(
+            f"brokerId={broker_id}: a SLAVE's brokerId must be > 0",
+            source=source,
+            key="brokerId",
+            value=str(broker_id),
+        )
 
 
 def build_broker_configs(
@@ -165,10 +189,8 @@ def build_broker_configs(
 ) -> tuple[BrokerConfigs, list[str]]:
     """The broker's configs from its ``-c`` properties, as BrokerStartup builds them.
 
-    ``listenPort`` defaults to 10911 and must leave room for the fast port
-    (``listenPort - 2``) and ``haListenPort``, which is always ``listenPort + 1``; a master's
-    ``brokerId`` is forced to 0 and a slave's must be > 0; ``namesrvAddr`` must be
-    ``host:port`` items separated by ``;``.
+    ``listenPort`` defaults to 10911; :func:`check_broker_configs` must hold; a master's
+    ``brokerId`` is forced to 0 and ``haListenPort`` is always ``listenPort + 1``.
     """
     configs = BrokerConfigs(
         BrokerConfig(),
@@ -177,27 +199,15 @@ def build_broker_configs(
         NettyClientConfig(),
     )
     unknown = apply_properties(props, *configs.all(), source=config_file)
-    broker, store = configs.broker, configs.store
-    port = configs.server.listen_port
-    if not FAST_PORT_OFFSET < port < 65535:
-        raise ConfigError(
-            f"listenPort={port}: expected {FAST_PORT_OFFSET + 1}..65534 (the broker also "
-            f"listens on listenPort - {FAST_PORT_OFFSET}; haListenPort is listenPort + 1)",
-            source=config_file,
-            key="listenPort",
-            value=str(port),
-        )
-    if broker.namesrv_addr is not None:
-        _check_namesrv_addr(broker.namesrv_addr, config_file)
-    if store.broker_role is BrokerRole.SLAVE:
-        if broker.broker_id <= 0:
-            raise ConfigError(
-                f"brokerId={broker.broker_id}: a SLAVE's brokerId must be > 0",
-                source=config_file,
-                key="brokerId",
-                value=str(broker.broker_id),
-            )
-    else:
-        broker.broker_id = 0
-    store.ha_listen_port = configs.server.listen_port + 1
+    check_broker_configs(configs, config_file)
+    if configs.store.broker_role is not BrokerRole.SLAVE:
+        configs.broker.broker_id = 0
+    configs.store.ha_listen_port = configs.server.listen_port + 1
     return configs, unknown
+
+
+def broker_settings(
+    configs: BrokerConfigs, file_properties: Mapping[str, str]
+) -> LiveSettings[BrokerConfigs]:
+    """A running broker's settings (UPDATE_BROKER_CONFIG), held to the broker's rules."""
+    return LiveSettings(configs, file_properties, check_broker_configs, "broker")

@@ -1,17 +1,21 @@
 """The five config objects a RocketMQ 4.9 process is configured through, with Java's defaults.
 
 Each is a dataclass whose fields are the Java class's properties, in the Java declaration
-order (the option machinery is :mod:`rmq.common.configfields`'s):
+order, every one declared with :func:`~rmq.common.configfields.setting`: its default, the
+values it allows and when a change on a running server takes effect (the option machinery
+is :mod:`rmq.common.configfields`'s, shared rules and environment defaults are
+:mod:`rmq.common.configvalues`'):
 
 * :class:`NamesrvConfig` (``NamesrvConfig.java``),
+* :class:`NettyServerConfig` / :class:`NettyClientConfig` (remoting),
 * :class:`BrokerConfig` (``BrokerConfig.java``),
-* :class:`MessageStoreConfig` (``MessageStoreConfig.java``),
-* :class:`NettyServerConfig` / :class:`NettyClientConfig` (remoting).
+* :class:`MessageStoreConfig` (``MessageStoreConfig.java``), in :mod:`rmq.common.configstore`.
 
-Environment-dependent defaults are computed when an object is built and can be overridden
-like any other: ``$HOME/store``, ``$HOME/namesrv/kvConfig.json``, the host name for
-``brokerName``, the first non-loopback IPv4 address for ``brokerIP1``/``brokerIP2``,
-``ROCKETMQ_HOME`` and ``NAMESRV_ADDR`` from the environment, thread counts from the CPU count.
+``applies`` says what rmq does with a key, and so what UPDATE_*_CONFIG answers: ``LIVE`` keys
+are read where they are used, ``RESTART`` keys when the server starts (the store, the ports,
+the timers, the topics the broker creates), ``UNUSED`` keys are Apache's thread pools, Netty
+tuning, transient store pool, DLedger and the like, which rmq keeps and shows but does not
+act on.
 
 Aliases.  The pre-4.4 ``mapedFileSize*`` spellings are accepted for the ``mappedFileSize*``
 keys, the corrected ``Mapped`` spelling for the keys Java still spells ``Maped``
@@ -38,79 +42,49 @@ key                                 config              default    meaning
 Every field is checked against the key naming rule when this module is imported.
 """
 
-import functools
 import os
-import socket
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
-from pathlib import Path
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rmq.common.configfields import (
-    CONSUME_QUEUE_UNIT_SIZE,
+    NOT_BLANK,
+    Applies,
+    ConfigError,
     ConfigObject,
     Long,
     black_list_of,
-    java_key,
     options_of,
+    setting,
 )
+from rmq.common.configstore import BrokerRole as BrokerRole
+from rmq.common.configstore import FlushDiskType as FlushDiskType
+from rmq.common.configstore import MessageStoreConfig as MessageStoreConfig
+from rmq.common.configvalues import (
+    HOST,
+    IP_ADDRESS,
+    NAMESRV_ADDRS,
+    TOPIC,
+    cpu_count,
+    home_path,
+)
+from rmq.common.configvalues import local_address as local_address
+from rmq.common.configvalues import local_host_name as local_host_name
+
+LIVE, RESTART, UNUSED = Applies.LIVE, Applies.RESTART, Applies.UNUSED
+_OUTWARD = "the first non-loopback IPv4 address"
 
 
-class FlushDiskType(StrEnum):
-    ASYNC_FLUSH = "ASYNC_FLUSH"
-    SYNC_FLUSH = "SYNC_FLUSH"
-
-
-class BrokerRole(StrEnum):
-    ASYNC_MASTER = "ASYNC_MASTER"
-    SYNC_MASTER = "SYNC_MASTER"
-    SLAVE = "SLAVE"
-
-
-# ------------------------------------------------------------------- environment defaults
-
-
-def _home_path(*parts: str) -> str:
-    return str(Path.home().joinpath(*parts))
-
-
-def _cpu_count() -> int:
-    return os.cpu_count() or 1
-
-
-@functools.cache
-def local_host_name() -> str:
-    """The host name (Java ``InetAddress.getLocalHost().getHostName()``), the default brokerName."""
-    return socket.gethostname() or "DEFAULT_BROKER"
-
-
-@functools.cache
-def local_address() -> str:
-    """The default ``brokerIP1``: a non-loopback IPv4 address of this host.
-
-    Like Java's ``RemotingUtil.getLocalAddress``, an address outside ``127.0.*`` and
-    ``192.168.*`` is preferred, then the last one found; candidates are the source address
-    of the default route (no packet is sent) and the host name's addresses.  Falls back to
-    ``127.0.0.1``.
-    """
-    candidates: list[str] = []
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("192.0.2.1", 9))
-            candidates.append(probe.getsockname()[0])
-        except OSError:
-            pass
-    try:
-        infos = socket.getaddrinfo(local_host_name(), None, socket.AF_INET)
-    except OSError:
-        infos = []
-    candidates.extend(str(info[4][0]) for info in infos)
-    usable = [ip for ip in dict.fromkeys(candidates) if not ip.startswith("127.")]
-    preferred = [ip for ip in usable if not ip.startswith("192.168")]
-    if preferred:
-        return preferred[0]
-    return usable[-1] if usable else "127.0.0.1"
+def _check_water_marks(high: int, low: int) -> None:
+    """Both marks set (> 0, as Apache applies them): the low one may not exceed the high one,
+    which Netty's ``WriteBufferWaterMark`` refuses too."""
+    if high > 0 and low > high:
+        raise ConfigError(
+            f"writeBufferLowWaterMark={low} is above writeBufferHighWaterMark={high}:"
+            " expected low <= high (or either 0: Netty's defaults)",
+            key="writeBufferLowWaterMark",
+            value=str(low),
+        )
 
 
 # ------------------------------------------------------------------------------- namesrv
@@ -124,21 +98,35 @@ class NamesrvConfig(ConfigObject):
         {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
     )
 
-    rocketmq_home: str | None = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
-    kv_config_path: str = field(default_factory=lambda: _home_path("namesrv", "kvConfig.json"))
+    rocketmq_home: str | None = setting(
+        factory=lambda: os.environ.get("ROCKETMQ_HOME"), shown="$ROCKETMQ_HOME", applies=UNUSED
+    )
+    kv_config_path: str = setting(
+        factory=lambda: home_path("namesrv", "kvConfig.json"),
+        shown="$HOME/namesrv/kvConfig.json",
+        rule=NOT_BLANK,
+        applies=RESTART,
+    )
     """Where the KV config is persisted (``$HOME/namesrv/kvConfig.json``)."""
-    config_store_path: str = field(
-        default_factory=lambda: _home_path("namesrv", "namesrv.properties")
+    config_store_path: str = setting(
+        factory=lambda: home_path("namesrv", "namesrv.properties"),
+        shown="the -c file, else $HOME/namesrv/namesrv.properties",
+        rule=NOT_BLANK,
+        applies=LIVE,
     )
     """Where UPDATE_NAMESRV_CONFIG persists the config (the ``-c`` file when given)."""
-    product_env_name: str = "center"
-    cluster_test: bool = False
-    order_message_enable: bool = False
+    product_env_name: str = setting("center", applies=UNUSED)
+    cluster_test: bool = setting(False, applies=UNUSED)
+    order_message_enable: bool = setting(False, applies=LIVE)
     """Fill ``orderTopicConf`` of route data from KV namespace ``ORDER_TOPIC_CONFIG``."""
-    config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
-    scan_not_active_broker_interval: Long = field(default=10_000, metadata=java_key(rmq_only=True))
+    config_black_list: str = setting("configBlackList;configStorePath;kvConfigPath", applies=LIVE)
+    scan_not_active_broker_interval: Long = setting(
+        10_000, low=1, unit="ms", rmq_only=True, applies=LIVE
+    )
     """rmq-only: milliseconds between two scans for expired brokers (Java hard-codes 10 s)."""
-    broker_channel_expired_time: Long = field(default=120_000, metadata=java_key(rmq_only=True))
+    broker_channel_expired_time: Long = setting(
+        120_000, low=1, unit="ms", rmq_only=True, applies=LIVE
+    )
     """rmq-only: milliseconds without a registration after which a broker is removed
     (Java hard-codes 120 s)."""
 
@@ -153,55 +141,70 @@ class NamesrvConfig(ConfigObject):
 class NettyServerConfig(ConfigObject):
     """The remoting server's settings; ``listenPort`` is the one users set."""
 
-    listen_port: int = 8888
+    listen_port: int = setting(
+        8888, shown="9876 (name server), 10911 (broker)", low=0, high=65535, applies=RESTART
+    )
     """The port; the name server and broker start from 9876 / 10911 instead of Java's 8888."""
-    server_worker_threads: int = 8
-    server_callback_executor_threads: int = 0
-    server_selector_threads: int = 3
-    server_oneway_semaphore_value: int = 256
-    server_async_semaphore_value: int = 64
-    server_channel_max_idle_time_seconds: int = 120
-    server_socket_snd_buf_size: int = 0
-    server_socket_rcv_buf_size: int = 0
-    write_buffer_high_water_mark: int = 0
-    write_buffer_low_water_mark: int = 0
-    server_socket_backlog: int = 1024
-    server_pooled_byte_buf_allocator_enable: bool = True
-    use_epoll_native_selector: bool = False
-    bind_address: str = field(default="0.0.0.0", metadata=java_key(rmq_only=True))
+    server_worker_threads: int = setting(8, low=1, applies=UNUSED)
+    server_callback_executor_threads: int = setting(0, low=0, applies=UNUSED)
+    server_selector_threads: int = setting(3, low=0, applies=UNUSED)
+    server_oneway_semaphore_value: int = setting(256, low=1, applies=UNUSED)
+    server_async_semaphore_value: int = setting(64, low=1, applies=UNUSED)
+    server_channel_max_idle_time_seconds: int = setting(120, low=1, unit="seconds", applies=RESTART)
+    server_socket_snd_buf_size: int = setting(0, low=0, unit="bytes", applies=UNUSED)
+    server_socket_rcv_buf_size: int = setting(0, low=0, unit="bytes", applies=UNUSED)
+    write_buffer_high_water_mark: int = setting(0, low=0, unit="bytes", applies=RESTART)
+    write_buffer_low_water_mark: int = setting(0, low=0, unit="bytes", applies=RESTART)
+    server_socket_backlog: int = setting(1024, low=1, applies=UNUSED)
+    server_pooled_byte_buf_allocator_enable: bool = setting(True, applies=UNUSED)
+    use_epoll_native_selector: bool = setting(False, applies=UNUSED)
+    bind_address: str = setting("0.0.0.0", rule=HOST, rmq_only=True, applies=RESTART)
     """rmq-only (the RocketMQ 5 key): the local address the server socket binds."""
-    server_max_requests_per_connection: int = field(default=4096, metadata=java_key(rmq_only=True))
+    server_max_requests_per_connection: int = setting(4096, low=1, rmq_only=True, applies=RESTART)
     """rmq-only: requests in progress on one connection at which it is no longer read."""
-    server_max_requests_in_progress: int = field(default=32768, metadata=java_key(rmq_only=True))
+    server_max_requests_in_progress: int = setting(32768, low=1, rmq_only=True, applies=RESTART)
     """rmq-only: requests in progress on the whole server past which SYSTEM_BUSY answers."""
-    server_partial_frame_memory_limit: int = field(
-        default=128 * 1024 * 1024, metadata=java_key(rmq_only=True)
+    server_partial_frame_memory_limit: int = setting(
+        128 * 1024 * 1024, low=1, unit="bytes", rmq_only=True, applies=RESTART
     )
     """rmq-only: bytes of incomplete frames over all connections past which the connection
     holding the oldest one is closed."""
+
+    def check(self) -> None:
+        _check_water_marks(self.write_buffer_high_water_mark, self.write_buffer_low_water_mark)
 
 
 @dataclass(kw_only=True)
 class NettyClientConfig(ConfigObject):
     """The remoting client's settings (the broker's connections to name servers)."""
 
-    client_worker_threads: int = 4
-    client_callback_executor_threads: int = field(default_factory=_cpu_count)
-    client_oneway_semaphore_value: int = 65535
-    client_async_semaphore_value: int = 65535
-    connect_timeout_millis: int = 3000
-    channel_not_active_interval: Long = 60_000
-    client_channel_max_idle_time_seconds: int = 120
-    client_socket_snd_buf_size: int = 0
-    client_socket_rcv_buf_size: int = 0
-    client_pooled_byte_buf_allocator_enable: bool = False
-    client_close_socket_if_timeout: bool = True
-    use_tls: bool = field(default=False, metadata=java_key("useTLS"))
-    write_buffer_high_water_mark: int = 0
-    write_buffer_low_water_mark: int = 0
+    client_worker_threads: int = setting(4, low=1, applies=UNUSED)
+    client_callback_executor_threads: int = setting(
+        factory=cpu_count, shown="the CPU count", low=1, applies=UNUSED
+    )
+    client_oneway_semaphore_value: int = setting(65535, low=1, applies=UNUSED)
+    client_async_semaphore_value: int = setting(65535, low=1, applies=UNUSED)
+    connect_timeout_millis: int = setting(3000, low=1, unit="ms", applies=RESTART)
+    channel_not_active_interval: Long = setting(60_000, low=0, unit="ms", applies=UNUSED)
+    client_channel_max_idle_time_seconds: int = setting(120, low=0, unit="seconds", applies=UNUSED)
+    client_socket_snd_buf_size: int = setting(0, low=0, unit="bytes", applies=UNUSED)
+    client_socket_rcv_buf_size: int = setting(0, low=0, unit="bytes", applies=UNUSED)
+    client_pooled_byte_buf_allocator_enable: bool = setting(False, applies=UNUSED)
+    client_close_socket_if_timeout: bool = setting(True, applies=UNUSED)
+    use_tls: bool = setting(False, key="useTLS", applies=UNUSED)
+    write_buffer_high_water_mark: int = setting(0, low=0, unit="bytes", applies=UNUSED)
+    write_buffer_low_water_mark: int = setting(0, low=0, unit="bytes", applies=UNUSED)
+
+    def check(self) -> None:
+        _check_water_marks(self.write_buffer_high_water_mark, self.write_buffer_low_water_mark)
 
 
 # -------------------------------------------------------------------------------- broker
+
+_CREATED_AT_START = (
+    "{} takes effect after a restart, for the {} the broker creates at start"
+    " (a topic already in topics.json keeps its {})"
+)
 
 
 @dataclass(kw_only=True)
@@ -212,232 +215,156 @@ class BrokerConfig(ConfigObject):
         {"brokerConfigPath", "rocketmqHome", "configBlackList"}
     )
 
-    rocketmq_home: str | None = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
-    namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
+    rocketmq_home: str | None = setting(
+        factory=lambda: os.environ.get("ROCKETMQ_HOME"), shown="$ROCKETMQ_HOME", applies=RESTART
+    )
+    namesrv_addr: str | None = setting(
+        factory=lambda: os.environ.get("NAMESRV_ADDR"),
+        shown="$NAMESRV_ADDR",
+        rule=NAMESRV_ADDRS,
+        applies=LIVE,
+    )
     """Name servers, ``host:port`` separated by ``;`` (default: ``$NAMESRV_ADDR``)."""
-    broker_ip1: str = field(default_factory=local_address, metadata=java_key("brokerIP1"))
-    """The address the broker registers for clients."""
-    broker_ip2: str = field(default_factory=local_address, metadata=java_key("brokerIP2"))
+    broker_ip1: str = setting(
+        factory=local_address,
+        shown=_OUTWARD,
+        key="brokerIP1",
+        rule=IP_ADDRESS,
+        applies=RESTART,
+    )
+    """The address the broker registers for clients (and packs into every record)."""
+    broker_ip2: str = setting(
+        factory=local_address, shown=_OUTWARD, key="brokerIP2", rule=HOST, applies=LIVE
+    )
     """The address slaves use for HA."""
-    broker_name: str = field(default_factory=local_host_name)
-    broker_cluster_name: str = "DefaultCluster"
-    broker_id: Long = 0
-    """0 for a master, > 0 for a slave."""
-    broker_permission: int = 6
-    default_topic_queue_nums: int = 8
-    auto_create_topic_enable: bool = True
-    cluster_topic_enable: bool = True
-    broker_topic_enable: bool = True
-    auto_create_subscription_group: bool = True
-    message_store_plug_in: str = ""
-    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
-    trace_topic_enable: bool = False
-    send_message_thread_pool_nums: int = field(default_factory=lambda: min(_cpu_count(), 4))
-    put_message_future_thread_pool_nums: int = field(default_factory=lambda: min(_cpu_count(), 4))
-    pull_message_thread_pool_nums: int = field(default_factory=lambda: 16 + _cpu_count() * 2)
-    process_reply_message_thread_pool_nums: int = field(
-        default_factory=lambda: 16 + _cpu_count() * 2
+    broker_name: str = setting(
+        factory=local_host_name, shown="the host name", rule=NOT_BLANK, applies=RESTART
     )
-    query_message_thread_pool_nums: int = field(default_factory=lambda: 8 + _cpu_count())
-    admin_broker_thread_pool_nums: int = 16
-    client_manage_thread_pool_nums: int = 32
-    consumer_manage_thread_pool_nums: int = 32
-    heartbeat_thread_pool_nums: int = field(default_factory=lambda: min(32, _cpu_count()))
-    end_transaction_thread_pool_nums: int = field(
-        default_factory=lambda: max(8 + _cpu_count() * 2, min(_cpu_count(), 4) * 4)
+    broker_cluster_name: str = setting("DefaultCluster", rule=NOT_BLANK, applies=RESTART)
+    broker_id: Long = setting(0, low=-1, applies=LIVE)
+    """0 for a master, > 0 for a slave, -1 with DLedger (as Apache sets it)."""
+    broker_permission: int = setting(
+        6, low=0, high=15, unit="a perm: READ 4 | WRITE 2 | INHERIT 1 | PRIORITY 8", applies=LIVE
     )
-    flush_consumer_offset_interval: int = 5000
+    default_topic_queue_nums: int = setting(
+        8,
+        low=1,
+        applies=RESTART,
+        note=_CREATED_AT_START.format("defaultTopicQueueNums", "TBW102", "queues"),
+    )
+    auto_create_topic_enable: bool = setting(True, applies=LIVE)
+    cluster_topic_enable: bool = setting(
+        True,
+        applies=RESTART,
+        note=_CREATED_AT_START.format("clusterTopicEnable", "cluster-name topic", "perm"),
+    )
+    broker_topic_enable: bool = setting(
+        True,
+        applies=RESTART,
+        note=_CREATED_AT_START.format("brokerTopicEnable", "broker-name topic", "perm"),
+    )
+    auto_create_subscription_group: bool = setting(True, applies=LIVE)
+    message_store_plug_in: str = setting("", applies=UNUSED)
+    msg_trace_topic_name: str = setting("RMQ_SYS_TRACE_TOPIC", rule=TOPIC, applies=RESTART)
+    trace_topic_enable: bool = setting(False, applies=RESTART)
+    send_message_thread_pool_nums: int = setting(
+        factory=lambda: min(cpu_count(), 4), shown="min(CPUs, 4)", low=1, applies=UNUSED
+    )
+    put_message_future_thread_pool_nums: int = setting(
+        factory=lambda: min(cpu_count(), 4), shown="min(CPUs, 4)", low=1, applies=UNUSED
+    )
+    pull_message_thread_pool_nums: int = setting(
+        factory=lambda: 16 + cpu_count() * 2, shown="16 + 2 * CPUs", low=1, applies=UNUSED
+    )
+    process_reply_message_thread_pool_nums: int = setting(
+        factory=lambda: 16 + cpu_count() * 2, shown="16 + 2 * CPUs", low=1, applies=UNUSED
+    )
+    query_message_thread_pool_nums: int = setting(
+        factory=lambda: 8 + cpu_count(), shown="8 + CPUs", low=1, applies=UNUSED
+    )
+    admin_broker_thread_pool_nums: int = setting(16, low=1, applies=UNUSED)
+    client_manage_thread_pool_nums: int = setting(32, low=1, applies=UNUSED)
+    consumer_manage_thread_pool_nums: int = setting(32, low=1, applies=UNUSED)
+    heartbeat_thread_pool_nums: int = setting(
+        factory=lambda: min(32, cpu_count()), shown="min(CPUs, 32)", low=1, applies=UNUSED
+    )
+    end_transaction_thread_pool_nums: int = setting(
+        factory=lambda: max(8 + cpu_count() * 2, min(cpu_count(), 4) * 4),
+        shown="max(8 + 2 * CPUs, 4 * min(CPUs, 4))",
+        low=1,
+        applies=UNUSED,
+    )
+    flush_consumer_offset_interval: int = setting(5000, low=1, unit="ms", applies=RESTART)
     """Milliseconds between two persists of ``consumerOffset.json``."""
-    flush_consumer_offset_history_interval: int = 60_000
-    reject_transaction_message: bool = False
-    fetch_namesrv_addr_by_address_server: bool = False
-    send_thread_pool_queue_capacity: int = 10_000
-    put_thread_pool_queue_capacity: int = 10_000
-    pull_thread_pool_queue_capacity: int = 100_000
-    reply_thread_pool_queue_capacity: int = 10_000
-    query_thread_pool_queue_capacity: int = 20_000
-    client_manager_thread_pool_queue_capacity: int = 1_000_000
-    consumer_manager_thread_pool_queue_capacity: int = 1_000_000
-    heartbeat_thread_pool_queue_capacity: int = 50_000
-    end_transaction_pool_queue_capacity: int = 100_000
-    filter_server_nums: int = 0
-    long_polling_enable: bool = True
+    flush_consumer_offset_history_interval: int = setting(60_000, low=1, unit="ms", applies=UNUSED)
+    reject_transaction_message: bool = setting(False, applies=LIVE)
+    fetch_namesrv_addr_by_address_server: bool = setting(False, applies=UNUSED)
+    send_thread_pool_queue_capacity: int = setting(10_000, low=1, applies=UNUSED)
+    put_thread_pool_queue_capacity: int = setting(10_000, low=1, applies=UNUSED)
+    pull_thread_pool_queue_capacity: int = setting(100_000, low=1, applies=UNUSED)
+    reply_thread_pool_queue_capacity: int = setting(10_000, low=1, applies=UNUSED)
+    query_thread_pool_queue_capacity: int = setting(20_000, low=1, applies=UNUSED)
+    client_manager_thread_pool_queue_capacity: int = setting(1_000_000, low=1, applies=UNUSED)
+    consumer_manager_thread_pool_queue_capacity: int = setting(1_000_000, low=1, applies=UNUSED)
+    heartbeat_thread_pool_queue_capacity: int = setting(50_000, low=1, applies=UNUSED)
+    end_transaction_pool_queue_capacity: int = setting(100_000, low=1, applies=UNUSED)
+    filter_server_nums: int = setting(0, low=0, applies=UNUSED)
+    long_polling_enable: bool = setting(True, applies=LIVE)
     """Park pull requests that find no message until one arrives or they time out."""
-    short_polling_time_mills: Long = 1000
+    short_polling_time_mills: Long = setting(1000, low=0, unit="ms", applies=LIVE)
     """How long a pull is held when long polling is off."""
-    notify_consumer_ids_changed_enable: bool = True
-    high_speed_mode: bool = False
-    commercial_enable: bool = True
-    commercial_timer_count: int = 1
-    commercial_trans_count: int = 1
-    commercial_big_count: int = 1
-    commercial_base_count: int = 1
-    transfer_msg_by_heap: bool = True
-    max_delay_time: int = 40
-    region_id: str = "DefaultRegion"
-    register_broker_timeout_mills: int = 6000
-    slave_read_enable: bool = False
-    disable_consume_if_consumer_read_slowly: bool = False
-    consumer_fallbehind_threshold: Long = 16 * 1024 * 1024 * 1024
-    broker_fast_failure_enable: bool = True
-    wait_time_mills_in_send_queue: Long = 200
-    wait_time_mills_in_pull_queue: Long = 5000
-    wait_time_mills_in_heartbeat_queue: Long = 31_000
-    wait_time_mills_in_transaction_queue: Long = 3000
-    start_accept_send_request_time_stamp: Long = 0
-    trace_on: bool = True
-    enable_calc_filter_bit_map: bool = False
-    expect_consumer_num_use_filter: int = 32
-    max_error_rate_of_bloom_filter: int = 20
-    filter_data_clean_time_span: Long = 24 * 3600 * 1000
-    filter_support_retry: bool = False
-    enable_property_filter: bool = False
-    compressed_register: bool = False
-    force_register: bool = True
-    register_name_server_period: int = 30_000
+    notify_consumer_ids_changed_enable: bool = setting(True, applies=LIVE)
+    high_speed_mode: bool = setting(False, applies=UNUSED)
+    commercial_enable: bool = setting(True, applies=UNUSED)
+    commercial_timer_count: int = setting(1, low=0, applies=UNUSED)
+    commercial_trans_count: int = setting(1, low=0, applies=UNUSED)
+    commercial_big_count: int = setting(1, low=0, applies=UNUSED)
+    commercial_base_count: int = setting(1, low=0, applies=UNUSED)
+    transfer_msg_by_heap: bool = setting(True, applies=LIVE)
+    max_delay_time: int = setting(40, low=0, applies=UNUSED)
+    region_id: str = setting("DefaultRegion", applies=LIVE)
+    register_broker_timeout_mills: int = setting(6000, low=1, unit="ms", applies=LIVE)
+    slave_read_enable: bool = setting(False, applies=LIVE)
+    disable_consume_if_consumer_read_slowly: bool = setting(False, applies=UNUSED)
+    consumer_fallbehind_threshold: Long = setting(
+        16 * 1024 * 1024 * 1024, low=0, unit="bytes", applies=UNUSED
+    )
+    broker_fast_failure_enable: bool = setting(True, applies=UNUSED)
+    wait_time_mills_in_send_queue: Long = setting(200, low=0, unit="ms", applies=UNUSED)
+    wait_time_mills_in_pull_queue: Long = setting(5000, low=0, unit="ms", applies=UNUSED)
+    wait_time_mills_in_heartbeat_queue: Long = setting(31_000, low=0, unit="ms", applies=UNUSED)
+    wait_time_mills_in_transaction_queue: Long = setting(3000, low=0, unit="ms", applies=UNUSED)
+    start_accept_send_request_time_stamp: Long = setting(0, low=0, unit="ms", applies=LIVE)
+    trace_on: bool = setting(True, applies=LIVE)
+    enable_calc_filter_bit_map: bool = setting(False, applies=UNUSED)
+    expect_consumer_num_use_filter: int = setting(32, low=1, applies=RESTART)
+    max_error_rate_of_bloom_filter: int = setting(
+        20, low=1, high=99, unit="percent", applies=RESTART
+    )
+    filter_data_clean_time_span: Long = setting(24 * 3600 * 1000, low=0, unit="ms", applies=LIVE)
+    filter_support_retry: bool = setting(False, applies=UNUSED)
+    enable_property_filter: bool = setting(False, applies=LIVE)
+    compressed_register: bool = setting(False, applies=LIVE)
+    force_register: bool = setting(True, applies=LIVE)
+    register_name_server_period: int = setting(30_000, low=1, unit="ms", applies=LIVE)
     """Milliseconds between registrations with the name servers (used clamped to 10-60 s)."""
-    transaction_time_out: Long = 6000
+    transaction_time_out: Long = setting(6000, low=0, unit="ms", applies=LIVE)
     """A half message younger than this (ms) is not checked yet."""
-    transaction_check_max: int = 15
+    transaction_check_max: int = setting(15, low=1, applies=LIVE)
     """Checks of a half message before it is discarded."""
-    transaction_check_interval: Long = 60_000
+    transaction_check_interval: Long = setting(60_000, low=1, unit="ms", applies=RESTART)
     """Milliseconds between two transaction check rounds."""
-    acl_enable: bool = False
-    acl_file: str = field(default="", metadata=java_key(rmq_only=True))
+    acl_enable: bool = setting(False, applies=RESTART)
+    acl_file: str = setting("", rmq_only=True, applies=RESTART)
     """rmq-only: the default plain ACL file (empty: ``$ROCKETMQ_HOME/conf/plain_acl.yml``)."""
-    store_reply_message_enable: bool = True
-    enable_detail_stat: bool = True
-    auto_delete_unused_stats: bool = False
-    isolate_log_enable: bool = False
-    config_black_list: str = "configBlackList;brokerConfigPath"
+    store_reply_message_enable: bool = setting(True, applies=LIVE)
+    enable_detail_stat: bool = setting(True, applies=RESTART)
+    auto_delete_unused_stats: bool = setting(False, applies=LIVE)
+    isolate_log_enable: bool = setting(False, applies=UNUSED)
+    config_black_list: str = setting("configBlackList;brokerConfigPath", applies=LIVE)
 
     def black_list(self) -> frozenset[str]:
         return black_list_of(self.FIXED_BLACK_LIST, self.config_black_list)
-
-
-# --------------------------------------------------------------------------------- store
-
-
-@dataclass(kw_only=True)
-class MessageStoreConfig(ConfigObject):
-    """The message store's settings (``MessageStoreConfig.java``)."""
-
-    store_path_root_dir: str = field(default_factory=lambda: _home_path("store"))
-    """Root of the store (``$HOME/store``)."""
-    store_path_commit_log: str | None = None
-    """The commitlog directory; see :attr:`commit_log_dir` for the effective one."""
-    store_path_d_ledger_commit_log: str | None = None
-    read_only_commit_log_store_paths: str | None = None
-    mapped_file_size_commit_log: int = field(
-        default=1024 * 1024 * 1024, metadata=java_key(aliases=("mapedFileSizeCommitLog",))
-    )
-    """Size of each commitlog file in bytes (1 GiB)."""
-    mapped_file_size_consume_queue: int = field(
-        default=300_000 * CONSUME_QUEUE_UNIT_SIZE,
-        metadata=java_key(aliases=("mapedFileSizeConsumeQueue",)),
-    )
-    """Size of each consume queue file in bytes, rounded up to a multiple of 20."""
-    enable_consume_queue_ext: bool = False
-    mapped_file_size_consume_queue_ext: int = field(
-        default=48 * 1024 * 1024, metadata=java_key(aliases=("mapedFileSizeConsumeQueueExt",))
-    )
-    bit_map_length_consume_queue_ext: int = 64
-    flush_interval_commit_log: int = 500
-    """Milliseconds between two flushes of the commitlog (ASYNC_FLUSH)."""
-    commit_interval_commit_log: int = 200
-    use_reentrant_lock_when_put_message: bool = True
-    flush_commit_log_timed: bool = True
-    flush_interval_consume_queue: int = 1000
-    clean_resource_interval: int = 10_000
-    delete_commit_log_files_interval: int = 100
-    delete_consume_queue_files_interval: int = 100
-    destroy_maped_file_interval_forcibly: int = field(
-        default=120_000, metadata=java_key(aliases=("destroyMappedFileIntervalForcibly",))
-    )
-    redelete_hanged_file_interval: int = 120_000
-    delete_when: str = "04"
-    """Hours of the day (``;``-separated) when expired files are deleted."""
-    disk_max_used_space_ratio: int = 75
-    """Disk usage (percent, clamped to 10..95) above which files are deleted early."""
-    file_reserved_time: int = 72
-    """Hours a commitlog file is kept."""
-    put_msg_index_hight_water: int = 600_000
-    max_message_size: int = 4 * 1024 * 1024
-    check_crc_on_recover: bool = field(default=True, metadata=java_key("checkCRCOnRecover"))
-    flush_commit_log_least_pages: int = 4
-    commit_commit_log_least_pages: int = 4
-    flush_least_pages_when_warm_maped_file: int = field(
-        default=1024 // 4 * 16, metadata=java_key(aliases=("flushLeastPagesWhenWarmMappedFile",))
-    )
-    flush_consume_queue_least_pages: int = 2
-    flush_commit_log_thorough_interval: int = 10_000
-    commit_commit_log_thorough_interval: int = 200
-    flush_consume_queue_thorough_interval: int = 60_000
-    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
-    max_transfer_count_on_message_in_memory: int = 32
-    max_transfer_bytes_on_message_in_disk: int = 64 * 1024
-    max_transfer_count_on_message_in_disk: int = 8
-    access_message_in_memory_max_ratio: int = 40
-    message_index_enable: bool = True
-    max_hash_slot_num: int = 5_000_000
-    max_index_num: int = 5_000_000 * 4
-    max_msgs_num_batch: int = 64
-    message_index_safe: bool = False
-    ha_listen_port: int = 10912
-    """HA port; the broker startup sets it to ``listenPort + 1`` as Java's does."""
-    ha_send_heartbeat_interval: int = 5000
-    ha_housekeeping_interval: int = 20_000
-    ha_transfer_batch_size: int = 32 * 1024
-    ha_master_address: str | None = None
-    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
-    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
-    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
-    sync_flush_timeout: int = 5000
-    """Milliseconds a SYNC_FLUSH send waits for its flush."""
-    slave_timeout: int = 3000
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-    flush_delay_offset_interval: Long = 10_000
-    clean_file_forcibly_enable: bool = True
-    warm_maped_file_enable: bool = field(
-        default=False, metadata=java_key(aliases=("warmMappedFileEnable",))
-    )
-    offset_check_in_slave: bool = False
-    debug_lock_enable: bool = False
-    duplication_enable: bool = False
-    disk_fall_recorded: bool = True
-    os_page_cache_busy_time_out_mills: Long = 1000
-    default_query_max_num: int = 32
-    transient_store_pool_enable: bool = False
-    transient_store_pool_size: int = 5
-    fast_fail_if_no_buffer_in_store_pool: bool = False
-    enable_d_leger_commit_log: bool = False
-    d_leger_group: str | None = None
-    d_leger_peers: str | None = None
-    d_leger_self_id: str | None = None
-    preferred_leader_id: str | None = None
-    is_enable_batch_push: bool = field(
-        default=False, metadata=java_key(aliases=("enableBatchPush",))
-    )
-    enable_schedule_message_stats: bool = True
-    enable_lmq: bool = False
-    enable_multi_dispatch: bool = False
-    max_lmq_consume_queue_num: int = 20_000
-    enable_schedule_async_deliver: bool = False
-    schedule_async_deliver_max_pending_limit: int = 2000
-    schedule_async_deliver_max_resend_num2_blocked: int = 3
-    start_with_empty_metadata_on_damage: bool = field(
-        default=False, metadata=java_key(rmq_only=True)
-    )
-    """rmq-only: a metadata file under ``config/`` that is empty or does not decode, with no
-    usable ``.bak``, is logged at ERROR and the broker starts without it (default: the start
-    stops, naming the file)."""
-
-    @property
-    def commit_log_dir(self) -> str:
-        """``storePathCommitLog``, or ``<storePathRootDir>/commitlog`` when it is unset."""
-        if self.store_path_commit_log is None:
-            return os.path.join(self.store_path_root_dir, "commitlog")
-        return self.store_path_commit_log
 
 
 RMQ_ONLY_KEYS: Mapping[str, str] = {

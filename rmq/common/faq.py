@@ -2,8 +2,10 @@
 
 Clients show a remark as it comes, and tools compare remarks, so the broker and the name
 server end the same remarks with the same hint as Apache: ``suggest_todo(url)``, i.e.
-``"\\nSee <url> for further details."``.  Every FAQ url of Apache 4.9.8 is the same page; the
-names say which topic of that page a remark points to, as Apache's constants do.
+``"\\nSee <url> for further details."``; ``attach_default_url`` is the line the Java
+client's exceptions end with, which ``rmq mqadmin`` prints as mqadmin does.  Every FAQ url
+of Apache 4.9.8 is the same page; the names say which topic of that page a remark points to,
+as Apache's constants do.
 """
 
 from __future__ import annotations
@@ -18,6 +20,18 @@ SAME_GROUP_DIFFERENT_TOPIC = _FAQ_PAGE
 """A pull whose group or subscription the broker has not seen in a heartbeat."""
 
 
+UNEXPECTED_EXCEPTION_URL = _FAQ_PAGE
+"""What a client exception's message points to (``FAQUrl.attachDefaultURL``)."""
+
+
 def suggest_todo(url: str) -> str:
     """The hint ending a remark that points to ``url`` (``FAQUrl.suggestTodo``)."""
     return f"\nSee {url} for further details."
+
+
+def attach_default_url(message: str) -> str:
+    """``message`` with the line Java's client exceptions end with, unless it already points
+    somewhere (``FAQUrl.attachDefaultURL``)."""
+    if "\nSee " in message:
+        return message
+    return f"{message}\nFor more information, please visit the url, {UNEXPECTED_EXCEPTION_URL}"

@@ -25,7 +25,8 @@ A peer can drive a server's memory three ways, and each has a limit here:
 from a ``NettyServerConfig``: Apache's ``writeBufferHighWaterMark`` / ``writeBufferLowWaterMark``
 when both are set (> 0, as Apache applies them), and the rmq-only keys
 ``serverMaxRequestsPerConnection``, ``serverMaxRequestsInProgress`` and
-``serverPartialFrameMemoryLimit`` (0 turns that limit off).
+``serverPartialFrameMemoryLimit`` (each at least 1: a server's limits cannot be turned off
+by a setting).
 """
 
 from __future__ import annotations
@@ -72,14 +73,10 @@ def flow_limits(config: NettyServerConfig) -> FlowLimits:
     return FlowLimits(
         write_buffer_high=high,
         write_buffer_low=low,
-        max_requests_per_connection=_limit(config.server_max_requests_per_connection),
-        max_requests_in_progress=_limit(config.server_max_requests_in_progress),
-        partial_frame_memory=_limit(config.server_partial_frame_memory_limit),
+        max_requests_per_connection=config.server_max_requests_per_connection,
+        max_requests_in_progress=config.server_max_requests_in_progress,
+        partial_frame_memory=config.server_partial_frame_memory_limit,
     )
-
-
-def _limit(value: int) -> int | None:
-    return value if value > 0 else None
 
 
 DEFAULT_LIMITS = flow_limits(NettyServerConfig())

@@ -17,16 +17,14 @@ from __future__ import annotations
 import mmap
 from typing import Final
 
-INDEX_HEADER_SIZE: Final = 40
-HASH_SLOT_SIZE: Final = 4
-INDEX_ENTRY_SIZE: Final = 20
+from rmq.common.indexsize import HASH_SLOT_SIZE as HASH_SLOT_SIZE
+from rmq.common.indexsize import INDEX_ENTRY_SIZE as INDEX_ENTRY_SIZE
+from rmq.common.indexsize import INDEX_HEADER_SIZE as INDEX_HEADER_SIZE
+from rmq.common.indexsize import index_file_size as index_file_size
+
 DEFAULT_HASH_SLOT_NUM: Final = 5_000_000
 DEFAULT_INDEX_NUM: Final = DEFAULT_HASH_SLOT_NUM * 4
 _SCAN_CHUNK: Final = 1 << 20
-
-
-def index_file_size(hash_slot_num: int, index_num: int) -> int:
-    return INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
 
 
 def _fits(file_size: int, slots: int, entries: int) -> bool:

@@ -14,7 +14,6 @@ import json
 import struct
 import subprocess
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,15 +38,11 @@ from rmq.remoting.headers import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
-from tests.procs import RemotingSession, RmqProcess, RmqProcesses, rmq_command
+from tests.procs import RemotingSession, RmqProcess, RmqProcesses, rmq_command, unique
 
 FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 TIMESTAMP = 1_700_000_000_000
 _hosts = itertools.count(1)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def topic_config(
@@ -661,13 +656,27 @@ def test_namesrv_config_get_update_and_order_topics(rmq_processes: RmqProcesses)
                 "Can not update config in black list.",
             )
 
-        update = b"orderMessageEnable=true\nmyOwnKey=changed\n"
+        unknown = b"orderMessageEnable=true\nmyOwnKey=changed\n"
+        response = session.invoke(ns.addr, RequestCode.UPDATE_NAMESRV_CONFIG, body=unknown)
+        assert (response.code, response.remark) == (
+            ResponseCode.SYSTEM_ERROR,
+            "unknown key myOwnKey: not a setting of rmq's name server (nothing was changed)",
+        )
+        update = b"orderMessageEnable=true\nlistenPort=0\n"
         response = session.invoke(ns.addr, RequestCode.UPDATE_NAMESRV_CONFIG, body=update)
-        assert response.code == ResponseCode.SUCCESS, response.remark
+        assert (response.code, response.remark) == (
+            ResponseCode.SUCCESS,
+            "listenPort takes effect after a restart",
+        )
         persisted = javaprops.loads(conf_path.read_text(encoding="utf-8"))
         assert persisted["orderMessageEnable"] == "true"
-        assert persisted["myOwnKey"] == "changed"
-        assert persisted["listenPort"] == str(ns.port)
+        assert persisted["myOwnKey"] == "kept"
+        assert persisted["listenPort"] == "0"
+        # the saved port is the next start's: this one keeps its own
+        conf_path.write_text(
+            conf_path.read_text(encoding="utf-8").replace("listenPort=0", f"listenPort={ns.port}"),
+            encoding="utf-8",
+        )
 
         # With orderMessageEnable, routes carry the ORDER_TOPIC_CONFIG value of the topic,
         # and every registration answer carries the whole namespace.

@@ -21,9 +21,11 @@ from rmq.cli.mqadmin.consumertext import concurrent_hash_map_order
 from rmq.cli.mqadmin.javafmt import jformat, jprintf, jstr, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import (
     JAVA_BLANKS,
+    SUB_COMMAND_EXCEPTION,
     Invocation,
     MqadminFailure,
     Opt,
+    broker_exception,
     failing,
     subcommand,
 )
@@ -434,13 +436,22 @@ async def get_broker_config(inv: Invocation) -> None:
     Opt("v", "value", True, True, "config value"),
 )
 async def update_broker_config(inv: Invocation) -> None:
+    from rmq.client.errors import MQBrokerError
+
     properties = {inv.value("k") or "": inv.value("v") or ""}
-    failures = []
-    with failing("UpdateBrokerConfigSubCommand"):
-        async with inv.admin() as admin:
+    command = "UpdateBrokerConfigSubCommand"
+    refusals: list[str] = []
+    with failing(command):
+        async with inv.admin(namesrv_needed=not inv.has("b")) as admin:
             if inv.has("b"):
                 addr = inv.value("b") or ""
-                await ops.update_broker_config(admin, addr, properties)
+                try:
+                    await ops.update_broker_config(admin, addr, properties)
+                except MQBrokerError as exc:  # mqadmin prints the cause under its own line
+                    printed = f"{SUB_COMMAND_EXCEPTION}: {command} command failed\nCaused by: "
+                    raise MqadminFailure(
+                        f"{command} command failed: {exc}", printed=printed + broker_exception(exc)
+                    ) from exc
                 jprintf(inv.out, "update broker config success, %s\n", addr)
                 return
             if not inv.has("c"):
@@ -454,11 +465,14 @@ async def update_broker_config(inv: Invocation) -> None:
                 try:
                     await ops.update_broker_config(admin, addr, properties)
                 except Exception as exc:  # mqadmin prints the trace and goes on
-                    failures.append(f"{addr}: {exc}")
+                    if isinstance(exc, MQBrokerError):
+                        refusals.append(broker_exception(exc))
+                    else:
+                        refusals.append(f"{addr}: {exc}\n")
                     continue
                 jprintf(inv.out, "update broker config success, %s\n", addr)
-    if failures:
-        raise MqadminFailure("UpdateBrokerConfigSubCommand: " + "; ".join(failures))
+    if refusals:
+        raise MqadminFailure(f"{command}: {len(refusals)} refused", printed="".join(refusals))
 
 
 @subcommand(

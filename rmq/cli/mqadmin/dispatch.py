@@ -11,8 +11,9 @@ Requests are signed with the ACL keys of `$ROCKETMQ_HOME/conf/tools.yml` when it
 (`toolsacl`).  The one deliberate difference from mqadmin: an unknown command and a failed
 command exit 1 (mqadmin exits 0 after printing `The sub command ... not exist.` or a stack
 trace).  A failed command prints, on stderr, the first line of the trace mqadmin prints:
-`org.apache.rocketmq.tools.command.SubCommandException: <message>`.  A closed output
-(`| head`) ends the command quietly with exit 1, as every rmq command.
+`org.apache.rocketmq.tools.command.SubCommandException: <message>`, or, where rmq knows it
+(a broker refusing updateBrokerConfig), mqadmin's exception lines without the stack frames.  A
+closed output (`| head`) ends the command quietly with exit 1, as every rmq command.
 """
 
 from __future__ import annotations
@@ -27,12 +28,18 @@ from typing import TextIO, cast
 
 from rmq.cli.mqadmin import commonscli
 from rmq.cli.mqadmin.javafmt import jprintf
-from rmq.cli.mqadmin.registry import Command, Invocation, MqadminFailure, OutputClosed, commands
+from rmq.cli.mqadmin.registry import (
+    SUB_COMMAND_EXCEPTION,
+    Command,
+    Invocation,
+    MqadminFailure,
+    OutputClosed,
+    commands,
+)
 from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
 from rmq.cli.tlsoptions import apply_client_tls
 
 MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace", "cmd_acl")
-EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
 
 
 def load() -> list[Command]:
@@ -126,7 +133,10 @@ def _main(args: Sequence[str], out: TextIO, err: TextIO) -> int:
         asyncio.run(_execute(command, inv))
     except MqadminFailure as failure:
         out.flush()
-        err.write(f"{EXCEPTION}: {failure.message}\n")
+        printed = failure.printed
+        err.write(
+            printed if printed is not None else f"{SUB_COMMAND_EXCEPTION}: {failure.message}\n"
+        )
         return 1
     return 0
 

@@ -15,7 +15,9 @@ reference spec's §6.2), its name, its description and its options as Apache spe
 the options sharing a group name form it.  The global options `-h/--help` and
 `-n/--namesrvAddr` are added to every command by the dispatcher.  A command reports a failure
 by raising `MqadminFailure` (`with failing("TopicRouteSubCommand"):` turns any error of a
-block into one); the dispatcher prints it and exits 1.
+block into one); the dispatcher prints it and exits 1.  A failure may carry the whole text
+mqadmin prints for it (`printed`: its exception lines, without the stack frames), built with
+`broker_exception` for a broker's refusal.
 """
 
 from __future__ import annotations
@@ -28,14 +30,29 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
+    from rmq.client.errors import MQBrokerError
+
+SUB_COMMAND_EXCEPTION = "org.apache.rocketmq.tools.command.SubCommandException"
+MQ_BROKER_EXCEPTION = "org.apache.rocketmq.client.exception.MQBrokerException"
 
 
 class MqadminFailure(Exception):
-    """A command failed: `message` is what mqadmin's SubCommandException says."""
+    """A command failed: `message` is what mqadmin's SubCommandException says; `printed`,
+    when given, is everything mqadmin prints for the failure instead."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, printed: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.printed = printed
+
+
+def broker_exception(error: MQBrokerError) -> str:
+    """The lines Java's client prints for a broker's refusal (`MQBrokerException`)."""
+    from rmq.common.faq import attach_default_url
+
+    broker = f" BROKER: {error.addr}" if error.addr is not None else ""
+    message = f"CODE: {error.code}  DESC: {error.remark}{broker}"
+    return f"{MQ_BROKER_EXCEPTION}: {attach_default_url(message)}\n"
 
 
 class OutputClosed(Exception):

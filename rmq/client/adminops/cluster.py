@@ -11,7 +11,9 @@ What they send, after DefaultMQAdminExt / MQClientAPIImpl of 4.9.8:
   to every name server, one `PermChange` each (the topic count, or the failure);
 * `broker_config` / `update_broker_config`: GET_BROKER_CONFIG / UPDATE_BROKER_CONFIG on one
   broker; the bodies are `key=value` lines written as MixAll.properties2String writes them
-  and read as Properties.load reads them;
+  and read as Properties.load reads them.  An update (of a broker or a name server) returns
+  the server's remark: rmq's servers list there the keys that do not take effect at once
+  ("maxMessageSize takes effect after a restart"), Apache's send none;
 * `measure_send_rt`: clusterRT's timed sends to one broker's own topic;
 * `masters_and_slaves`, `master_addrs`, `cluster_addrs`: mqadmin's CommandUtil views of a
   cluster, in the order Java iterates them (`None` when the cluster is unknown: mqadmin
@@ -99,14 +101,15 @@ async def namesrv_configs(
 
 async def update_namesrv_config(
     admin: AdminClient, properties: Mapping[str, str], addrs: Sequence[str] | None = None
-) -> list[str]:
-    """UPDATE_NAMESRV_CONFIG on each name server in turn; the servers updated."""
+) -> list[tuple[str, str | None]]:
+    """UPDATE_NAMESRV_CONFIG on each name server in turn; the servers updated, each with its
+    answer's remark."""
     body = properties_text(properties).encode()
     done = []
     for addr in _namesrvs(admin, addrs):
         request = create_request(RequestCode.UPDATE_NAMESRV_CONFIG, body=body)
-        await request_namesrv(admin.remoting, addr, request, admin.timeout)
-        done.append(addr)
+        response = await request_namesrv(admin.remoting, addr, request, admin.timeout)
+        done.append((addr, response.remark))
     return done
 
 
@@ -189,11 +192,12 @@ async def broker_config(admin: AdminClient, addr: str) -> dict[str, str]:
 
 async def update_broker_config(
     admin: AdminClient, addr: str, properties: Mapping[str, str]
-) -> None:
-    """UPDATE_BROKER_CONFIG on one broker."""
+) -> str | None:
+    """UPDATE_BROKER_CONFIG on one broker; its answer's remark."""
     body = properties_text(properties).encode()
     request = create_request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
-    await request_broker(admin.remoting, addr, request, admin.timeout)
+    response = await request_broker(admin.remoting, addr, request, admin.timeout)
+    return response.remark
 
 
 async def all_topics(admin: AdminClient) -> list[str]:

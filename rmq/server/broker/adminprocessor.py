@@ -23,14 +23,19 @@ broker, with Apache's response codes and remarks (``AdminBrokerProcessor``):
 * Clients: GET_CONSUMER_CONNECTION_LIST (CONSUMER_NOT_ONLINE "the consumer group[<g>] not
   online") and GET_PRODUCER_CONNECTION_LIST (SYSTEM_ERROR "the producer group[<g>] not
   exist") from the client manager.
-* Settings: GET_BROKER_CONFIG answers every key of the broker, store and netty configs plus
-  the keys of the ``-c`` file no config knows, as ``key=value`` lines, with the settings'
-  data version (JSON) in the header.  UPDATE_BROKER_CONFIG refuses black-listed keys
-  (NO_PERMISSION "Can not update config in black list."), applies the rest, ignores keys
-  neither a config nor the file has (as Apache does), bumps that data version and writes
-  all settings to the ``-c`` file (else ``<storePathRootDir>/config/broker.properties``).
-  A change of ``brokerPermission`` bumps the topic table's data version (so that the name
-  servers take the new perm from the registration) and re-registers with them at once.
+* Settings (:class:`rmq.common.configupdate.LiveSettings`): GET_BROKER_CONFIG answers every
+  key of the broker, store and netty configs plus the keys of the ``-c`` file no config
+  knows, as ``key=value`` lines, with the settings' data version (JSON) in the header.
+  UPDATE_BROKER_CONFIG refuses black-listed keys (NO_PERMISSION "Can not update config in
+  black list.") and, unlike Apache, which answers success and ignores them, unknown keys and
+  values a key does not allow (SYSTEM_ERROR, a remark naming the key, value and what is
+  allowed), changing nothing.  Otherwise it applies the keys that take effect at once, keeps
+  the restart-only ones for GET_BROKER_CONFIG and the file, bumps that data version and
+  writes all settings to the ``-c`` file (else ``<storePathRootDir>/config/
+  broker.properties``); the success answer's remark has one line per key that does not
+  take effect at once ("maxMessageSize takes effect after a restart").  A change of
+  ``brokerPermission`` bumps the topic table's data version (so that the name servers take
+  the new perm from the registration) and re-registers with them at once.
 * GET_BROKER_RUNTIME_INFO: a KVTable with the 4.9.8 keys.  Values are real where rmq has
   them (versions, put/get totals and TPS, latency, commitlog offsets, disk ratios, boot time,
   earliest message time, unflushed bytes, disk capacity); thread-pool queue sizes and wait
@@ -53,8 +58,7 @@ from rmq.common.config import (
     BrokerRole,
     ConfigBlackListError,
     ConfigError,
-    to_properties,
-    update_config,
+    broker_settings,
 )
 from rmq.common.delay import schedule_queue_id
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
@@ -152,10 +156,7 @@ class AdminProcessor:
     def __init__(self, context: BrokerContext) -> None:
         self.context = context
         self.config_version = DataVersion()
-        known = to_properties(*context.configs.all())
-        self._extra_properties = {
-            key: value for key, value in context.file_properties.items() if key not in known
-        }
+        self.settings = broker_settings(context.configs, context.file_properties)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -414,8 +415,8 @@ class AdminProcessor:
 
     def config_properties(self) -> dict[str, str]:
         """Every setting as Java keys and text: the ``-c`` file's extra keys, then the
-        broker, netty and store configs."""
-        return {**self._extra_properties, **to_properties(*self.context.configs.all())}
+        broker, netty and store configs, with the restart-only changes over them."""
+        return self.settings.properties()
 
     async def get_broker_config(
         self, connection: Connection, request: RemotingCommand
@@ -439,16 +440,16 @@ class AdminProcessor:
             return _error(f"string2Properties error: {exc}")
         context = self.context
         try:
-            unknown = update_config(props, *context.configs.all(), source="UPDATE_BROKER_CONFIG")
+            notes = self.settings.update(props)
         except ConfigBlackListError as exc:
             log.warning("updateBrokerConfig from %s refused: %s", connection.remote_addr, exc)
             return create_response(ResponseCode.NO_PERMISSION, BLACK_LIST_REMARK)
         except ConfigError as exc:
+            log.warning("updateBrokerConfig from %s refused: %s", connection.remote_addr, exc)
             return _error(str(exc))
         log.info("updateBrokerConfig, new config: %s, client: %s", props, connection.remote_addr)
-        for key in unknown:
-            if key in self._extra_properties:
-                self._extra_properties[key] = props[key]
+        for note in notes:
+            log.info("updateBrokerConfig: %s", note)
         self.config_version = self.config_version.next_version()
         path = context.config_path
         try:
@@ -459,7 +460,7 @@ class AdminProcessor:
         if _BROKER_PERMISSION in props:
             context.topic_config_manager.next_data_version()
             context.register_broker()
-        return _success()
+        return create_response(ResponseCode.SUCCESS, "\n".join(notes) or None)
 
     # -- runtime info --------------------------------------------------------------------
 

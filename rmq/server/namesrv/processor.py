@@ -32,8 +32,7 @@ from rmq.common.config import (
     ConfigBlackListError,
     ConfigError,
     NamesrvConfigs,
-    to_properties,
-    update_config,
+    namesrv_settings,
 )
 from rmq.common.faq import APPLY_TOPIC_URL, suggest_todo
 from rmq.remoting.bodies import (
@@ -95,9 +94,12 @@ def _topic_list_handler(listing: Callable[[], TopicList]) -> Handler:
 class NamesrvProcessor:
     """Serves the name server's request codes from its route table, KV config and settings.
 
-    `file_properties` are the keys of the `-c` file that no config object knows: Apache keeps
-    them in its config view, so GET_NAMESRV_CONFIG shows them and UPDATE_NAMESRV_CONFIG may
-    change them.
+    `file_properties` are the `-c` file: Apache keeps its keys that no config object knows in
+    its config view, so GET_NAMESRV_CONFIG shows them.  UPDATE_NAMESRV_CONFIG goes through
+    `rmq.common.configupdate.LiveSettings`: black-listed keys get NO_PERMISSION as in Apache;
+    unlike Apache, unknown keys and values a key does not allow get SYSTEM_ERROR with a remark
+    naming the key, and change nothing; the success answer's remark has one line per key that
+    does not take effect at once.
     """
 
     def __init__(
@@ -110,11 +112,7 @@ class NamesrvProcessor:
         self.routes = routes
         self.kv = kv
         self.configs = configs
-        self._extra_properties = {
-            key: value
-            for key, value in (file_properties or {}).items()
-            if key not in to_properties(*configs.all())
-        }
+        self.settings = namesrv_settings(configs, file_properties or {})
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -327,8 +325,9 @@ class NamesrvProcessor:
     # -- the name server's own settings --------------------------------------------------
 
     def config_properties(self) -> dict[str, str]:
-        """Every setting as Java keys and text: the `-c` file's extra keys, then the configs."""
-        return {**self._extra_properties, **to_properties(*self.configs.all())}
+        """Every setting as Java keys and text: the `-c` file's extra keys, then the configs,
+        with the restart-only changes over them."""
+        return self.settings.properties()
 
     async def get_namesrv_config(
         self, connection: Connection, request: RemotingCommand
@@ -346,17 +345,17 @@ class NamesrvProcessor:
         except (UnicodeDecodeError, javaprops.PropertiesSyntaxError) as exc:
             return create_response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
         try:
-            unknown = update_config(props, *self.configs.all(), source="UPDATE_NAMESRV_CONFIG")
+            notes = self.settings.update(props)
         except ConfigBlackListError as exc:
             log.warning("updateConfig from %s refused: %s", connection, exc)
             return create_response(
                 ResponseCode.NO_PERMISSION, "Can not update config in black list."
             )
         except ConfigError as exc:
+            log.warning("updateConfig from %s refused: %s", connection, exc)
             return create_response(ResponseCode.SYSTEM_ERROR, str(exc))
-        for key in unknown:
-            if key in self._extra_properties:
-                self._extra_properties[key] = props[key]
+        for note in notes:
+            log.info("updateConfig: %s", note)
         path = self.configs.namesrv.config_store_path
         try:
             persist_config_text(path, javaprops.dumps(self.config_properties()))
@@ -366,4 +365,4 @@ class NamesrvProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"config updated in memory but not persisted to {path}: {exc.strerror}",
             )
-        return _success()
+        return create_response(ResponseCode.SUCCESS, "\n".join(notes) or None)

@@ -214,7 +214,7 @@ def test_typed_parsing() -> None:
         "brokerId": " 3 ",
         "autoCreateTopicEnable": "FALSE",
         "aclEnable": "TRUE",
-        "traceOn": "yes",
+        "traceOn": " false ",
         "brokerClusterName": " spaced ",
         "consumerFallbehindThreshold": "+9223372036854775807",
     }
@@ -230,16 +230,24 @@ def test_typed_parsing() -> None:
 @pytest.mark.parametrize(
     ("props", "message"),
     [
-        ({"listenPort": "abc"}, "broker.conf: listenPort='abc': not a Java int"),
-        ({"listenPort": "2147483648"}, "listenPort='2147483648': not a Java int"),
-        ({"listenPort": "1_000"}, "not a Java int"),
-        ({"listenPort": "1.5"}, "not a Java int"),
-        ({"brokerId": "9223372036854775808"}, "brokerId='9223372036854775808': not a Java long"),
+        (
+            {"listenPort": "abc"},
+            r"broker\.conf: listenPort='abc': expected a whole number 0\.\.65535$",
+        ),
+        ({"listenPort": "2147483648"}, "listenPort='2147483648': expected a whole number"),
+        ({"listenPort": "1_000"}, "expected a whole number 0..65535"),
+        ({"listenPort": "1.5"}, "expected a whole number 0..65535"),
+        (
+            {"brokerId": "9223372036854775808"},
+            r"brokerId='9223372036854775808': expected a whole number -1\.\.9223372036854775807",
+        ),
         (
             {"brokerRole": "MASTER"},
-            "brokerRole='MASTER': not one of ASYNC_MASTER, SYNC_MASTER, SLAVE",
+            "brokerRole='MASTER': expected one of ASYNC_MASTER, SYNC_MASTER, SLAVE",
         ),
-        ({"flushDiskType": "async_flush"}, "not one of ASYNC_FLUSH, SYNC_FLUSH"),
+        ({"flushDiskType": "async_flush"}, "expected one of ASYNC_FLUSH, SYNC_FLUSH"),
+        ({"autoCreateTopicEnable": "maybe"}, "autoCreateTopicEnable='maybe': expected true or"),
+        ({"traceOn": "yes"}, "traceOn='yes': expected true or false"),
     ],
 )
 def test_bad_values_name_file_key_and_value(props: dict[str, str], message: str) -> None:
@@ -273,10 +281,16 @@ def test_consume_queue_file_size_rounds_up_to_whole_entries(size: int, effective
     )
 
 
-@pytest.mark.parametrize(("ratio", "effective"), [(5, 10), (50, 50), (99, 95)])
+@pytest.mark.parametrize(("ratio", "effective"), [(0, 10), (5, 10), (50, 50), (99, 95)])
 def test_disk_ratio_is_clamped(ratio: int, effective: int) -> None:
     built, _ = config.build_config(MessageStoreConfig, {"diskMaxUsedSpaceRatio": str(ratio)})
     assert built.disk_max_used_space_ratio == effective
+
+
+@pytest.mark.parametrize("ratio", ["101", "500", "-1"])
+def test_a_disk_ratio_that_is_no_percentage_is_refused(ratio: str) -> None:
+    with pytest.raises(ConfigError, match=r"expected a whole number 0\.\.100 \(percent"):
+        config.build_config(MessageStoreConfig, {"diskMaxUsedSpaceRatio": ratio})
 
 
 def test_commit_log_dir() -> None:
@@ -325,35 +339,43 @@ def test_load_properties_file_errors_name_the_file(tmp_path: Path) -> None:
         config.load_properties_file(bad)
 
 
+def namesrv_settings(**namesrv: Any) -> config.LiveSettings[config.NamesrvConfigs]:
+    configs = config.NamesrvConfigs(NamesrvConfig(**namesrv), NettyServerConfig())
+    return config.namesrv_settings(configs, {})
+
+
 def test_namesrv_update_refuses_black_listed_keys() -> None:
-    namesrv, server = NamesrvConfig(), NettyServerConfig()
+    settings = namesrv_settings()
     props = {"orderMessageEnable": "true", "kvConfigPath": "/tmp/kv", "rocketmqHome": "/x"}
     with pytest.raises(ConfigBlackListError) as caught:
-        config.update_config(props, namesrv, server)
+        settings.update(props)
     assert caught.value.keys == ["kvConfigPath", "rocketmqHome"]
     assert "kvConfigPath, rocketmqHome" in str(caught.value)
-    assert namesrv.order_message_enable is False
+    assert settings.configs.namesrv.order_message_enable is False
 
 
 def test_configured_black_list_adds_keys() -> None:
-    namesrv = NamesrvConfig(config_black_list="configBlackList;orderMessageEnable")
+    settings = namesrv_settings(config_black_list="configBlackList;orderMessageEnable")
     with pytest.raises(ConfigBlackListError, match="orderMessageEnable"):
-        config.update_config({"orderMessageEnable": "true"}, namesrv)
+        settings.update({"orderMessageEnable": "true"})
     with pytest.raises(ConfigBlackListError, match="configStorePath"):
-        config.update_config({"configStorePath": "/x"}, namesrv)
+        settings.update({"configStorePath": "/x"})
 
 
-def test_broker_update_applies_allowed_keys_and_reports_unknown() -> None:
-    broker, store = BrokerConfig(), MessageStoreConfig()
+def test_broker_update_applies_allowed_keys_and_refuses_unknown_ones() -> None:
+    configs, _ = config.build_broker_configs({})
+    settings = config.broker_settings(configs, {})
     for refused in ("brokerConfigPath", "rocketmqHome", "configBlackList"):
         with pytest.raises(ConfigBlackListError):
-            config.update_config({refused: "x"}, broker, store)
-    unknown = config.update_config(
-        {"brokerPermission": "4", "mappedFileSizeConsumeQueue": "30", "what": "1"}, broker, store
-    )
-    assert unknown == ["what"]
-    assert broker.broker_permission == 4
-    assert store.mapped_file_size_consume_queue == 40
+            settings.update({refused: "x"})
+    with pytest.raises(ConfigError, match="unknown key what: not a setting of rmq's broker"):
+        settings.update({"brokerPermission": "4", "what": "1"})
+    assert configs.broker.broker_permission == 6
+    notes = settings.update({"brokerPermission": "4", "mapedFileSizeConsumeQueue": "30"})
+    assert notes == ["mappedFileSizeConsumeQueue takes effect after a restart"]
+    assert configs.broker.broker_permission == 4
+    assert configs.store.mapped_file_size_consume_queue == 6_000_000
+    assert settings.properties()["mappedFileSizeConsumeQueue"] == "40"
 
 
 def test_build_namesrv_configs() -> None:
@@ -393,7 +415,7 @@ def test_build_broker_configs_rejects_bad_startup_values() -> None:
     assert configs.broker.namesrv_addr == "10.0.0.1:9876;ns2:9876"
 
 
-@pytest.mark.parametrize("port", ["0", "2", "-10911", "65535"])
+@pytest.mark.parametrize("port", ["0", "2", "65535"])
 def test_build_broker_configs_needs_room_for_the_fast_and_ha_ports(port: str) -> None:
     with pytest.raises(ConfigError, match=rf"listenPort={port}: expected 3\.\.65534") as caught:
         config.build_broker_configs({"listenPort": port}, config_file="broker.conf")

@@ -37,18 +37,18 @@ def test_the_water_marks_apply_only_when_both_are_set() -> None:
     assert (both.write_buffer_high, both.write_buffer_low) == (1 << 20, 1024)
 
 
-def test_zero_turns_a_limit_off() -> None:
+def test_the_rmq_only_keys_set_the_limits() -> None:
     limits = flow_limits(
         NettyServerConfig(
-            server_max_requests_per_connection=0,
-            server_max_requests_in_progress=0,
-            server_partial_frame_memory_limit=0,
+            server_max_requests_per_connection=5,
+            server_max_requests_in_progress=6,
+            server_partial_frame_memory_limit=7,
         )
     )
 
-    assert limits.max_requests_per_connection is None
-    assert limits.max_requests_in_progress is None
-    assert limits.partial_frame_memory is None
+    assert limits.max_requests_per_connection == 5
+    assert limits.max_requests_in_progress == 6
+    assert limits.partial_frame_memory == 7
 
 
 def test_a_low_mark_above_the_high_mark_is_refused() -> None:
