@@ -110,6 +110,14 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _RECORDED[(section, row, column)] = cell
 
 
+def _whole_suite(config: pytest.Config) -> bool:
+    """Whether the run collected all of tests/conformance (a run of one file declares only that
+    file's rows, a complete matrix of its own, which must not replace the page)."""
+    here = Path(__file__).resolve().parent
+    named = {Path(arg.split("::", 1)[0]).resolve() for arg in config.args}
+    return named == {here} and not config.option.keyword and not config.option.markexpr
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     mode = os.environ.get("RMQ_CONFORMANCE_MATRIX", "")
@@ -129,6 +137,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         return
     if mode == "write":
+        if not _whole_suite(session.config):
+            if reporter is not None:
+                reporter.write_line("a run of part of tests/conformance: the matrix is not written")
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
         matrix.write(block)
         if reporter is not None:
             reporter.write_line(f"conformance matrix written to {matrix.DOC}")
