@@ -35,8 +35,8 @@ from rmq.client.api import PullStatus
 if TYPE_CHECKING:
     from rmq.client.adminops.message import MessageTrack
     from rmq.client.api import SendResult
-    from rmq.client.consumer.message import MessageExt
     from rmq.client.consumer.pull import PullConsumer
+    from rmq.client.messageext import MessageExt
     from rmq.client.producer import Producer
     from rmq.common.message import MessageRecord
     from rmq.remoting.bodies import MessageQueue

@@ -33,9 +33,9 @@ from rmq.client import api
 from rmq.client.admin import AdminClient
 from rmq.client.adminops.consumer import GroupOffline, consume_stats, consumer_connection
 from rmq.client.api import PullStatus
-from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.pull import PullConsumer, PullResult
 from rmq.client.errors import MQBrokerError, MQClientError
+from rmq.client.messageext import MessageExt
 from rmq.common.message import MessageRecord
 from rmq.common.msgconst import PROPERTY_KEYS
 from rmq.common.msgid import decode_offset_msg_id
