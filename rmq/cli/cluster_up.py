@@ -18,7 +18,8 @@ running: kill a master to watch a failover).
 Files already in DIR are reused when they are what the command would write (the stores
 under DIR/store stay, so a cluster stopped and started again keeps its messages); a file
 that differs stops the command unless `--force` rewrites it.  `--dry-run` prints the files
-and the commands and starts nothing.  Registered on `rmq.cli.cluster.app`.
+and the commands and starts nothing.  Its app's one command joins `rmq cluster`
+(`rmq.cli.main.VERBS`).
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rmq.cli.cluster import app
 from rmq.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RmqError, option_value
+from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption
 from rmq.cli.topic import show
 
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from rmq.cli.cluster_layouts import ClusterPlan, PlannedServer
     from rmq.cli.supervise import Child, Supervisor
     from rmq.client.admin import AdminClient
+
+app = command_app()
 
 
 class Layout(StrEnum):

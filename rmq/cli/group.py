@@ -488,6 +488,3 @@ def delete(
 
     data = run_admin(resolve_namesrv(namesrv), change)
     render(data, columns=list(data), output=output)
-
-
-from rmq.cli import group_offsets  # noqa: E402, F401  (reset-offsets, clone-offsets)

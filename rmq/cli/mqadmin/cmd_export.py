@@ -1,6 +1,5 @@
 """mqadmin's statsAll and export commands (exportMetadata, exportConfigs, exportMetrics),
-printing and writing what mqadmin 4.9.8 does; registered through `cmd_topic`, which imports
-this module.
+printing and writing what mqadmin 4.9.8 does (loaded by `dispatch.MODULES`).
 
 The export commands write JSON files (`metadata.json`, `topic.json`, `subscriptionGroup.json`,
 `configs.json`, `metrics.json`) under `-f` (default `/tmp/rocketmq/export`), creating the
