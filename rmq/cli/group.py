@@ -115,7 +115,7 @@ def _offline(group: str, exc: Exception) -> RmqError:
 
 
 def _member(conn: Any) -> dict[str, Any]:
-    from rmq.cli.mqadmin.consumertext import version_desc
+    from rmq.remoting.codes import version_desc
 
     return {
         "clientId": conn.client_id,

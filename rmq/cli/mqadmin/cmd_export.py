@@ -172,9 +172,8 @@ async def export_configs(inv: Invocation) -> None:
     Opt("f", "filePath", True, False, "export metrics.json path | default /tmp/rocketmq/export"),
 )
 async def export_metrics(inv: Invocation) -> None:
-    from rmq.cli.mqadmin.consumertext import version_desc
     from rmq.client.adminops.export import cluster_metrics
-    from rmq.remoting.codes import CURRENT_VERSION
+    from rmq.remoting.codes import CURRENT_VERSION, version_desc
 
     with failing("ExportMetricsCommand"):
         async with inv.admin() as admin:

@@ -33,6 +33,7 @@ MODULES = (
     "cmd_topic",
     "cmd_export",
     "cmd_consumer",
+    "cmd_offset",
     "cmd_message",
     "cmd_message_send",
     "cmd_trace",
