@@ -310,7 +310,7 @@ def _run(
     JSON object on stdout, a progress bar of `activity` on a terminal stderr (of `count`
     messages, when given); Ctrl-C ends the run early and exits 130."""
     from rmq.cli.progress import Progress
-    from rmq.server.runtime import exit_code_for, run_server, shutdown_signals
+    from rmq.runtime import exit_code_for, run_main, shutdown_signals
 
     lines = sys.stderr if as_json else sys.stdout
     print(
@@ -339,4 +339,4 @@ def _run(
             print(final.line(), flush=True)
         return exit_code_for(interrupted.result()) if interrupted.done() else 0
 
-    return run_server(main())
+    return run_main(main())

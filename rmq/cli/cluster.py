@@ -100,6 +100,3 @@ def _for_people(row: dict[str, Any], now_millis: float) -> dict[str, Any]:
 
 def _fixed(value: float | None, decimals: int) -> str:
     return "" if value is None else f"{value:.{decimals}f}"
-
-
-from rmq.cli import cluster_up, cluster_verbs  # noqa: E402, F401  (the other verbs)

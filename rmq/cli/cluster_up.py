@@ -20,7 +20,8 @@ under DIR/store stay, so a cluster stopped and started again keeps its messages)
 that differs stops the command unless `--force` rewrites it.  `--dry-run` prints the files
 and the commands and starts nothing, after the same checks as the real run (a setting the
 servers would refuse, a file that differs, a directory that cannot be written, a port in
-use), so it fails where the real run would.  Registered on `rmq.cli.cluster.app`.
+use), so it fails where the real run would.  Its app's one command joins `rmq cluster`
+(`rmq.cli.main.VERBS`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rmq.cli.cluster import app
 from rmq.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, RmqError, option_value
+from rmq.cli.main import command_app
 from rmq.cli.output import OutputFormat, OutputOption
 from rmq.cli.topic import show
 
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from rmq.cli.cluster_layouts import ClusterPlan, PlannedServer
     from rmq.cli.supervise import Child, Supervisor
     from rmq.client.admin import AdminClient
+
+app = command_app()
 
 
 class Layout(StrEnum):

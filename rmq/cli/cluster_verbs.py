@@ -10,8 +10,8 @@ permission and store maintenance, on the admin operations of `rmq.client.adminop
 
 `--cluster` defaults to the only cluster the name server knows.  `write-perm wipe` and the
 three clean-ups are destructive: they ask on a terminal and need `--yes` elsewhere; every
-state change takes `--dry-run`, which prints the requests and sends nothing.  They are
-registered on `rmq.cli.cluster.app` (which imports this module at its end).
+state change takes `--dry-run`, which prints the requests and sends nothing.  This module's
+app's commands join `rmq cluster` (`rmq.cli.main.VERBS`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import click
 import typer
 
-from rmq.cli.cluster import app
 from rmq.cli.errors import RmqError, YesOption, require_confirmation
 from rmq.cli.main import command_app
 from rmq.cli.output import OutputOption, render
@@ -32,6 +31,8 @@ if TYPE_CHECKING:
     from rmq.client.admin import AdminClient, PlannedRequest
     from rmq.client.adminops.topic import Maintenance
     from rmq.remoting.bodies import ConsumeStatsList
+
+app = command_app()
 
 BrokerOption = Annotated[
     str | None,

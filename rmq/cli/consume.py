@@ -259,7 +259,7 @@ def consume(
     -e at the end of every queue; Ctrl-C commits and exits 130.
     """
     from rmq.common.naming import client_topic_error, group_error
-    from rmq.server.runtime import run_server
+    from rmq.runtime import run_main
 
     _check_output(output, template)
     error = client_topic_error(topic)
@@ -291,7 +291,7 @@ def consume(
     render = compile_template(template) if template is not None else render_record
     printer_args = (sys.stdout.buffer, render, count)
     traced = trace_topic(trace, trace_topic_name)
-    return run_server(_consume(resolve_namesrv(namesrv), options, printer_args, traced))
+    return run_main(_consume(resolve_namesrv(namesrv), options, printer_args, traced))
 
 
 def _check_output(output: str | None, template: str | None) -> None:
@@ -334,7 +334,7 @@ async def _consume(
     from rmq.client.errors import ClientError
     from rmq.client.instance import ClientInstance
     from rmq.remoting.errors import RemotingError
-    from rmq.server.runtime import exit_code_for, shutdown_signals
+    from rmq.runtime import exit_code_for, shutdown_signals
 
     with shutdown_signals() as interrupted, _progress(options, printer_args) as bar:
         printer, dispatcher = await traced_printer(

@@ -17,7 +17,7 @@ from rmq.cli.tracing import start_dispatcher
 from rmq.common.trace import ConsumeReturnType
 
 if TYPE_CHECKING:
-    from rmq.client.consumer.message import MessageExt
+    from rmq.client.messageext import MessageExt
     from rmq.client.trace import ConsumeTraceHook, TraceDispatcher
 
 

@@ -122,7 +122,7 @@ def _offline(group: str, exc: Exception) -> RmqError:
 
 
 def _member(conn: Any) -> dict[str, Any]:
-    from rmq.cli.mqadmin.consumertext import version_desc
+    from rmq.remoting.codes import version_desc
 
     return {
         "clientId": conn.client_id,
@@ -510,6 +510,3 @@ def delete(
 
     data = run_admin(resolve_namesrv(namesrv), change)
     render(data, columns=list(data), output=output)
-
-
-from rmq.cli import group_offsets  # noqa: E402, F401  (reset-offsets, clone-offsets)

@@ -3,7 +3,7 @@
     rmq group reset-offsets GROUP --topic T --to first|last|@<time> [--no-force] [--yes]
     rmq group clone-offsets SRC DST --topic T
 
-The offset verbs of `rmq group` (rmq.cli.group registers them by importing this module), on
+The offset verbs of `rmq group` (this module's app joins the group: `rmq.cli.main.VERBS`), on
 the admin operations of mqadmin resetOffsetByTime / skipAccumulatedMessage and
 cloneGroupOffset in `rmq.client.adminops.consumer`.  `reset-offsets` tells the group's online
 members to move (INVOKE_BROKER_TO_RESET_OFFSET) and commits the offsets directly when no
@@ -23,12 +23,12 @@ from rmq.cli.group import (
     GroupArgument,
     GroupOption,
     TopicOption,
-    app,
     group_name,
     not_found,
     plan_request,
     queue_key,
 )
+from rmq.cli.main import command_app
 from rmq.cli.output import OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.cli.topic import DryRunOption, run_admin, show_plan
@@ -36,6 +36,8 @@ from rmq.cli.topic import DryRunOption, run_admin, show_plan
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
     from rmq.remoting.bodies import MessageQueue
+
+app = command_app()
 
 
 def _reset_target(text: str) -> int:

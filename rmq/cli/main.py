@@ -22,7 +22,11 @@ Adding a command module
 
        "namesrv": "rmq.cli.namesrv:app",
 
-   and its help's first sentence in `SUMMARIES` (a test says when it differs).
+   and its help's first sentence in `SUMMARIES` (a test says when it differs).  A group
+   whose commands are too many for one module keeps the rest in modules of their own, each
+   with its own `app = command_app()`, listed under the group's name in `VERBS`: their
+   commands join the group's, in that order, when the group is loaded.  A command module
+   never imports another to register it.
 3. Run `python -m rmq.cli.docgen` to regenerate completions/ and man/ (a test fails while
    they are stale).
 
@@ -92,6 +96,14 @@ COMMANDS: dict[str, str] = {
     "profile": "rmq.cli.profile:app",
     "completion": "rmq.cli.completion:app",
 }
+
+VERBS: dict[str, tuple[str, ...]] = {
+    "topic": ("rmq.cli.topic_verbs:app",),
+    "cluster": ("rmq.cli.cluster_up:app", "rmq.cli.cluster_verbs:app"),
+    "group": ("rmq.cli.group_offsets:app",),
+}
+"""The groups whose commands are spread over more modules: the commands of these apps join
+the group's own, in this order."""
 
 # The first sentence of each command's help, as `rmq --help` lists it: the root's help shows
 # these without importing the 23 command modules (that import alone costs about 0.1 s).  A
@@ -219,13 +231,25 @@ class _LazyCommands(MutableMapping[str, click.Command]):
         return len(dict.fromkeys([*self._registry, *self._loaded]))
 
 
-def load_command(name: str, target: str) -> click.Command:
-    """Import "module:attribute" (a typer app or a click command) as the command `name`."""
+def _import_command(target: str) -> click.Command:
+    """Import "module:attribute", a typer app or a click command, as a click command."""
     module_name, _, attribute = target.partition(":")
     obj = getattr(import_module(module_name), attribute)
     command = typer.main.get_command(obj) if isinstance(obj, typer.Typer) else obj
     if not isinstance(command, click.Command):
         raise TypeError(f"{target} is neither a typer app nor a click command")
+    return command
+
+
+def load_command(name: str, target: str) -> click.Command:
+    """Import "module:attribute" (a typer app or a click command) as the command `name`,
+    with the commands of its `VERBS` modules added when it is a group."""
+    command = _import_command(target)
+    for verbs in VERBS.get(name, ()):
+        assert isinstance(command, click.Group), f"{target} has verbs, so it is a group"
+        more = _import_command(verbs)
+        for verb in more.commands.values() if isinstance(more, click.Group) else [more]:
+            command.add_command(verb)
     command.name = name
     from rmq.cli.helptext import full_short_help
 

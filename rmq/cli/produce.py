@@ -310,7 +310,7 @@ def produce(
     """
     from rmq.cli.produce_tx import transaction_options
     from rmq.common.naming import client_topic_error, group_error
-    from rmq.server.runtime import run_server
+    from rmq.runtime import run_main
 
     error = client_topic_error(topic)
     if error is not None:
@@ -341,7 +341,7 @@ def produce(
     results = ResultWriter(sys.stdout.buffer, output, summary, per_message=not oneway)
     addrs = resolve_namesrv(namesrv)
     traced = trace_topic(trace, trace_topic_name)
-    return run_server(
+    return run_main(
         _produce(
             topic,
             addrs,
@@ -457,7 +457,7 @@ async def _produce(
     from rmq.cli.produce_tx import TransactionRun
     from rmq.cli.tracing import trace_producer
     from rmq.client.producer import Producer
-    from rmq.server.runtime import exit_code_for, shutdown_signals
+    from rmq.runtime import exit_code_for, shutdown_signals
 
     with shutdown_signals() as interrupted:
         run = TransactionRun(transaction, results) if transaction else None

@@ -38,8 +38,8 @@ from rmq.common.jsonrecord import body_fields
 if TYPE_CHECKING:
     from rmq.cli.produce import Outgoing, ResultWriter
     from rmq.client.api import SendResult
-    from rmq.client.consumer.message import MessageExt
     from rmq.client.message import Message
+    from rmq.client.messageext import MessageExt
     from rmq.client.transaction import LocalTransactionState, TransactionProducer
 
 DEFAULT_CHECK_TIMEOUT = 90.0

@@ -52,9 +52,9 @@ def list_producers(
     One row per producer group and client: its address, language and version; -o wide adds
     the brokers it is connected to and when it last sent a heartbeat.
     """
-    from rmq.cli.mqadmin.consumertext import version_desc
     from rmq.client.adminops import consumer as ops
     from rmq.client.adminops.cluster import master_addrs
+    from rmq.remoting.codes import version_desc
 
     async def collect(admin: AdminClient) -> list[dict[str, Any]]:
         if broker is not None:

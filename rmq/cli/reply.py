@@ -103,13 +103,13 @@ def reply(
     as it was at start.  A CMD that fails sends no reply and says so on stderr; exit 1 when
     any request got no reply.
     """
-    from rmq.server.runtime import run_server
+    from rmq.runtime import run_main
 
     check_names(topic, group)
     if not command.strip():
         raise click.BadParameter("the command is empty", param_hint="'--exec'")
     options = (topic, group, tag_filter or "*", count, exit_at_end)
-    return run_server(_reply(resolve_namesrv(namesrv), command, *options))
+    return run_main(_reply(resolve_namesrv(namesrv), command, *options))
 
 
 class Replier:
@@ -212,7 +212,7 @@ async def _reply(
     from rmq.client.instance import ClientInstance
     from rmq.client.producer import Producer
     from rmq.remoting.errors import RemotingError
-    from rmq.server.runtime import exit_code_for, shutdown_signals
+    from rmq.runtime import exit_code_for, shutdown_signals
 
     with shutdown_signals() as interrupted:
         instance = ClientInstance(namesrv_addrs)

@@ -108,7 +108,7 @@ def request(
     body, as rmq produce reads them), each waiting for its reply before the next is sent.
     No reply within --timeout exits 1 with a line saying so.
     """
-    from rmq.server.runtime import run_server
+    from rmq.runtime import run_main
 
     check_names(topic, group)
     defaults = RecordDefaults(
@@ -124,7 +124,7 @@ def request(
             raise click.BadParameter(str(exc), param_hint="BODY") from None
     addrs = resolve_namesrv(namesrv)
     stdin = sys.stdin.buffer if first is None else None
-    return run_server(
+    return run_main(
         _request(topic, addrs, group, timeout, first, stdin, input_format, defaults, sys.stdout)
     )
 
@@ -143,7 +143,7 @@ async def _request(
     from rmq.cli.produce import check_topic
     from rmq.cli.produce_send import InputLines
     from rmq.client.producer import Producer
-    from rmq.server.runtime import exit_code_for, shutdown_signals
+    from rmq.runtime import exit_code_for, shutdown_signals
 
     outcome = RequestOutcome()
     with shutdown_signals() as interrupted:

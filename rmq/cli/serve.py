@@ -57,7 +57,7 @@ def run_foreground(
     import logging
 
     from rmq.remoting.errors import ListenError
-    from rmq.server.runtime import run_server, setup_logging
+    from rmq.runtime import run_main, setup_logging
     from rmq.store.configfile import ConfigFileError
 
     state = ctx.find_object(CliState)
@@ -67,7 +67,7 @@ def run_foreground(
             "ignoring unknown keys in %s: %s", source, ", ".join(unknown)
         )
     try:
-        return run_server(main)
+        return run_main(main)
     except ConfigFileError as exc:
         raise RmqError(str(exc), config_file_hint) from None
     except ListenError as exc:

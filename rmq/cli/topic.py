@@ -579,6 +579,3 @@ def human_time(millis: int) -> str:
 
     moment = datetime.datetime.fromtimestamp(millis / 1000)
     return f"{moment:%Y-%m-%d %H:%M:%S},{millis % 1000:03d}"
-
-
-from rmq.cli import topic_verbs  # noqa: E402, F401  (describe, perm, allocate, stats)

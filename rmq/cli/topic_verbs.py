@@ -8,7 +8,7 @@ queues' offsets of `topic route` and `topic status` together).
     rmq topic allocate TOPIC --ip 10.0.0.1,10.0.0.2
     rmq topic stats [TOPIC]
 
-They are registered on `rmq.cli.topic.app` (which imports this module at its end) and use its
+Their app's commands join `rmq topic` (`rmq.cli.main.VERBS`); they use `rmq.cli.topic`'s
 helpers: `run_admin` for the one-line errors, `show` / `render` for `-o`, `pick_topic` for
 TOPIC or -t/--topic and `only_cluster` for the default of `--cluster`.
 """
@@ -22,6 +22,7 @@ import click
 import typer
 
 from rmq.cli.errors import RmqError
+from rmq.cli.main import command_app
 from rmq.cli.output import OutputOption, render
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.cli.topic import (
@@ -30,7 +31,6 @@ from rmq.cli.topic import (
     DryRunOption,
     OptionalTopicArgument,
     TopicOption,
-    app,
     only_cluster,
     parse_perm_value,
     pick_topic,
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from rmq.client.adminops.topic import PermUpdate
 
 log = logging.getLogger(__name__)
+
+app = command_app()
 
 
 @app.command("describe")

@@ -8,7 +8,7 @@ A `ClientInstance` is Java's `MQClientInstance` in asyncio form.  It owns
   consumption calls are answered by the consumer of the group (`consumerrequests.py`);
   CHECK_TRANSACTION_STATE by the transactional producer of the message's group
   (`transactionrequests.py`); PUSH_REPLY_MESSAGE_TO_CLIENT hands a reply to the request
-  waiting for it (`request_futures`, `requestreply.py`); every other code is answered
+  waiting for it (`request_futures`, `replyrequests.py`); every other code is answered
   REQUEST_CODE_NOT_SUPPORTED by the remoting layer;
 * the name server list (`"host:port;host:port"`), used one at a time through a
   `NameServerList` (also the admin client's): a request goes to the current name server and
@@ -58,7 +58,7 @@ from rmq.client.errors import (
     NotANameServer,
     RouteNotFound,
 )
-from rmq.client.requestreply import RequestFutures, register_reply_requests
+from rmq.client.replyrequests import RequestFutures, register_reply_requests
 from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
 from rmq.common.config import local_address
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC

@@ -5,7 +5,9 @@ nothing the client adds.  The system properties a send puts on the wire (TAGS, K
 WAIT and the per-send UNIQ_KEY) are rendered from its fields by `properties_text`, so a
 `Message` can be sent any number of times, each send getting its own unique id, and
 `properties` only ever holds user properties: `validate` refuses the names RocketMQ
-reserves for the system, as Java's `Message.putUserProperty` does.
+reserves for the system, as Java's `Message.putUserProperty` does.  The unique ids come from
+`unique_ids()`, the process's one generator (a consumer's trace records take their request
+ids from it too).
 
 `keys` is one key, a space-separated string of keys, or a sequence of keys (joined with
 spaces, Java's `setKeys(Collection)`).  `delay_level` (1-18 with the broker's default
@@ -15,6 +17,7 @@ that has it); `flag` is the user int the record carries untouched.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -29,6 +32,7 @@ from rmq.common.msgconst import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
 )
+from rmq.common.msgid import UniqueIdGenerator
 from rmq.common.naming import client_topic_error, is_send_forbidden, send_forbidden_error
 from rmq.common.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, user_property_error
 from rmq.remoting.codes import ResponseCode
@@ -110,3 +114,9 @@ def half_properties_text(producer_group: str) -> str:
         f"{PROPERTY_SEPARATOR}{PROPERTY_TRANSACTION_PREPARED}{NAME_VALUE_SEPARATOR}true"
         f"{PROPERTY_SEPARATOR}{PROPERTY_PRODUCER_GROUP}{NAME_VALUE_SEPARATOR}{producer_group}"
     )
+
+
+@functools.cache
+def unique_ids() -> UniqueIdGenerator:
+    """The process's UNIQ_KEY generator (one counter per process, as in Java)."""
+    return UniqueIdGenerator()

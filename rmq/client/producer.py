@@ -46,10 +46,11 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import NamedTuple
 
-from rmq.client import api
+from rmq.client import api, requestreply
 from rmq.client.api import SendResult, SendStatus
+from rmq.client.callbacks import ExceptionCallback, run_callbacks
 from rmq.client.errors import ClientErrorCode, MQBrokerError, MQClientError
 from rmq.client.instance import DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance, TopicPublishInfo
 from rmq.client.member import ClientMember
@@ -57,9 +58,12 @@ from rmq.client.message import (
     DEFAULT_MAX_MESSAGE_SIZE,
     Message,
     half_properties_text,
+    unique_ids,
     wait_property_text,
 )
+from rmq.client.messageext import MessageExt
 from rmq.client.requestreply import is_reply
+from rmq.client.tracehooks import SendTraceHook
 from rmq.common.compression import (
     DEFAULT_COMPRESS_BODY_OVER,
     DEFAULT_COMPRESS_LEVEL,
@@ -68,7 +72,6 @@ from rmq.common.compression import (
 )
 from rmq.common.javahash import java_hash
 from rmq.common.message import encode_batch
-from rmq.common.msgid import UniqueIdGenerator
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC, DEFAULT_PRODUCER_GROUP, is_retry_topic
 from rmq.common.sysflag import COMPRESSED_FLAG, TRANSACTION_PREPARED_TYPE
 from rmq.common.timeutil import now_millis
@@ -76,10 +79,6 @@ from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
-
-if TYPE_CHECKING:
-    from rmq.client.consumer.message import MessageExt
-    from rmq.client.trace.hooks import SendTraceHook
 
 __all__ = [
     "Message",
@@ -117,40 +116,11 @@ QueueSelector = Callable[[Sequence[MessageQueue], Message], MessageQueue]
 """Picks the queue of an ordered send from the topic's write queues."""
 
 SuccessCallback = Callable[[SendResult], None]
-ExceptionCallback = Callable[[BaseException], None]
-T = TypeVar("T")
-
-
-def run_callbacks(
-    on_success: Callable[[T], None] | None,
-    on_exception: ExceptionCallback | None,
-    task: asyncio.Task[T],
-    what: str,
-) -> None:
-    """Call `on_success(result)` or `on_exception(error)` for a finished `task` (neither when
-    it was cancelled); a callback that raises is logged as `what` failed."""
-    if task.cancelled():
-        return
-    error = task.exception()
-    try:
-        if error is None:
-            if on_success is not None:
-                on_success(task.result())
-        elif on_exception is not None:
-            on_exception(error)
-    except Exception:
-        log.exception("%s failed", what)
 
 
 def select_by_hash(queues: Sequence[MessageQueue], key: str) -> MessageQueue:
     """The queue of a sharding key: Java's `key.hashCode() % size`, made non-negative."""
     return queues[abs(java_hash(key)) % len(queues)]
-
-
-@functools.cache
-def unique_ids() -> UniqueIdGenerator:
-    """The process's UNIQ_KEY generator (one counter per process, as in Java)."""
-    return UniqueIdGenerator()
 
 
 class _Outgoing(NamedTuple):
@@ -359,9 +329,7 @@ class Producer(ClientMember):
     async def request(self, msg: Message, timeout: float) -> MessageExt:
         """Send `msg` as a request and wait up to `timeout` seconds for its reply
         (`rmq.client.requestreply`); raises `RequestTimeoutError` when none comes."""
-        from rmq.client.requestreply import request
-
-        return await request(self, msg, timeout)
+        return await requestreply.request(self, msg, timeout)
 
     def request_async(
         self,
@@ -372,9 +340,7 @@ class Producer(ClientMember):
     ) -> asyncio.Task[MessageExt]:
         """`request` in a task; `on_success(reply)` or `on_exception(error)` runs when it
         ends."""
-        from rmq.client.requestreply import request_async
-
-        return request_async(self, msg, timeout, on_success, on_exception)
+        return requestreply.request_async(self, msg, timeout, on_success, on_exception)
 
     # --- building requests --------------------------------------------------------------------
 

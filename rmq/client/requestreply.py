@@ -12,15 +12,12 @@ broker (Java sends it only when the route was not known yet, which misses the br
 route fetched before without one), so the brokers know the requester's connection before any
 reply can come.  The request is
 sent as an async send is (retries only on connection failures).  The reply arrives on the
-instance's connection to a broker as PUSH_REPLY_MESSAGE_TO_CLIENT (326): the header carries
-what the replier sent (topic, queue id, flags, properties, birth time and host) and the
-broker's ``storeHost`` and ``storeTimestamp``; the client adds ``ARRIVE_TIME`` and hands the
-reply, a :class:`~rmq.client.consumer.message.MessageExt` (no queue offset: it was pushed,
-not pulled), to the request waiting under its ``CORRELATION_ID``
-(:class:`RequestFutures`, one per client instance).  A reply nobody waits for is logged and
-answered SUCCESS, as Java does.  No reply within the timeout raises
+instance's connection to a broker as PUSH_REPLY_MESSAGE_TO_CLIENT (326) and is handed, a
+:class:`~rmq.client.messageext.MessageExt`, to the request waiting under its
+``CORRELATION_ID`` (:mod:`rmq.client.replyrequests`).  No reply within the timeout raises
 :class:`RequestTimeoutError`; a failed send raises ``MQClientError`` with the failure as its
-cause.
+cause.  The requester is anything that sends as a producer does (:class:`Requester`; the
+producer is one), so this module needs no producer.
 
 The replier builds its answer with :func:`create_reply_message` (Java's
 ``MessageUtil.createReplyMessage``): a message of ``<CLUSTER>_REPLY_TOPIC``, with the request's
@@ -32,55 +29,37 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import uuid
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from rmq.client.api import SendResult
+from rmq.client.callbacks import ExceptionCallback, run_callbacks
 from rmq.client.errors import ClientErrorCode, MQClientError
+from rmq.client.instance import ClientInstance
 from rmq.client.message import Message
-from rmq.common.message import MessageRecord
+from rmq.client.messageext import MessageExt
 from rmq.common.msgconst import (
     PROPERTY_CLUSTER,
     PROPERTY_CORRELATION_ID,
     PROPERTY_MESSAGE_REPLY_TO_CLIENT,
     PROPERTY_MESSAGE_TTL,
     PROPERTY_MESSAGE_TYPE,
-    PROPERTY_REPLY_MESSAGE_ARRIVE_TIME,
 )
 from rmq.common.naming import reply_topic
-from rmq.common.properties import (
-    NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
-    decode_properties,
-)
-from rmq.common.recordwalk import CRC_MASK
-from rmq.common.timeutil import now_millis
-from rmq.remoting.client import RemotingClient
-from rmq.remoting.codes import RequestCode, ResponseCode
-from rmq.remoting.command import RemotingCommand, create_response
-from rmq.remoting.connection import Connection
-from rmq.remoting.headers import ReplyMessageRequestHeader
-
-if TYPE_CHECKING:
-    from rmq.client.consumer.message import MessageExt
-    from rmq.client.producer import Producer
+from rmq.common.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 
 __all__ = [
     "REPLY_MESSAGE_FLAG",
-    "RequestFutures",
     "RequestTimeoutError",
+    "Requester",
     "SystemPropertiesMessage",
     "create_reply_message",
     "is_reply",
-    "register_reply_requests",
     "request",
     "request_async",
 ]
-
-log = logging.getLogger("rmq.client")
 
 REPLY_MESSAGE_FLAG = "reply"
 """``MSG_TYPE`` of a reply message (Java's ``MixAll.REPLY_MESSAGE_FLAG``)."""
@@ -141,87 +120,21 @@ def create_reply_message(request_msg: MessageExt, body: bytes) -> SystemProperti
     return SystemPropertiesMessage(reply_topic(cluster), body, system_properties=system)
 
 
-class RequestFutures:
-    """The requests of one client instance waiting for their replies, by correlation id."""
+class Requester(Protocol):
+    """What sends a request: a started producer of ``group`` on ``instance``."""
 
-    def __init__(self) -> None:
-        self._waiting: dict[str, asyncio.Future[MessageExt]] = {}
-        self.ready_topics: set[str] = set()
-        """Topics requested before: their brokers had a heartbeat after the route was known."""
+    @property
+    def group(self) -> str: ...
 
-    def __len__(self) -> int:
-        return len(self._waiting)
+    @property
+    def instance(self) -> ClientInstance: ...
 
-    def expect(self, correlation_id: str) -> asyncio.Future[MessageExt]:
-        future: asyncio.Future[MessageExt] = asyncio.get_running_loop().create_future()
-        self._waiting[correlation_id] = future
-        return future
-
-    def forget(self, correlation_id: str) -> None:
-        self._waiting.pop(correlation_id, None)
-
-    def deliver(self, reply: MessageExt) -> bool:
-        """Hand ``reply`` to its request; False when no request waits for it."""
-        future = self._waiting.pop(reply.properties.get(PROPERTY_CORRELATION_ID, ""), None)
-        if future is None or future.done():
-            return False
-        future.set_result(reply)
-        return True
+    def send_async(self, msg: Message, *, timeout: float | None = None) -> asyncio.Task[SendResult]:
+        """Send ``msg`` in a task, retrying only connection failures."""
+        ...
 
 
-def pushed_reply(header: ReplyMessageRequestHeader, body: bytes, arrived: int) -> MessageExt:
-    """The reply a PUSH_REPLY_MESSAGE_TO_CLIENT carries, as a consumed message."""
-    from rmq.client.consumer.message import MessageExt  # the consumer package imports this one
-
-    properties = decode_properties(header.properties or "")
-    properties[PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(arrived)
-    record = MessageRecord(
-        total_size=0,
-        magic=0,
-        body_crc=zlib.crc32(body) & CRC_MASK,
-        queue_id=header.queue_id,
-        flag=header.flag,
-        queue_offset=0,
-        physical_offset=0,
-        sys_flag=header.sys_flag,
-        born_timestamp=header.born_timestamp,
-        born_host=header.born_host,
-        store_timestamp=header.store_timestamp,
-        store_host=header.store_host,
-        reconsume_times=header.reconsume_times or 0,
-        prepared_transaction_offset=0,
-        body=body,
-        topic=header.topic,
-        properties=properties,
-        offset_msg_id="",
-    )
-    return MessageExt(record, "")
-
-
-def register_reply_requests(remoting: RemotingClient, futures: RequestFutures) -> None:
-    """Serve PUSH_REPLY_MESSAGE_TO_CLIENT (326) on ``remoting`` for ``futures``."""
-
-    async def receive(connection: Connection, request: RemotingCommand) -> RemotingCommand:
-        arrived = now_millis()
-        header = request.read_header(ReplyMessageRequestHeader)
-        try:
-            reply = pushed_reply(header, bytes(request.body or b""), arrived)
-        except Exception as exc:
-            log.warning("unknown err when receiveReplyMsg from %s: %s", connection, exc)
-            return create_response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
-        if not futures.deliver(reply):
-            log.warning(
-                "receive reply message, but not matched any request, CorrelationId: %s , "
-                "reply from host: %s",
-                reply.properties.get(PROPERTY_CORRELATION_ID),
-                header.born_host,
-            )
-        return create_response(ResponseCode.SUCCESS)
-
-    remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, receive)
-
-
-async def request(producer: Producer, msg: Message, timeout: float) -> MessageExt:
+async def request(producer: Requester, msg: Message, timeout: float) -> MessageExt:
     """Send ``msg`` as a request and return its reply (see the module docstring)."""
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -268,16 +181,14 @@ async def request(producer: Producer, msg: Message, timeout: float) -> MessageEx
 
 
 def request_async(
-    producer: Producer,
+    producer: Requester,
     msg: Message,
     timeout: float,
     on_success: Callable[[MessageExt], None] | None = None,
-    on_exception: Callable[[BaseException], None] | None = None,
+    on_exception: ExceptionCallback | None = None,
 ) -> asyncio.Task[MessageExt]:
     """:func:`request` in a task; ``on_success(reply)`` or ``on_exception(error)`` runs when
     it ends (Java's ``request(msg, RequestCallback, timeout)``)."""
-    from rmq.client.producer import run_callbacks  # the producer module imports this one
-
     task = asyncio.get_running_loop().create_task(request(producer, msg, timeout))
     what = f"a request callback of producer {producer.group}"
     task.add_done_callback(functools.partial(run_callbacks, on_success, on_exception, what=what))

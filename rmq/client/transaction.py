@@ -45,9 +45,9 @@ from typing import Any
 
 from rmq.client import api
 from rmq.client.api import SendResult, SendStatus
-from rmq.client.consumer.message import MessageExt
 from rmq.client.errors import MQClientError
 from rmq.client.message import Message
+from rmq.client.messageext import MessageExt
 from rmq.client.producer import Producer
 from rmq.common.message import MessageRecord
 from rmq.common.msgconst import (

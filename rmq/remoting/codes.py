@@ -6,14 +6,17 @@ a code that is not listed (a newer client, a typo) is still a plain int and is a
 REQUEST_CODE_NOT_SUPPORTED by the server, never rejected while decoding.
 
 Versions are ordinals of Java's `MQVersion.Version` enum: only the few that change behaviour
-somewhere in rmq are named.  rmq speaks the Java dialect of the protocol (V2 send headers,
-string-only extFields, JSON headers by default) and identifies itself as a 4.9.8 Java peer,
-so Apache brokers and clients treat it exactly like their own kind.
+somewhere in rmq are named (`MQVersion`); `version_desc` names any of them as Java's
+`MQVersion.getVersionDesc` does (the broker's remarks and the admin tools print it).  rmq
+speaks the Java dialect of the protocol (V2 send headers, string-only extFields, JSON headers
+by default) and identifies itself as a 4.9.8 Java peer, so Apache brokers and clients treat
+it exactly like their own kind.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 
 
 class RequestCode(enum.IntEnum):
@@ -199,12 +202,54 @@ RPC_ONEWAY = 0x2  # set on requests that expect no response
 class MQVersion(enum.IntEnum):
     """Ordinals of `MQVersion.Version` that change behaviour somewhere in rmq."""
 
+    V3_0_7_SNAPSHOT = 28  # the first client that takes offset resets and status calls
     V3_0_11 = 37  # namesrv: REGISTER_BROKER bodies carry the filter-server list from here on
+    V3_1_8_SNAPSHOT = 62  # the first client that answers running info and direct consumption
     V3_4_9 = 121  # broker honours maxReconsumeTimes in send headers from here on
     V4_6_0 = 333  # what the C++ client 2.x sends
     V4_9_4 = 401  # namesrv answers GET_ROUTEINFO_BY_TOPIC with standard JSON from here on
     V4_9_8 = 409
     HIGHER_VERSION = 612  # the last ordinal; anything larger means "newer than we know"
+
+
+def _releases() -> list[tuple[int, int, int]]:
+    """The releases of `MQVersion.Version` from 3.1.8 on: 3.3 to 3.9 have no x.y.0."""
+    early = [
+        (3, minor, patch) for minor in (1, 2) for patch in range(10) if (minor, patch) >= (1, 8)
+    ]
+    late_three = [(3, minor, patch) for minor in range(3, 10) for patch in range(1, 10)]
+    return (
+        early
+        + late_three
+        + [(major, minor, patch) for major in (4, 5) for minor in range(10) for patch in range(10)]
+    )
+
+
+@functools.cache
+def _version_names() -> tuple[str, ...]:
+    """The names of `MQVersion.Version`, by ordinal: 3.0.0's alphas, betas and final, then
+    a SNAPSHOT and a release of every version, then HIGHER_VERSION."""
+    names = ["V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", *(f"V3_0_0_BETA{n}" for n in range(1, 6))]
+    for n in range(6, 10):
+        names += [f"V3_0_0_BETA{n}_SNAPSHOT", f"V3_0_0_BETA{n}"]
+    names.append("V3_0_0_FINAL")
+    versions = [(3, 0, n) for n in range(1, 16)] + [(3, 1, n) for n in range(8)] + _releases()
+    for major, minor, patch in versions:
+        names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
+    names.append("HIGHER_VERSION")
+    assert names[MQVersion.V3_0_7_SNAPSHOT] == "V3_0_7_SNAPSHOT"
+    assert names[MQVersion.V4_9_8] == "V4_9_8" and len(names) == MQVersion.HIGHER_VERSION + 1
+    return tuple(names)
+
+
+def version_desc(version: int) -> str:
+    """`MQVersion.getVersionDesc`: the `Version` enum name of an ordinal (V4_9_8 for 409);
+    past the last one, the last one (HIGHER_VERSION); a negative one as its number (Java
+    would fail)."""
+    if version < 0:
+        return str(version)
+    names = _version_names()
+    return names[min(version, len(names) - 1)]
 
 
 # The version rmq puts on every command it sends, requests and responses alike.

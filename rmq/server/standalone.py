@@ -26,9 +26,9 @@ import logging
 from collections.abc import Mapping
 
 from rmq.common.config import BrokerConfigs, NamesrvConfigs, build_namesrv_configs
+from rmq.runtime import exit_code_for, shutdown_signals
 from rmq.server.broker.controller import BrokerController
 from rmq.server.namesrv.server import NamesrvController
-from rmq.server.runtime import exit_code_for, shutdown_signals
 
 log = logging.getLogger("rmq.standalone")
 

@@ -91,7 +91,12 @@ from rmq.common.sysflag import (
 from rmq.common.timeutil import now_millis
 from rmq.store.errors import DiskFullError, StoreError
 from rmq.store.mappedfile import Allocate, MappedFile, MappedFileQueue, TruncatedRange
-from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
+from rmq.store.putmessage import (
+    DispatchRequest,
+    InnerMessage,
+    PutMessageResult,
+    PutMessageStatus,
+)
 
 log = logging.getLogger("rmq.store")
 
@@ -100,12 +105,6 @@ BODY_SIZE_RESERVE: Final = 64 * 1024
 
 NORMAL_RECOVERY_FILES: Final = 3
 DEFAULT_DELAY_LEVELS: Final = parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
-
-
-DispatchRequest = tuple[str, int, int, int, int, int, int, int, str | None, str | None]
-"""What dispatch needs of one stored record (Apache's ``DispatchRequest``): ``(topic, queue
-id, queue offset, physical offset, size, tags code, store timestamp, sys flag, KEYS, unique
-key)``, the KEYS value raw.  A plain tuple, as one is built on every append."""
 
 
 Dispatch = Callable[[DispatchRequest], None]
@@ -146,7 +145,7 @@ def _commit(mapped: MappedFile, pos: int, encoded: memoryview, size: int) -> Non
 class CommitLog:
     """The commitlog of one store.
 
-    ``dispatch`` is called with a :data:`DispatchRequest` for every record appended by
+    ``dispatch`` is called with a :class:`DispatchRequest` for every record appended by
     :meth:`put_message` and ``dispatch_batch`` once for every batch appended by
     :meth:`put_messages`, inside the append lock, in commitlog order.
     ``delay_levels[level - 1]`` is the delay of each level in ms.  ``clock`` returns the
@@ -188,84 +187,31 @@ class CommitLog:
         topic = msg.topic
         queue_id = msg.queue_id
         properties = msg.properties
-        tags_code = msg.tags_code
         tran_type = msg.sys_flag & TRANSACTION_TYPE_MASK
         delay_level = 0
         if msg.delay_level > 0 and tran_type in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
             topic, queue_id, properties, delay_level = self._park_delayed(msg)
         topic_bytes = topic.encode()
-        body = msg.body
-        if len(body) > self.max_message_size:
-            log.warning("message body of %d bytes exceeds %d", len(body), self.max_message_size)
+        body_size = len(msg.body)
+        if body_size > self.max_message_size:
+            log.warning("message body of %d bytes exceeds %d", body_size, self.max_message_size)
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
         if len(properties) > MAX_PROPERTIES_BYTES:
             return _failure(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
         if len(topic_bytes) > MAX_TOPIC_BYTES:
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
         born_v6 = len(msg.born_host) == IPV6_HOST_LENGTH
-        size = record_size(len(body), len(topic_bytes), len(properties), born_v6, self._store_v6)
+        size = record_size(body_size, len(topic_bytes), len(properties), born_v6, self._store_v6)
         consumable = tran_type not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
-        key = (topic, queue_id)
-        with self.lock:
-            store_timestamp = self._clock()
-            mapped = self._file_with_room(size)
-            if not isinstance(mapped, MappedFile):
-                return _failure(mapped)
-            pos = mapped.wrote_position
-            physical_offset = mapped.file_from_offset + pos
-            queue_offset = self.topic_queue_table.get(key, 0) if consumable else 0
-            scratch = self._scratch_for(size)
-            written = encode_record_into(
-                scratch,
-                0,
-                queue_id=queue_id,
-                flag=msg.flag,
-                queue_offset=queue_offset,
-                physical_offset=physical_offset,
-                sys_flag=msg.sys_flag,
-                born_timestamp=msg.born_timestamp,
-                born_host=msg.born_host,
-                store_timestamp=store_timestamp,
-                store_host=self.store_host,
-                reconsume_times=msg.reconsume_times,
-                prepared_transaction_offset=msg.prepared_transaction_offset,
-                body=body,
-                topic_bytes=topic_bytes,
-                properties_bytes=properties,
-            )
-            assert written == size, (
-                f"record at {physical_offset}: TOTALSIZE {written} "
-                f"but {size} bytes appended and dispatched"
-            )
-            _commit(mapped, pos, scratch, size)
-            mapped.appended(pos + size, store_timestamp)
-            if consumable:
-                self.topic_queue_table[key] = queue_offset + 1
-            if delay_level:
-                tags_code = deliver_timestamp(delay_level, store_timestamp, self.delay_levels)
-            self._dispatch(
-                (
-                    topic,
-                    queue_id,
-                    queue_offset,
-                    physical_offset,
-                    size,
-                    tags_code,
-                    store_timestamp,
-                    msg.sys_flag,
-                    msg.keys,
-                    msg.uniq_key,
-                )
-            )
-        return PutMessageResult(
-            PutMessageStatus.PUT_OK,
-            physical_offset,
+        return self._append(
+            msg,
+            topic,
+            queue_id,
             size,
-            queue_offset,
-            store_timestamp,
-            self.store_host,
-            topic=topic,
-            queue_id=queue_id,
+            1 if consumable else 0,
+            topic_bytes=topic_bytes,
+            properties=properties,
+            delay_level=delay_level,
         )
 
     def put_messages(self, batch: InnerMessage) -> PutMessageResult:
@@ -288,52 +234,126 @@ class CommitLog:
         except RecordError as exc:
             log.warning("malformed batch: %s", exc)
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-        sizes = prepared.sizes
-        if not sizes:
+        count = len(prepared.sizes)
+        if not count:
             return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-        total = prepared.total_size
-        topic = batch.topic
-        queue_id = batch.queue_id
+        return self._append(
+            batch, batch.topic, batch.queue_id, prepared.total_size, count, batch=prepared
+        )
+
+    def _append(
+        self,
+        msg: InnerMessage,
+        topic: str,
+        queue_id: int,
+        size: int,
+        count: int,
+        *,
+        batch: PreparedBatch | None = None,
+        topic_bytes: bytes = b"",
+        properties: bytes = b"",
+        delay_level: int = 0,
+    ) -> PutMessageResult:
+        """The locked sequence of every append: ``size`` bytes holding ``count`` messages of
+        ``topic``'s queue ``queue_id`` (0 for a record no consume queue holds: it takes
+        queue offset 0 and leaves the queue's offset alone).
+
+        One record: ``msg`` with the topic, properties and delay level it is stored with (a
+        parked delayed message's).  A batch: ``msg`` is its header and ``batch`` its
+        prepared records.  Under :attr:`lock`: the store time, a file with room, the queue
+        offset; the bytes written (one record encoded into the scratch buffer and copied in
+        TOTALSIZE last, a batch straight into the mapping) and published (the file's wrote
+        position); the queue offset advanced; dispatch.  Nothing is appended when there is
+        no room, no new file or a batch that does not encode.
+        """
         key = (topic, queue_id)
         with self.lock:
             store_timestamp = self._clock()
-            mapped = self._file_with_room(total)
+            mapped = self._file_with_room(size)
             if not isinstance(mapped, MappedFile):
                 return _failure(mapped)
             pos = mapped.wrote_position
             physical_offset = mapped.file_from_offset + pos
-            queue_offset = self.topic_queue_table.get(key, 0)
-            try:
-                encode_batch_into(
-                    mapped.buffer,
-                    pos,
-                    prepared,
+            queue_offset = self.topic_queue_table.get(key, 0) if count else 0
+            if batch is None:
+                scratch = self._scratch_for(size)
+                written = encode_record_into(
+                    scratch,
+                    0,
                     queue_id=queue_id,
+                    flag=msg.flag,
                     queue_offset=queue_offset,
                     physical_offset=physical_offset,
-                    sys_flag=batch.sys_flag,
-                    born_timestamp=batch.born_timestamp,
-                    born_host=batch.born_host,
+                    sys_flag=msg.sys_flag,
+                    born_timestamp=msg.born_timestamp,
+                    born_host=msg.born_host,
                     store_timestamp=store_timestamp,
                     store_host=self.store_host,
-                    reconsume_times=batch.reconsume_times,
+                    reconsume_times=msg.reconsume_times,
+                    prepared_transaction_offset=msg.prepared_transaction_offset,
+                    body=msg.body,
+                    topic_bytes=topic_bytes,
+                    properties_bytes=properties,
                 )
-            except RecordError as exc:
-                log.warning("batch refused: %s", exc)
-                return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
-            mapped.appended(pos + total, store_timestamp)
-            self.topic_queue_table[key] = queue_offset + len(sizes)
-            self._dispatch_batch(
-                topic, queue_id, queue_offset, physical_offset, prepared, store_timestamp
-            )
+                assert written == size, (
+                    f"record at {physical_offset}: TOTALSIZE {written} "
+                    f"but {size} bytes appended and dispatched"
+                )
+                _commit(mapped, pos, scratch, size)
+            else:
+                try:
+                    encode_batch_into(
+                        mapped.buffer,
+                        pos,
+                        batch,
+                        queue_id=queue_id,
+                        queue_offset=queue_offset,
+                        physical_offset=physical_offset,
+                        sys_flag=msg.sys_flag,
+                        born_timestamp=msg.born_timestamp,
+                        born_host=msg.born_host,
+                        store_timestamp=store_timestamp,
+                        store_host=self.store_host,
+                        reconsume_times=msg.reconsume_times,
+                    )
+                except RecordError as exc:
+                    log.warning("batch refused: %s", exc)
+                    return _failure(PutMessageStatus.MESSAGE_ILLEGAL)
+            mapped.appended(pos + size, store_timestamp)
+            if count:
+                self.topic_queue_table[key] = queue_offset + count
+            if batch is None:
+                tags_code = msg.tags_code
+                if delay_level:
+                    tags_code = deliver_timestamp(delay_level, store_timestamp, self.delay_levels)
+                self._dispatch(
+                    DispatchRequest(
+                        topic,
+                        queue_id,
+                        queue_offset,
+                        physical_offset,
+                        size,
+                        tags_code,
+                        store_timestamp,
+                        msg.sys_flag,
+                        msg.keys,
+                        msg.uniq_key,
+                    )
+                )
+            else:
+                self._dispatch_batch(
+                    topic, queue_id, queue_offset, physical_offset, batch, store_timestamp
+                )
         return PutMessageResult(
             PutMessageStatus.PUT_OK,
             physical_offset,
-            total,
+            size,
             queue_offset,
             store_timestamp,
             self.store_host,
-            list(itertools.accumulate(sizes[:-1], initial=physical_offset)),
+            list(itertools.accumulate(batch.sizes[:-1], initial=physical_offset))
+            if batch is not None
+            else (),
             topic=topic,
             queue_id=queue_id,
         )

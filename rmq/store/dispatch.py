@@ -2,7 +2,7 @@
 
 :meth:`Dispatcher.dispatch` writes one record's consume queue entry (unless it is a
 transactional PREPARED or ROLLBACK record) and its index keys (the unique key and every KEYS
-token, unless ROLLBACK), from a :data:`~rmq.store.commitlog.DispatchRequest`.  The
+token, unless ROLLBACK), from a :class:`~rmq.store.putmessage.DispatchRequest`.  The
 commitlog calls it inline after each single append; :meth:`Dispatcher.dispatch_batch` does
 the same for the records of one batch (never transactional) in one call, with the fields the
 append already worked out.  Records read back from the commitlog (abnormal recovery, catch-up,
@@ -44,11 +44,12 @@ from rmq.common.sysflag import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from rmq.store.commitlog import CommitLog, DispatchRequest
+from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueueStore
 from rmq.store.errors import StoreError
 from rmq.store.indexlag import IndexLag
 from rmq.store.indexservice import IndexService
+from rmq.store.putmessage import DispatchRequest
 
 log = logging.getLogger("rmq.store")
 
@@ -88,31 +89,30 @@ class Dispatcher:
 
     def dispatch(self, request: DispatchRequest) -> None:
         """Build the consume queue entry and index keys of one record (idempotent)."""
-        (
-            topic,
-            queue_id,
-            queue_offset,
-            physical_offset,
-            size,
-            tags_code,
-            store_timestamp,
-            sys_flag,
-            keys,
-            uniq_key,
-        ) = request
         if self.retry_from >= 0:
             return  # behind a record that could not be dispatched: the retry covers it
         self.attempts += 1
-        tran_type = sys_flag & TRANSACTION_TYPE_MASK
+        tran_type = request.sys_flag & TRANSACTION_TYPE_MASK
         consumable = (
             tran_type != TRANSACTION_PREPARED_TYPE and tran_type != TRANSACTION_ROLLBACK_TYPE
         )
+        topic = request.topic
+        physical_offset = request.physical_offset
+        store_timestamp = request.store_timestamp
         try:
             if consumable:
                 self.consume_queues.put(
-                    topic, queue_id, queue_offset, physical_offset, size, tags_code, store_timestamp
+                    topic,
+                    request.queue_id,
+                    request.queue_offset,
+                    physical_offset,
+                    request.size,
+                    request.tags_code,
+                    store_timestamp,
                 )
             index = self.index_lag
+            keys = request.keys
+            uniq_key = request.uniq_key
             if index is not None and tran_type != TRANSACTION_ROLLBACK_TYPE and (keys or uniq_key):
                 index.put_keys(
                     topic,
@@ -126,7 +126,7 @@ class Dispatcher:
             return
         listener = self.arrival_listener
         if listener is not None and consumable:
-            listener(topic, queue_id, queue_offset + 1, tags_code)
+            listener(topic, request.queue_id, request.queue_offset + 1, request.tags_code)
 
     def dispatch_batch(
         self,
@@ -182,7 +182,7 @@ class Dispatcher:
         """Dispatch a record read back from the commitlog."""
         self.redispatched += 1
         self.dispatch(
-            (
+            DispatchRequest(
                 info.topic,
                 info.queue_id,
                 info.queue_offset,

@@ -1,10 +1,12 @@
-"""What a put hands the store and what it gets back.
+"""What a put hands the store, what it gets back, and what an append hands dispatch.
 
 :class:`InnerMessage` is a message as the broker hands it to
 :meth:`~rmq.store.store.MessageStore.put_message` (or a SEND_BATCH_MESSAGE batch, to
 :meth:`~rmq.store.store.MessageStore.put_messages`); :class:`PutMessageResult` is what the
 put answers, with a :class:`PutMessageStatus` named as Apache's.  The commitlog
-(:mod:`rmq.store.commitlog`) consumes the one and builds the other.
+(:mod:`rmq.store.commitlog`) consumes the one and builds the other.  :class:`DispatchRequest`
+is what the commitlog (after each single append) and recovery (for each record read back)
+hand dispatch (:mod:`rmq.store.dispatch`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,27 @@ class InnerMessage(NamedTuple):
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
     delay_level: int = 0
+
+
+class DispatchRequest(NamedTuple):
+    """What dispatch needs of one stored record (Apache's ``DispatchRequest``): where its
+    consume queue entry goes and what it holds, and its index keys.
+
+    ``keys`` is the KEYS property as stored (space-separated), ``uniq_key`` the UNIQ_KEY;
+    ``tags_code`` is the consume queue's (a parked delayed message's delivery time).  Built
+    on every append, so always positionally (keyword arguments cost several times more).
+    """
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    physical_offset: int
+    size: int
+    tags_code: int
+    store_timestamp: int
+    sys_flag: int
+    keys: str | None
+    uniq_key: str | None
 
 
 class PutMessageResult:

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 import pytest
 
 from rmq.client.api import SendResult
-from rmq.client.consumer.message import MessageExt
 from rmq.client.errors import MQBrokerError, MQClientError
 from rmq.client.message import Message
+from rmq.client.messageext import MessageExt
 from rmq.client.transaction import LocalTransactionState, TransactionProducer
 from rmq.common.message import MessageRecord
 from rmq.common.msgconst import PROPERTY_PRODUCER_GROUP, PROPERTY_TRANSACTION_PREPARED

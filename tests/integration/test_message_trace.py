@@ -130,7 +130,7 @@ def test_custom_trace_topic(standalone: StandaloneProcess) -> None:
 
 def test_push_consumer_trace_and_a_full_queue(standalone: StandaloneProcess) -> None:
     from rmq.client.consumer import ConsumeFromWhere, ConsumeStatus, PushConsumer
-    from rmq.client.consumer.message import MessageExt
+    from rmq.client.messageext import MessageExt
     from rmq.client.producer import Message, Producer
     from rmq.client.trace import TraceDispatcher
 

@@ -17,7 +17,6 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from rmq.cli.mqadmin import cmd_offset  # noqa: F401  (registers the offset commands)
 from rmq.cli.mqadmin.consumertext import (
     concurrent_hash_map_order,
     date_time,
@@ -26,7 +25,6 @@ from rmq.cli.mqadmin.consumertext import (
     process_queue_warnings,
     running_info_text,
     same_subscriptions,
-    version_desc,
 )
 from rmq.cli.mqadmin.javafmt import jformat, jprintf, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
@@ -37,6 +35,7 @@ from rmq.common.naming import MONITOR_CONSUMER_GROUP, RMQ_SYS_OFFSET_MOVED_EVENT
 from rmq.remoting.bodies import ConsumerConnection, ConsumeStats, MessageQueue
 from rmq.remoting.bodies.client import ConsumeType
 from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo
+from rmq.remoting.codes import version_desc
 from rmq.remoting.errors import RemotingError
 
 if TYPE_CHECKING:

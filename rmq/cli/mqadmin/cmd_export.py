@@ -1,6 +1,5 @@
 """mqadmin's statsAll and export commands (exportMetadata, exportConfigs, exportMetrics),
-printing and writing what mqadmin 4.9.8 does; registered through `cmd_topic`, which imports
-this module.
+printing and writing what mqadmin 4.9.8 does (loaded by `dispatch.MODULES`).
 
 The export commands write JSON files (`metadata.json`, `topic.json`, `subscriptionGroup.json`,
 `configs.json`, `metrics.json`) under `-f` (default `/tmp/rocketmq/export`), creating the
@@ -173,9 +172,8 @@ async def export_configs(inv: Invocation) -> None:
     Opt("f", "filePath", True, False, "export metrics.json path | default /tmp/rocketmq/export"),
 )
 async def export_metrics(inv: Invocation) -> None:
-    from rmq.cli.mqadmin.consumertext import version_desc
     from rmq.client.adminops.export import cluster_metrics
-    from rmq.remoting.codes import CURRENT_VERSION
+    from rmq.remoting.codes import CURRENT_VERSION, version_desc
 
     with failing("ExportMetricsCommand"):
         async with inv.admin() as admin:

@@ -1,7 +1,7 @@
 """mqadmin's message commands that look messages up (queryMsgById, queryMsgByKey,
 queryMsgByUniqueKey, queryMsgByOffset) and print a topic's or a queue's messages (printMsg,
-printMsgByQueue); cmd_message_send.py, imported at the end, has the sending commands,
-queryCq and consumeMessage.
+printMsgByQueue); cmd_message_send.py has the sending commands, queryCq and
+consumeMessage.
 
 The operations are rmq/client/adminops/message.py's; this module prints their results the
 way the Java commands of mqadmin 4.9.8 do, including the Java `toString` forms they print:
@@ -35,8 +35,8 @@ from rmq.client.api import PullStatus
 if TYPE_CHECKING:
     from rmq.client.adminops.message import MessageTrack
     from rmq.client.api import SendResult
-    from rmq.client.consumer.message import MessageExt
     from rmq.client.consumer.pull import PullConsumer
+    from rmq.client.messageext import MessageExt
     from rmq.client.producer import Producer
     from rmq.common.message import MessageRecord
     from rmq.remoting.bodies import MessageQueue
@@ -453,6 +453,3 @@ def _print_tag_counts(inv: Invocation, messages: Sequence[MessageExt]) -> None:
     ordered = sorted(java_hash_order(counts), key=lambda tag: -counts[tag])
     for tag in ordered:
         jprintf(inv.out, "Tag: %-30s Count: %s%n", tag, counts[tag])
-
-
-from rmq.cli.mqadmin import cmd_message_send  # noqa: E402, F401  (registers the rest)

@@ -1,6 +1,6 @@
 """mqadmin's message commands that send or read queues in bulk: sendMessage, sendMsgStatus,
-checkMsgSendRT, queryCq and consumeMessage (the lookups and printMsg are in cmd_message.py,
-which imports this module so that these register with them).
+checkMsgSendRT, queryCq and consumeMessage (the lookups and printMsg are in cmd_message.py;
+`dispatch.MODULES` loads both).
 """
 
 from __future__ import annotations

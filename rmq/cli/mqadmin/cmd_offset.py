@@ -1,6 +1,5 @@
 """mqadmin commands on a group's offsets: cloneGroupOffset, resetOffsetByTime and
-skipAccumulatedMessage (Apache's command/offset package), registered when cmd_consumer is
-imported.
+skipAccumulatedMessage (Apache's command/offset package), loaded by `dispatch.MODULES`.
 
 A reset goes through the group's online members (INVOKE_BROKER_TO_RESET_OFFSET); when the
 brokers answer that the group is not online, the offsets are committed directly and the

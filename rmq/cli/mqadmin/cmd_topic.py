@@ -464,6 +464,3 @@ async def get_consumer_config(inv: Invocation) -> None:
                 ("notifyConsumerIdsChangedEnable", config.notify_consumer_ids_changed_enable),
             ):
                 jprintf(inv.out, "%s%-40s=  %s\n", "", name, value)
-
-
-from rmq.cli.mqadmin import cmd_export  # noqa: E402, F401  (statsAll and the export commands)

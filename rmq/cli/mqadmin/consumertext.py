@@ -1,6 +1,7 @@
-"""Java's text forms of consumer-side values that mqadmin prints: `MQVersion` names,
-`UtilAll`'s date forms, `ConsumerRunningInfo.formatString()` and its analyses (subscription
-consistency, blocked process queues), `ProcessQueueInfo.toString()`.
+"""Java's text forms of consumer-side values that mqadmin prints: `UtilAll`'s date forms,
+`ConsumerRunningInfo.formatString()` and its analyses (subscription consistency, blocked
+process queues), `ProcessQueueInfo.toString()`.  (`MQVersion` names are
+`rmq.remoting.codes.version_desc`.)
 
 Shared by the consumer-family commands (cmd_consumer.py): consumerConnection, consumerStatus,
 consumerProgress and startMonitoring.  Java hash-table iteration orders are reproduced where
@@ -10,7 +11,6 @@ the Java side iterates a HashMap/HashSet (`java_hash_set`) or a ConcurrentHashMa
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Mapping
 
@@ -30,36 +30,6 @@ REBALANCE_SETTLE_MS = 2 * 60 * 1000
 """analyzeSubscription compares subscriptions only of a consumer started this long ago."""
 BLOCKED_MS = 60 * 1000
 """analyzeProcessQueue: a queue with cached messages and no consumption for longer is blocked."""
-
-
-def _releases() -> list[tuple[int, int, int]]:
-    """The releases of `MQVersion.Version` from 3.1.8 on: 3.3 to 3.9 have no x.y.0."""
-    early = [
-        (3, minor, patch) for minor in (1, 2) for patch in range(10) if (minor, patch) >= (1, 8)
-    ]
-    late_three = [(3, minor, patch) for minor in range(3, 10) for patch in range(1, 10)]
-    return (
-        early
-        + late_three
-        + [(major, minor, patch) for major in (4, 5) for minor in range(10) for patch in range(10)]
-    )
-
-
-@functools.cache
-def _version_names() -> tuple[str, ...]:
-    from rmq.server.broker.clientcallprocessor import V3_1_8_SNAPSHOT, old_version_desc
-
-    names = [old_version_desc(ordinal) for ordinal in range(V3_1_8_SNAPSHOT)]
-    for major, minor, patch in _releases():
-        names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
-    return (*names, "HIGHER_VERSION")
-
-
-def version_desc(version: int) -> str:
-    """`MQVersion.getVersionDesc`: the `Version` enum name of an ordinal (V4_9_8 for 409);
-    past the last one, the last one (HIGHER_VERSION)."""
-    names = _version_names()
-    return names[min(version, len(names) - 1)]
 
 
 def front(text: str, width: int) -> str:

@@ -39,7 +39,19 @@ from rmq.cli.mqadmin.registry import (
 from rmq.cli.mqadmin.toolsacl import apply_mqadmin_credentials
 from rmq.cli.tlsoptions import apply_client_tls
 
-MODULES = ("cmd_cluster", "cmd_topic", "cmd_consumer", "cmd_message", "cmd_trace", "cmd_acl")
+MODULES = (
+    "cmd_cluster",
+    "cmd_topic",
+    "cmd_export",
+    "cmd_consumer",
+    "cmd_offset",
+    "cmd_message",
+    "cmd_message_send",
+    "cmd_trace",
+    "cmd_acl",
+)
+"""The modules whose commands `load` registers (each command carries its place in mqadmin's
+list, so this order is only the import order)."""
 
 
 def load() -> list[Command]:

@@ -34,7 +34,7 @@ from rmq.remoting.bodies import (
     TopicRouteData,
 )
 from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, in_hash_map_order
-from rmq.remoting.codes import RequestCode, ResponseCode
+from rmq.remoting.codes import MQVersion, RequestCode, ResponseCode
 from rmq.remoting.command import Buffer, create_request
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import (
@@ -341,9 +341,6 @@ async def reset_offset_offline(
 
 # -- monitoring -----------------------------------------------------------------------------
 
-V3_1_8_SNAPSHOT = 62
-"""Members older than this client version cannot report running info."""
-
 
 @dataclass(frozen=True, slots=True)
 class UndoneMsgs:
@@ -485,7 +482,7 @@ async def _running_infos(admin: AdminClient, group: str) -> dict[str, ConsumerRu
         return {}
     infos = {}
     for conn in connection.connection_set:
-        if conn.version < V3_1_8_SNAPSHOT:
+        if conn.version < MQVersion.V3_1_8_SNAPSHOT:  # cannot report running info
             continue
         try:
             info = await consumer_running_info(admin, group, conn.client_id)

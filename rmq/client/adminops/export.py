@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from rmq.client import api
 from rmq.client.admin import AdminClient, AdminError
 from rmq.client.adminops.cluster import broker_config, master_addrs, masters_and_slaves
-from rmq.client.adminops.consumer import consume_stats
+from rmq.client.adminops.consumer import consume_stats, consumer_connection
 from rmq.client.adminops.topic import user_groups, user_topics
 from rmq.common.naming import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -236,8 +236,6 @@ def _first_figure(text: str | None) -> float:
 async def broker_metrics(admin: AdminClient, addr: str) -> BrokerMetrics:
     """The master's runtime figures, configuration, user topics and groups, transaction and
     schedule put stats, and the clients of its groups (`language%version`)."""
-    from rmq.client.adminops.consumer import consumer_connection
-
     runtime, config, groups, topics = await asyncio.gather(
         admin.broker_runtime_info(addr),
         broker_config(admin, addr),

@@ -41,9 +41,9 @@ from rmq.client.adminops.consumer import (
     consumer_connection,
 )
 from rmq.client.api import PullStatus
-from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.pull import PullConsumer, PullResult
 from rmq.client.errors import MQBrokerError, MQClientError, RouteNotFound
+from rmq.client.messageext import MessageExt
 from rmq.common.message import MessageRecord
 from rmq.common.msgconst import PROPERTY_KEYS
 from rmq.common.msglookup import offset_id_of, unique_key_matches

@@ -9,8 +9,11 @@
 * :mod:`.allocate`: the allocation strategies (averagely, by circle, consistent hash), and
   :mod:`.allocate_rooms` those with parameters (by config, by machine room, machine-room nearby);
 * :mod:`.offsetstore`: offsets on the brokers (clustering) or in a local file (broadcasting);
-* :mod:`.processqueue`: the in-memory state of one owned queue;
-* :mod:`.message`: :class:`MessageExt`, the consumed message, and pull-body decoding.
+* :mod:`.processqueue`: the in-memory state of one owned queue.
+
+:class:`MessageExt`, the consumed message, and pull-body decoding are
+:mod:`rmq.client.messageext`'s (a request's reply and a transaction's check-back are one
+too); it is exported here as well.
 """
 
 from rmq.client.consumer.allocate import (
@@ -27,7 +30,6 @@ from rmq.client.consumer.allocate_rooms import (
     MachineRoomResolver,
 )
 from rmq.client.consumer.consume import ConsumeStatus, MessageListener
-from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.offsetstore import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -36,6 +38,7 @@ from rmq.client.consumer.offsetstore import (
 )
 from rmq.client.consumer.pull import PullConsumer, PullResult, PullStatus
 from rmq.client.consumer.push import PushConsumer
+from rmq.client.messageext import MessageExt
 from rmq.remoting.bodies import ConsumeFromWhere, MessageModel, MessageQueue
 
 __all__ = [

@@ -17,8 +17,9 @@ listener sees it and commits the process queue's offset to the offset store afte
   DLQ (delay level -1).
 
 The consumer's settings (batch size, concurrency, reconsume limits) are read from the
-:class:`PushConsumer` the service belongs to, and its tasks run through the consumer's
-``spawn``/``later`` so that shutdown cancels them with the rest.
+:class:`PushConsumer` the service belongs to (as a :class:`ConsumeHost`: what the service
+uses of it), and its tasks run through the consumer's ``spawn``/``later`` so that shutdown
+cancels them with the rest.
 
 Also here, for the running info an admin tool asks for (GET_CONSUMER_RUNNING_INFO):
 :class:`ConsumerStats`, the per-topic rates of Apache's ConsumerStatsManager (pull and
@@ -38,12 +39,16 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rmq.client import api
-from rmq.client.consumer.message import MessageExt
+from rmq.client.consumer.offsetstore import OffsetStore
 from rmq.client.consumer.processqueue import ProcessQueue
+from rmq.client.consumer.rebalance import Rebalance
 from rmq.client.errors import ClientError
+from rmq.client.instance import ClientInstance
+from rmq.client.messageext import MessageExt
+from rmq.client.tracehooks import ConsumeTraceHook
 from rmq.common.trace import ConsumeReturnType
 from rmq.remoting.bodies import MessageModel, MessageQueue
 from rmq.remoting.bodies.consumerinfo import (
@@ -54,11 +59,9 @@ from rmq.remoting.bodies.consumerinfo import (
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import ConsumerSendMsgBackRequestHeader
 
-if TYPE_CHECKING:
-    from rmq.client.consumer.push import PushConsumer
-
 __all__ = [
     "ConcurrentConsumeService",
+    "ConsumeHost",
     "ConsumeService",
     "ConsumeStatus",
     "ConsumerStats",
@@ -192,12 +195,43 @@ def millis_since(begin: float) -> int:
     return int((time.monotonic() - begin) * 1000)
 
 
+class ConsumeHost(Protocol):
+    """What a consume service uses of the push consumer it belongs to (the push consumer
+    builds its service and is this, so the service needs no push consumer)."""
+
+    group: str
+    instance: ClientInstance
+    message_model: MessageModel
+    consume_concurrency: int
+    consume_message_batch_max_size: int
+    max_reconsume_times: int
+    suspend_current_queue_time: float
+    stats: ConsumerStats
+    consume_trace: ConsumeTraceHook | None
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def offset_store(self) -> OffsetStore: ...
+
+    def rebalance_of(self) -> Rebalance: ...
+
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run a task the consumer owns (cancelled at shutdown)."""
+        ...
+
+    def later(self, delay: float, job: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Run ``job(*args)`` after ``delay`` seconds, as a task the consumer owns."""
+        ...
+
+
 class ConsumeService:
     """What both ways of consuming share: the listener call and the send-back."""
 
     orderly = False
 
-    def __init__(self, consumer: PushConsumer, listener: MessageListener) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: MessageListener) -> None:
         self.consumer = consumer
         self.listener = listener
 
@@ -306,7 +340,7 @@ class ConsumeService:
 class ConcurrentConsumeService(ConsumeService):
     """Batches consumed by a pool of worker tasks, in any order."""
 
-    def __init__(self, consumer: PushConsumer, listener: MessageListener) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: MessageListener) -> None:
         super().__init__(consumer, listener)
         self._requests: asyncio.Queue[_ConsumeRequest] = asyncio.Queue()
 
@@ -365,7 +399,7 @@ class OrderlyConsumeService(ConsumeService):
 
     orderly = True
 
-    def __init__(self, consumer: PushConsumer, listener: MessageListener) -> None:
+    def __init__(self, consumer: ConsumeHost, listener: MessageListener) -> None:
         super().__init__(consumer, listener)
         self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
 

@@ -29,7 +29,7 @@ import asyncio
 import heapq
 from collections.abc import Iterable
 
-from rmq.client.consumer.message import MessageExt
+from rmq.client.messageext import MessageExt
 from rmq.common.msgconst import PROPERTY_MAX_OFFSET
 from rmq.common.timeutil import now_millis
 from rmq.remoting.bodies.consumerinfo import ProcessQueueInfo

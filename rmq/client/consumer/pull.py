@@ -31,11 +31,11 @@ from dataclasses import dataclass
 
 from rmq.client import api
 from rmq.client.api import PullStatus
-from rmq.client.consumer.message import MessageExt, decode_pull_body
 from rmq.client.consumer.pullnode import PullNodes, offset_broker
 from rmq.client.errors import MQClientError
 from rmq.client.instance import ClientInstance
 from rmq.client.member import ClientMember
+from rmq.client.messageext import MessageExt, decode_pull_body
 from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import (
     EXPRESSION_TYPE_TAG,

@@ -65,7 +65,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rmq.client import api
 from rmq.client.consumer import runstate
@@ -79,7 +79,6 @@ from rmq.client.consumer.consume import (
     millis_since,
 )
 from rmq.client.consumer.filtercheck import check_subscriptions
-from rmq.client.consumer.message import decode_pull_body
 from rmq.client.consumer.offsetstore import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -93,6 +92,8 @@ from rmq.client.consumer.rebalance import PullRequest, Rebalance
 from rmq.client.errors import ClientError, MQBrokerError, MQClientError
 from rmq.client.instance import ClientInstance, run_periodically
 from rmq.client.member import ClientMember
+from rmq.client.messageext import decode_pull_body
+from rmq.client.tracehooks import ConsumeTraceHook
 from rmq.common.naming import (
     DEFAULT_CONSUMER_GROUP,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -114,9 +115,6 @@ from rmq.remoting.bodies.consumerinfo import ConsumeMessageDirectlyResult, Consu
 from rmq.remoting.codes import ResponseCode
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import PullMessageRequestHeader
-
-if TYPE_CHECKING:
-    from rmq.client.trace.hooks import ConsumeTraceHook
 
 __all__ = ["PushConsumer"]
 

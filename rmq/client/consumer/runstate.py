@@ -19,11 +19,13 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from rmq.client.consumer.message import decode_message
+from rmq.client.consumer.consume import ConsumeHost, ConsumeService
 from rmq.client.consumer.offsetstore import ReadOffsetType
-from rmq.remoting.bodies import MessageQueue
+from rmq.client.consumer.processqueue import ProcessQueue
+from rmq.client.messageext import decode_message
+from rmq.remoting.bodies import ConsumeFromWhere, MessageQueue, SubscriptionData
 from rmq.remoting.bodies.consumerinfo import (
     PROP_CONSUME_ORDERLY,
     PROP_CONSUMER_START_TIMESTAMP,
@@ -34,10 +36,38 @@ from rmq.remoting.bodies.consumerinfo import (
     in_hash_map_order,
 )
 
-if TYPE_CHECKING:
-    from rmq.client.consumer.push import PushConsumer
+__all__ = [
+    "ReportingConsumer",
+    "consume_directly",
+    "consumer_offsets",
+    "reset_offset",
+    "running_info",
+]
 
-__all__ = ["consume_directly", "consumer_offsets", "reset_offset", "running_info"]
+
+class ReportingConsumer(ConsumeHost, Protocol):
+    """The push consumer as these calls see it: what its consume service sees, and the rest
+    of its settings and state (the push consumer calls them with itself)."""
+
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp: int | None
+    consume_concurrently_max_span: int
+    pull_threshold_for_queue: int
+    pull_threshold_size_for_queue: int
+    pull_interval: float
+    pull_batch_size: int
+    post_subscription_when_pull: bool
+    orderly: bool
+    start_timestamp: int
+
+    @property
+    def process_queue_table(self) -> dict[MessageQueue, ProcessQueue]: ...
+
+    def subscriptions(self) -> list[SubscriptionData]: ...
+
+    def rebalance_now(self) -> None: ...
+
+    def consume_service(self) -> ConsumeService: ...
 
 
 def _java_text(value: object) -> str:
@@ -53,7 +83,7 @@ def _timestamp_text(millis: int) -> str:
     return time.strftime("%Y%m%d%H%M%S", time.localtime(millis / 1000))
 
 
-def _properties(consumer: PushConsumer) -> dict[str, str]:
+def _properties(consumer: ReportingConsumer) -> dict[str, str]:
     consume_timestamp = consumer.consume_timestamp
     settings: dict[str, object] = {
         "consumerGroup": consumer.group,
@@ -80,7 +110,7 @@ def _properties(consumer: PushConsumer) -> dict[str, str]:
     return properties
 
 
-async def running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
+async def running_info(consumer: ReportingConsumer) -> ConsumerRunningInfo:
     """The consumer's part of its GET_CONSUMER_RUNNING_INFO answer."""
     subscriptions = consumer.subscriptions()
     store = consumer.offset_store
@@ -96,14 +126,14 @@ async def running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
     )
 
 
-def consumer_offsets(consumer: PushConsumer, topic: str) -> dict[MessageQueue, int]:
+def consumer_offsets(consumer: ReportingConsumer, topic: str) -> dict[MessageQueue, int]:
     """GET_CONSUMER_STATUS_FROM_CLIENT: the offsets held for ``topic``, in the order Java's
     HashMap copy of them is written."""
     return in_hash_map_order(consumer.offset_store.clone_offset_table(topic))
 
 
 async def reset_offset(
-    consumer: PushConsumer, topic: str, offsets: dict[MessageQueue, int]
+    consumer: ReportingConsumer, topic: str, offsets: dict[MessageQueue, int]
 ) -> None:
     """RESET_CONSUMER_CLIENT_OFFSET (see the module docstring)."""
     table = consumer.process_queue_table
@@ -121,7 +151,7 @@ async def reset_offset(
 
 
 async def consume_directly(
-    consumer: PushConsumer, record: bytes, broker_name: str | None
+    consumer: ReportingConsumer, record: bytes, broker_name: str | None
 ) -> ConsumeMessageDirectlyResult:
     """CONSUME_MESSAGE_DIRECTLY of the stored message ``record``."""
     service = consumer.consume_service()

@@ -38,7 +38,7 @@ from rmq.remoting.bodies.consumerinfo import (
     ResetOffsetBodyForC,
     in_hash_map_order,
 )
-from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
+from rmq.remoting.codes import LanguageCode, MQVersion, RequestCode, ResponseCode, version_desc
 from rmq.remoting.command import (
     UNSET_RESPONSE_REMARK,
     RemotingCommand,
@@ -62,31 +62,6 @@ log = logging.getLogger("rmq.broker")
 
 CALL_CLIENT_TIMEOUT = 10.0  # Broker2Client.callClient
 CONSUMER_STATUS_TIMEOUT = 5.0  # Broker2Client.getConsumeStatus
-
-V3_0_7_SNAPSHOT = 28  # the first client version that takes offset resets and status calls
-V3_1_8_SNAPSHOT = 62  # the first that answers running info and direct consumption
-
-_FIRST_VERSIONS = (
-    "V3_0_0_SNAPSHOT",
-    "V3_0_0_ALPHA1",
-    *(f"V3_0_0_BETA{n}" for n in range(1, 6)),
-    *(name for n in range(6, 10) for name in (f"V3_0_0_BETA{n}_SNAPSHOT", f"V3_0_0_BETA{n}")),
-    "V3_0_0_FINAL",
-)
-_OLD_VERSIONS = (
-    *_FIRST_VERSIONS,
-    *(name for n in range(1, 16) for name in (f"V3_0_{n}_SNAPSHOT", f"V3_0_{n}")),
-    *(name for n in range(8) for name in (f"V3_1_{n}_SNAPSHOT", f"V3_1_{n}")),
-)
-"""``MQVersion.Version`` names below V3_1_8_SNAPSHOT, by ordinal."""
-assert len(_OLD_VERSIONS) == V3_1_8_SNAPSHOT
-assert _OLD_VERSIONS[V3_0_7_SNAPSHOT] == "V3_0_7_SNAPSHOT"
-
-
-def old_version_desc(version: int) -> str:
-    """``MQVersion.getVersionDesc`` of a version older than V3_1_8_SNAPSHOT (the only ones a
-    remark names)."""
-    return _OLD_VERSIONS[version] if 0 <= version < V3_1_8_SNAPSHOT else str(version)
 
 
 def _error(code: int, remark: str) -> RemotingCommand:
@@ -157,7 +132,7 @@ class ClientCallProcessor:
                 f"Group: {group} Topic: {topic} Timestamp: {header.timestamp}",
             )
         for info in list(group_info.channels.values()):
-            if info.version < V3_0_7_SNAPSHOT:
+            if info.version < MQVersion.V3_0_7_SNAPSHOT:
                 return self._too_old("reset-offset", info)
             push = create_request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, push_header, body=body)
             self._spawn_reset(info, push)
@@ -202,11 +177,11 @@ class ClientCallProcessor:
             "[%s] the client does not support this feature. channel=%s, version=%s",
             what,
             info.channel.remote_addr,
-            old_version_desc(info.version),
+            version_desc(info.version),
         )
         return _error(
             ResponseCode.SYSTEM_ERROR,
-            f"the client does not support this feature. version={old_version_desc(info.version)}",
+            f"the client does not support this feature. version={version_desc(info.version)}",
         )
 
     # -- consumer status -------------------------------------------------------------------
@@ -224,7 +199,7 @@ class ClientCallProcessor:
             )
         members = list(group_info.channels.values())
         for info in members:
-            if info.version < V3_0_7_SNAPSHOT:
+            if info.version < MQVersion.V3_0_7_SNAPSHOT:
                 return self._too_old("get-consumer-status", info)
         wanted = header.client_addr
         asked = [info for info in members if not wanted or info.client_id == wanted]
@@ -304,10 +279,10 @@ class ClientCallProcessor:
             return _error(
                 ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client}> not online"
             )
-        if info.version < V3_1_8_SNAPSHOT:
+        if info.version < MQVersion.V3_1_8_SNAPSHOT:
             return _error(
                 ResponseCode.SYSTEM_ERROR,
-                f"The Consumer <{client_id}> Version <{old_version_desc(info.version)}> too low "
+                f"The Consumer <{client_id}> Version <{version_desc(info.version)}> too low "
                 "to finish, please upgrade it to V3_1_8_SNAPSHOT",
             )
         forward = create_request(request.code, None, body=request.body)

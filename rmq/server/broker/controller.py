@@ -68,6 +68,7 @@ from rmq.remoting.codes import RequestCode
 from rmq.remoting.connection import Connection
 from rmq.remoting.limits import flow_limits
 from rmq.remoting.server import RemotingServer
+from rmq.runtime import run_until_signal
 from rmq.server.broker.acl.files import WATCH_INTERVAL as ACL_WATCH_INTERVAL
 from rmq.server.broker.acl.service import AclService, acl_service
 from rmq.server.broker.acl.service import unguarded as _unguarded
@@ -92,7 +93,6 @@ from rmq.server.broker.statsitems import (
 from rmq.server.broker.storeadmin import StoreAdminProcessor
 from rmq.server.broker.transaction import EndTransactionProcessor
 from rmq.server.broker.transactioncheck import TransactionalMessageCheckService
-from rmq.server.runtime import run_until_signal
 from rmq.store.cleanup import CleanupResult
 
 log = logging.getLogger("rmq.broker")

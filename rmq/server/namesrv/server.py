@@ -28,10 +28,10 @@ from rmq.common.config import NamesrvConfigs
 from rmq.remoting.connection import Connection
 from rmq.remoting.limits import flow_limits
 from rmq.remoting.server import RemotingServer
+from rmq.runtime import run_until_signal
 from rmq.server.namesrv.kvconfig import KVConfigManager
 from rmq.server.namesrv.processor import NamesrvProcessor
 from rmq.server.namesrv.routeinfo import RouteInfoManager
-from rmq.server.runtime import run_until_signal
 
 log = logging.getLogger("rmq.namesrv")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import click
 
 from rmq import __version__
-from rmq.cli.main import COMMANDS, SUMMARIES, root_command
+from rmq.cli.main import COMMANDS, SUMMARIES, VERBS, root_command
 from tests.unit.cli.conftest import RunRmq
 
 # Modules that must never be imported just to print help or answer a completion request.
@@ -112,6 +113,38 @@ def test_completing_command_names_imports_no_command_module(cli_env: dict[str, s
     triples = [tuple(lines[i : i + 3]) for i in range(0, len(lines) - 1, 3)]
     assert triples == [("plain", name, SUMMARIES[name]) for name in COMMANDS if name[:3] == "pro"]
     assert [line.split("\t")[0] for line in starting_with_t.splitlines()] == ["plain,topic"]
+
+
+def test_a_group_module_does_not_import_its_verbs_modules(cli_env: dict[str, str]) -> None:
+    """The verbs join their group in rmq.cli.main (VERBS), not by an import in the group's
+    module: importing the group's module alone loads none of them."""
+    script = """
+        import importlib, json, sys
+        from rmq.cli.main import COMMANDS, VERBS
+        loaded = {}
+        for name, targets in VERBS.items():
+            importlib.import_module(COMMANDS[name].partition(":")[0])
+            modules = [target.partition(":")[0] for target in targets]
+            loaded[name] = [module for module in modules if module in sys.modules]
+        print(json.dumps(loaded))
+    """
+    assert json.loads(_python(script, cli_env)) == {name: [] for name in VERBS}
+
+
+def test_the_verbs_of_a_group_are_its_commands_after_its_own() -> None:
+    group = root_command().commands["cluster"]
+    assert isinstance(group, click.Group)
+    names = list(group.commands)
+    assert names[:3] == ["list", "up", "broker-status"]  # cluster.py, cluster_up, cluster_verbs
+    assert names[-1] == "write-perm"  # a sub-group of cluster_verbs' app
+    for name in VERBS:
+        command = root_command().commands[name]
+        assert isinstance(command, click.Group)
+        for target in VERBS[name]:
+            module, _, attribute = target.partition(":")
+            verbs = importlib.import_module(module)
+            registered = getattr(verbs, attribute).registered_commands
+            assert registered and {info.name for info in registered} <= set(command.commands)
 
 
 def test_root_summaries_are_the_commands_first_sentences() -> None:

@@ -1,46 +1,23 @@
-"""Java text forms of the mqadmin consumer commands (rmq/cli/mqadmin/consumertext.py): version
-names by ordinal, ConsumerRunningInfo's analyses and ProcessQueueInfo's toString."""
+"""Java text forms of the mqadmin consumer commands (rmq/cli/mqadmin/consumertext.py):
+ConsumerRunningInfo's analyses and ProcessQueueInfo's toString."""
 
 from __future__ import annotations
 
 import time
-
-import pytest
 
 from rmq.cli.mqadmin.consumertext import (
     concurrent_hash_map_order,
     process_queue_text,
     process_queue_warnings,
     same_subscriptions,
-    version_desc,
 )
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.bodies.client import SubscriptionData
 from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, ProcessQueueInfo
 from rmq.store.layout import index_file_name
 
-# ordinals of MQVersion.Version in Apache's 4.9.8 source
-ORDINALS = {
-    0: "V3_0_0_SNAPSHOT",
-    35: "V3_0_10",
-    62: "V3_1_8_SNAPSHOT",
-    85: "V3_2_9",
-    86: "V3_3_1_SNAPSHOT",
-    211: "V3_9_9",
-    212: "V4_0_0_SNAPSHOT",
-    409: "V4_9_8",
-    611: "V5_9_9",
-    612: "HIGHER_VERSION",
-    5000: "HIGHER_VERSION",
-}
-
 NOW = 1_800_000_000_000
 QUEUE = MessageQueue("T", "broker-a", 3)
-
-
-@pytest.mark.parametrize(("ordinal", "name"), ORDINALS.items())
-def test_version_names_follow_the_java_enum(ordinal: int, name: str) -> None:
-    assert version_desc(ordinal) == name
 
 
 def _info(

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from rmq.client.consumer.consume import ConsumeService, ConsumeStatus
-from rmq.client.consumer.message import MessageExt
 from rmq.client.consumer.push import PushConsumer
-from rmq.client.trace.hooks import ConsumeTraceHook
+from rmq.client.messageext import MessageExt
+from rmq.client.tracehooks import ConsumeTraceHook
 from rmq.common.trace import ConsumeReturnType, TraceContext, TraceType
 from rmq.remoting.bodies import MessageQueue
 from tests.unit.client.test_processqueue import message
@@ -63,7 +63,7 @@ def test_the_sub_after_code_of_each_kind_of_answer(
 
     async def scenario() -> ConsumeStatus:
         consumer = PushConsumer("TraceCodes", "127.0.0.1:9")
-        consumer.consume_trace = ConsumeTraceHook(recorder, "TraceCodes")  # type: ignore[arg-type]
+        consumer.consume_trace = ConsumeTraceHook(recorder, "TraceCodes")
         service = ConsumeService(consumer, listener)
         batch = [message(0), message(1)]
         return await service.call_listener(batch, MessageQueue("TopicTest", "broker-a", 1))

@@ -15,9 +15,9 @@ import pytest
 from rmq.client import api
 from rmq.client.consumer import ConsumeStatus, MessageExt, PushConsumer
 from rmq.client.consumer.consume import ConsumerStats, OrderlyConsumeService
-from rmq.client.consumer.message import decode_message
 from rmq.client.errors import MQBrokerError
 from rmq.client.instance import ClientInstance
+from rmq.client.messageext import decode_message
 from rmq.remoting.bodies import Body, MessageQueue, ResetOffsetBody
 from rmq.remoting.bodies.consumerinfo import (
     PROP_CLIENT_VERSION,

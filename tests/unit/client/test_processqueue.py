@@ -8,8 +8,8 @@ import zlib
 import pytest
 
 from rmq.client.consumer import processqueue
-from rmq.client.consumer.message import MessageExt, decode_pull_body
 from rmq.client.consumer.processqueue import ProcessQueue
+from rmq.client.messageext import MessageExt, decode_pull_body
 from rmq.common.message import decode_record, encode_record_into
 from rmq.common.msgid import pack_host
 from rmq.common.properties import encode_properties_bytes

@@ -1,6 +1,7 @@
-"""rmq.client.requestreply without a broker: the pushed reply as a consumed message, the reply
-built for a request, the system properties a request and a reply carry, the request code a
-reply is sent with, and matching replies to waiting requests."""
+"""Request-reply without a broker: the pushed reply as a consumed message and matching
+replies to waiting requests (rmq.client.replyrequests); the reply built for a request, the
+system properties a request and a reply carry and the request code a reply is sent with
+(rmq.client.requestreply)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,8 @@ import pytest
 from rmq.client import api
 from rmq.client.errors import ClientErrorCode, MQClientError
 from rmq.client.message import Message
-from rmq.client.requestreply import (
-    RequestFutures,
-    SystemPropertiesMessage,
-    create_reply_message,
-    is_reply,
-    pushed_reply,
-)
+from rmq.client.replyrequests import RequestFutures, pushed_reply
+from rmq.client.requestreply import SystemPropertiesMessage, create_reply_message, is_reply
 from rmq.common.properties import decode_properties, encode_properties
 from rmq.common.sysflag import COMPRESSED_FLAG
 from rmq.remoting.bodies import MessageQueue

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from rmq.common.message import PreparedBatch, encode_batch
-from rmq.store.commitlog import CommitLog, DispatchRequest
-from rmq.store.putmessage import InnerMessage, PutMessageStatus
+from rmq.store.commitlog import CommitLog
+from rmq.store.putmessage import DispatchRequest, InnerMessage, PutMessageStatus
 
 STORE_TIME = 1_700_000_000_123
 BORN_TIME = 1_700_000_000_000
@@ -28,7 +28,7 @@ class Recorder:
     """Collects what the commitlog dispatches, a batch as one row per record."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
+        self.calls: list[DispatchRequest] = []
         self.batch_calls = 0
 
     def __call__(self, request: DispatchRequest) -> None:
@@ -48,7 +48,7 @@ class Recorder:
             batch.sizes, batch.tags_codes, batch.keys, batch.uniq_keys, strict=True
         ):
             self.calls.append(
-                (
+                DispatchRequest(
                     topic,
                     queue_id,
                     queue_offset,
@@ -66,7 +66,7 @@ class Recorder:
 
     @property
     def queue_offsets(self) -> list[tuple[str, int, int]]:
-        return [(c[0], c[1], c[2]) for c in self.calls]
+        return [(c.topic, c.queue_id, c.queue_offset) for c in self.calls]
 
 
 def make_commitlog(
@@ -216,20 +216,20 @@ def test_ipv6_born_host_sets_the_sysflag_bit_and_widens_the_field(tmp_path: Path
 def test_dispatch_gets_the_consume_queue_and_index_fields(tmp_path: Path) -> None:
     commitlog, recorder = make_commitlog(tmp_path)
     result = commitlog.put_message(message(uniq_key="U1"))
-    assert recorder.calls == [
-        (
-            "TopicTest",
-            3,
-            0,
-            0,
-            result.wrote_bytes,
-            2598919,
-            STORE_TIME,
-            0,
-            "OrderID001",
-            "U1",
-        )
-    ]
+    (request,) = recorder.calls
+    assert type(request) is DispatchRequest
+    assert request == DispatchRequest(
+        topic="TopicTest",
+        queue_id=3,
+        queue_offset=0,
+        physical_offset=0,
+        size=result.wrote_bytes,
+        tags_code=2598919,
+        store_timestamp=STORE_TIME,
+        sys_flag=0,
+        keys="OrderID001",
+        uniq_key="U1",
+    )
 
 
 def test_queue_offsets_are_dense_per_queue(tmp_path: Path) -> None:
@@ -264,8 +264,8 @@ def test_a_record_that_does_not_fit_closes_the_file_with_a_blank(tmp_path: Path)
     assert content[278:286] == struct.pack(">iI", 400 - 278, BLANK_MAGIC)
     assert content[286:] == bytes(400 - 286)
     assert file_bytes(tmp_path, "00000000000000000400")[:4] == struct.pack(">i", 139)
-    assert [c[3] for c in recorder.calls] == [0, 139, 400]
-    assert [c[2] for c in recorder.calls] == [0, 1, 2]
+    assert [c.physical_offset for c in recorder.calls] == [0, 139, 400]
+    assert [c.queue_offset for c in recorder.calls] == [0, 1, 2]
 
 
 def test_exactly_eight_spare_bytes_still_fit_a_record(tmp_path: Path) -> None:
@@ -292,10 +292,10 @@ def test_batch_records_get_consecutive_offsets_and_merged_properties(tmp_path: P
     assert result.status is PutMessageStatus.PUT_OK
     assert (result.queue_offset, result.msg_num) == (1, 3)
     assert recorder.batch_calls == 1
-    assert [c[2] for c in recorder.calls[1:]] == [1, 2, 3]
-    assert [c[8] for c in recorder.calls[1:]] == ["key0", "key1", "key2"]
-    assert [c[9] for c in recorder.calls[1:]] == ["UNIQ0", "UNIQ1", "UNIQ2"]
-    offsets = [c[3] for c in recorder.calls[1:]]
+    assert [c.queue_offset for c in recorder.calls[1:]] == [1, 2, 3]
+    assert [c.keys for c in recorder.calls[1:]] == ["key0", "key1", "key2"]
+    assert [c.uniq_key for c in recorder.calls[1:]] == ["UNIQ0", "UNIQ1", "UNIQ2"]
+    offsets = [c.physical_offset for c in recorder.calls[1:]]
     assert offsets[0] == result.physical_offset
     assert result.msg_id == ",".join(f"C0A8010A00002A9F{o:016X}" for o in offsets)
     content = file_bytes(tmp_path)
@@ -314,7 +314,7 @@ def test_batch_records_get_consecutive_offsets_and_merged_properties(tmp_path: P
         properties=props,
     )
     assert content[offsets[1] : offsets[1] + len(expected_second)] == expected_second
-    assert result.wrote_bytes == sum(c[4] for c in recorder.calls[1:])
+    assert result.wrote_bytes == sum(c.size for c in recorder.calls[1:])
 
 
 def test_a_batch_with_too_long_properties_is_refused_whole(tmp_path: Path) -> None:
@@ -331,7 +331,7 @@ def test_a_batch_never_straddles_two_files(tmp_path: Path) -> None:
     result = commitlog.put_messages(message(body=batch_of(4), properties=b""))
     # Four records of 224 bytes: 139 + 896 + 8 > 1000, so the whole batch moves on.
     assert result.physical_offset == 1000
-    assert [c[3] for c in recorder.calls[1:]] == [1000, 1224, 1448, 1672]
+    assert [c.physical_offset for c in recorder.calls[1:]] == [1000, 1224, 1448, 1672]
     assert file_bytes(tmp_path)[139:147] == struct.pack(">iI", 1000 - 139, BLANK_MAGIC)
 
 
@@ -379,9 +379,9 @@ def test_a_record_larger_than_a_file_is_refused(tmp_path: Path) -> None:
 def test_delayed_message_is_parked_in_the_schedule_topic(tmp_path: Path) -> None:
     commitlog, recorder = make_commitlog(tmp_path)
     result = commitlog.put_message(message(delay_level=3, queue_id=5))
-    topic, queue_id, queue_offset, _, _, tags_code, *_ = recorder.calls[0]
-    assert (topic, queue_id, queue_offset) == ("SCHEDULE_TOPIC_XXXX", 2, 0)
-    assert tags_code == STORE_TIME + 10_000  # level 3 = 10s
+    request = recorder.calls[0]
+    assert (request.topic, request.queue_id, request.queue_offset) == ("SCHEDULE_TOPIC_XXXX", 2, 0)
+    assert request.tags_code == STORE_TIME + 10_000  # level 3 = 10s
     record = file_bytes(tmp_path)[: result.wrote_bytes]
     topic_pos = 84 + 4 + len(b"Hello RocketMQ")
     assert record[topic_pos : topic_pos + 20] == b"\x13SCHEDULE_TOPIC_XXXX"
@@ -399,14 +399,14 @@ def test_delayed_message_is_parked_in_the_schedule_topic(tmp_path: Path) -> None
 def test_delay_levels_above_the_highest_are_clamped(tmp_path: Path) -> None:
     commitlog, recorder = make_commitlog(tmp_path, delay_levels=(1000, 2000))
     commitlog.put_message(message(delay_level=9))
-    assert recorder.calls[0][1] == 1
-    assert recorder.calls[0][5] == STORE_TIME + 2000
+    assert recorder.calls[0].queue_id == 1
+    assert recorder.calls[0].tags_code == STORE_TIME + 2000
 
 
 def test_prepared_transaction_with_a_delay_level_is_not_parked(tmp_path: Path) -> None:
     commitlog, recorder = make_commitlog(tmp_path)
     commitlog.put_message(message(delay_level=2, sys_flag=0x4))
-    assert recorder.calls[0][:2] == ("TopicTest", 3)
+    assert (recorder.calls[0].topic, recorder.calls[0].queue_id) == ("TopicTest", 3)
 
 
 def test_full_disk_at_roll_over_fails_cleanly_and_keeps_the_current_file(

@@ -1,7 +1,11 @@
-"""The consumed message: a decoded stored record as a consumer sees it, and pull-body decoding.
+"""The received message: a decoded stored record as a client sees it, and pull-body decoding.
 
-:class:`MessageExt` wraps one :class:`rmq.common.message.MessageRecord` (the one record codec
-decodes it) with what the client adds, as Java's ``MessageExt`` does:
+What a consumer pulls, what a request gets back as its reply (:mod:`rmq.client.requestreply`)
+and what a broker's transaction check-back carries are all a :class:`MessageExt`, so it
+lives here, below every module that uses it (it imports nothing of the client).
+
+:class:`MessageExt` wraps one :class:`rmq.common.message.MessageRecord` (the one record
+codec decodes it) with what the client adds, as Java's ``MessageExt`` does:
 
 * ``broker_name``: the broker name of the queue it was pulled from;
 * ``topic``: the record's topic, except that a message redelivered from the group's

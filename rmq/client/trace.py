@@ -1,5 +1,16 @@
-"""The trace dispatcher: trace contexts in, batched trace messages out, never in the way.
+"""Message trace in rmq's client, as Apache 4.9's client writes it (see rmq/common/trace.py
+for the records): a :class:`TraceDispatcher` batches trace records and sends them to the
+trace topic in the background; its :meth:`TraceDispatcher.trace_producer` and
+:meth:`TraceDispatcher.trace_consumer` hook a producer's sends (Pub records) and a push
+consumer's listener calls (SubBefore / SubAfter records) into it, through the hooks of
+:mod:`rmq.client.tracehooks` (exported here too).
 
+    async with TraceDispatcher("127.0.0.1:9876", "my-group", "PRODUCE") as traces:
+        async with Producer("my-group", "127.0.0.1:9876") as producer:
+            traces.trace_producer(producer)
+            await producer.send(Message("TopicA", b"hello"))
+
+The dispatcher: trace contexts in, batched trace messages out, never in the way.  It is
 Apache's AsyncTraceDispatcher, on the event loop.  :meth:`TraceDispatcher.append` puts a
 context into a bounded queue (1024) and returns at once; when the queue is full the context
 is dropped and counted (`dropped`), so a slow or unreachable trace topic costs neither
@@ -26,11 +37,12 @@ import asyncio
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
+from rmq.client.consumer.push import PushConsumer
 from rmq.client.message import Message
 from rmq.client.producer import Producer
-from rmq.client.trace.hooks import ConsumeTraceHook, SendTraceHook
+from rmq.client.tracehooks import ConsumeTraceHook, SendTraceHook
 from rmq.common.javahash import java_hash_order
 from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
 from rmq.common.trace import (
@@ -40,8 +52,7 @@ from rmq.common.trace import (
     encode_context,
 )
 
-if TYPE_CHECKING:
-    from rmq.client.consumer.push import PushConsumer
+__all__ = ["ConsumeTraceHook", "SendTraceHook", "TraceDispatcher"]
 
 log = logging.getLogger("rmq.client.trace")
 

@@ -1,14 +1,17 @@
-"""Running a server process: event loop, logging and shutdown on SIGTERM / Ctrl-C.
+"""Running an rmq process: event loop, logging and shutdown on SIGTERM / Ctrl-C.
 
-Every long-running rmq process (name server, broker, standalone) is one asyncio event loop
-that starts its services, waits for a shutdown signal and stops them again.  This module owns
-the parts that are the same for all of them:
+Every long-running rmq process is one asyncio event loop: the servers (name server, broker,
+standalone) start their services, wait for a shutdown signal and stop them again, and the
+client commands (produce, consume, request, reply, bench) run their loop until they are done
+or a signal stops them.  This module owns the parts that are the same for all of them, and
+imports nothing else of rmq, so servers and commands share it without the commands importing
+a server (import-linter contracts in pyproject.toml):
 
 * `setup_logging` sends log records to stderr in one format (time, level, logger, message);
   stdout stays free for what a command prints on purpose.
-* `run_server` runs a server's main coroutine on uvloop when it is installed (the standard
+* `run_main` runs a process's main coroutine on uvloop when it is installed (the standard
   loop otherwise) and returns the process exit code.
-* `shutdown_signals` catches SIGTERM and SIGINT while a server runs; when one arrives the
+* `shutdown_signals` catches SIGTERM and SIGINT while a process runs; when one arrives a
   server shuts down in order (stop accepting, close connections, persist state) and returns
   `exit_code_for(signal)`: 0 after SIGTERM, 130 after Ctrl-C (the shell's convention for
   an interrupted command).  `run_until_signal` is that whole life of one server that
@@ -84,8 +87,8 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def run_server(main: Coroutine[Any, Any, int]) -> int:
-    """Run a server's main coroutine to completion and return its exit code."""
+def run_main(main: Coroutine[Any, Any, int]) -> int:
+    """Run a process's main coroutine to completion and return its exit code."""
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(main)
 

@@ -16,14 +16,20 @@ SendMessageTraceHookImpl and ConsumeMessageTraceHookImpl record it.
   message and the verdict's code (ConsumeReturnType: SUCCESS, FAILED for RECONSUME_LATER,
   EXCEPTION for a listener that raised, RETURNNULL for one that answered no status; Java's
   TIME_OUT, a listener call longer than consumeTimeout, is not recorded).
+
+The producer and the push consumer hold these hooks and the dispatcher that builds them
+(:mod:`rmq.client.trace`) holds a producer, so the hooks know the dispatcher only as the
+:class:`TraceSink` they queue records to.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rmq.client.api import SendResult, SendStatus
+from rmq.client.message import unique_ids
+from rmq.client.messageext import MessageExt
 from rmq.common.msgconst import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
@@ -44,17 +50,24 @@ from rmq.common.trace import (
     TraceType,
 )
 
-if TYPE_CHECKING:
-    from rmq.client.consumer.message import MessageExt
-    from rmq.client.trace.dispatcher import TraceDispatcher
-
 PROPERTY_START_DELIVER_TIME = "__STARTDELIVERTIME"
+
+
+class TraceSink(Protocol):
+    """Where the hooks queue their records: the trace dispatcher (:mod:`rmq.client.trace`)."""
+
+    @property
+    def trace_topic(self) -> str: ...
+
+    def append(self, ctx: TraceContext) -> bool:
+        """Queue ``ctx`` for sending; False when it was dropped."""
+        ...
 
 
 class SendTraceHook:
     """Pub records of producer group `group`'s sends (see the module docstring)."""
 
-    def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
+    def __init__(self, dispatcher: TraceSink, group: str) -> None:
         self.dispatcher = dispatcher
         self.group = group
 
@@ -131,15 +144,13 @@ class SendTraceHook:
 class ConsumeTraceHook:
     """SubBefore / SubAfter records of consumer group `group` (see the module docstring)."""
 
-    def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
+    def __init__(self, dispatcher: TraceSink, group: str) -> None:
         self.dispatcher = dispatcher
         self.group = group
 
     def before(self, messages: Sequence[MessageExt]) -> TraceContext | None:
         """Queue the SubBefore records of a batch about to be consumed; the context `after`
         needs, or None when no message of the batch is traced."""
-        from rmq.client.producer import unique_ids
-
         beans = []
         region: str | None = None
         for msg in messages:
