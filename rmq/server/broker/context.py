@@ -28,16 +28,16 @@ from pathlib import Path
 
 from rmq.common.config import BrokerConfig, BrokerConfigs, MessageStoreConfig, NettyServerConfig
 from rmq.common.timeutil import now_millis
-from rmq.server.broker.clientmanager import ClientManager
-from rmq.server.broker.consumerfilter import ConsumerFilterManager
-from rmq.server.broker.consumeroffset import ConsumerOffsetManager
+from rmq.server.broker.client.clientmanager import ClientManager
+from rmq.server.broker.filter.consumerfilter import ConsumerFilterManager
 from rmq.server.broker.ha.service import HAService
-from rmq.server.broker.longpolling import PullRequestHoldService
-from rmq.server.broker.schedule import ScheduleMessageService
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.statsitems import BrokerStatsItems
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
-from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.server.broker.longpolling.longpolling import PullRequestHoldService
+from rmq.server.broker.offset.consumeroffset import ConsumerOffsetManager
+from rmq.server.broker.schedule.schedule import ScheduleMessageService
+from rmq.server.broker.stats.stats import BrokerStats
+from rmq.server.broker.stats.statsitems import BrokerStatsItems
+from rmq.server.broker.subscription.subscriptiongroup import SubscriptionGroupManager
+from rmq.server.broker.topic.topicconfig import TopicConfigManager
 from rmq.store.layout import (
     CONFIG_DIR,
     CONSUMER_FILTER_JSON,

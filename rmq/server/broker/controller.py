@@ -72,27 +72,27 @@ from rmq.runtime import run_until_signal
 from rmq.server.broker.acl.files import WATCH_INTERVAL as ACL_WATCH_INTERVAL
 from rmq.server.broker.acl.service import AclService, acl_service
 from rmq.server.broker.acl.service import unguarded as _unguarded
-from rmq.server.broker.adminprocessor import AdminProcessor
-from rmq.server.broker.clientcallprocessor import ClientCallProcessor
-from rmq.server.broker.clientprocessor import ClientProcessor
-from rmq.server.broker.consumerqueries import ConsumerQueryProcessor
 from rmq.server.broker.context import build_broker_context
-from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor
-from rmq.server.broker.pullprocessor import PullMessageProcessor
-from rmq.server.broker.queryprocessor import QueryMessageProcessor
-from rmq.server.broker.registration import BrokerRegistration
-from rmq.server.broker.replyprocessor import ReplyMessageProcessor
-from rmq.server.broker.sendback import SendBackProcessor
-from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.slavesync import SlaveSynchronizer
-from rmq.server.broker.statsitems import (
+from rmq.server.broker.out.registration import BrokerRegistration
+from rmq.server.broker.processor.adminprocessor import AdminProcessor
+from rmq.server.broker.processor.clientcallprocessor import ClientCallProcessor
+from rmq.server.broker.processor.clientprocessor import ClientProcessor
+from rmq.server.broker.processor.consumerqueries import ConsumerQueryProcessor
+from rmq.server.broker.processor.offsetprocessor import ConsumerOffsetProcessor
+from rmq.server.broker.processor.pullprocessor import PullMessageProcessor
+from rmq.server.broker.processor.queryprocessor import QueryMessageProcessor
+from rmq.server.broker.processor.replyprocessor import ReplyMessageProcessor
+from rmq.server.broker.processor.sendback import SendBackProcessor
+from rmq.server.broker.processor.sendprocessor import SendMessageProcessor
+from rmq.server.broker.processor.storeadmin import StoreAdminProcessor
+from rmq.server.broker.slave.slavesync import SlaveSynchronizer
+from rmq.server.broker.stats.statsitems import (
     DAY_SAMPLE_INTERVAL_S,
     HOUR_SAMPLE_INTERVAL_S,
     MINUTE_SAMPLE_INTERVAL_S,
 )
-from rmq.server.broker.storeadmin import StoreAdminProcessor
-from rmq.server.broker.transaction import EndTransactionProcessor
-from rmq.server.broker.transactioncheck import TransactionalMessageCheckService
+from rmq.server.broker.transaction.transaction import EndTransactionProcessor
+from rmq.server.broker.transaction.transactioncheck import TransactionalMessageCheckService
 from rmq.store.cleanup import CleanupResult
 
 log = logging.getLogger("rmq.broker")

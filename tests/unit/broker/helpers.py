@@ -53,11 +53,11 @@ from rmq.remoting.connection import Connection, RemotingEndpoint
 from rmq.remoting.frame import decode_frame
 from rmq.remoting.headers import PullMessageRequestHeader
 from rmq.remoting.server import RemotingServer
-from rmq.server.broker.clientprocessor import ClientProcessor
 from rmq.server.broker.context import BrokerContext, build_broker_context
-from rmq.server.broker.pullprocessor import PullMessageProcessor
-from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.server.broker.processor.clientprocessor import ClientProcessor
+from rmq.server.broker.processor.pullprocessor import PullMessageProcessor
+from rmq.server.broker.processor.sendprocessor import SendMessageProcessor
+from rmq.server.broker.topic.topicconfig import TopicConfigManager
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from tests.unit.remoting.wire import cpp_request
 

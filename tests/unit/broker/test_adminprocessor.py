@@ -37,9 +37,9 @@ from rmq.remoting.headers import (
     GetTopicStatsInfoRequestHeader,
     SearchOffsetRequestHeader,
 )
-from rmq.server.broker.clientmanager import ClientChannelInfo
+from rmq.server.broker.client.clientmanager import ClientChannelInfo
 from rmq.server.broker.controller import BrokerController
-from rmq.server.broker.stats import BrokerStats
+from rmq.server.broker.stats.stats import BrokerStats
 from rmq.server.namesrv.kvconfig import KVConfigManager
 from rmq.server.namesrv.processor import NamesrvProcessor
 from rmq.server.namesrv.routeinfo import RouteInfoManager

@@ -43,10 +43,10 @@ from rmq.remoting.headers import (
     ResetOffsetRequestHeader,
 )
 from rmq.remoting.server import RemotingServer
-from rmq.server.broker.clientcallprocessor import ClientCallProcessor
-from rmq.server.broker.clientmanager import ClientChannelInfo
-from rmq.server.broker.clientprocessor import ClientProcessor
+from rmq.server.broker.client.clientmanager import ClientChannelInfo
 from rmq.server.broker.context import BrokerContext
+from rmq.server.broker.processor.clientcallprocessor import ClientCallProcessor
+from rmq.server.broker.processor.clientprocessor import ClientProcessor
 from tests.unit.broker.helpers import (
     GROUP,
     TOPIC,
@@ -355,7 +355,7 @@ def test_running_info_and_direct_consumption_are_the_clients_answers(
 def test_a_client_that_does_not_answer_times_out(
     broker: BrokerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("rmq.server.broker.clientcallprocessor.CALL_CLIENT_TIMEOUT", 0.2)
+    monkeypatch.setattr("rmq.server.broker.processor.clientcallprocessor.CALL_CLIENT_TIMEOUT", 0.2)
 
     async def scenario(serving: Served, client: ConsumerClient) -> None:
         release = asyncio.Event()

@@ -15,7 +15,11 @@ from rmq.remoting.bodies import (
     SubscriptionData,
 )
 from rmq.remoting.codes import LanguageCode
-from rmq.server.broker.clientmanager import ClientChannelInfo, ClientManager, ConsumerGroupChange
+from rmq.server.broker.client.clientmanager import (
+    ClientChannelInfo,
+    ClientManager,
+    ConsumerGroupChange,
+)
 from tests.unit.broker.helpers import Clock, FakeChannel
 
 

@@ -15,8 +15,8 @@ from rmq.common.sysflag import PULL_SUBSCRIPTION, PULL_SUSPEND
 from rmq.remoting.bodies import CheckClientRequestBody, SubscriptionData
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import create_request
-from rmq.server.broker.consumerfilter import ConsumerFilterManager
 from rmq.server.broker.context import BrokerContext
+from rmq.server.broker.filter.consumerfilter import ConsumerFilterManager
 from rmq.store.putmessage import InnerMessage
 from tests.unit.broker.helpers import (
     GROUP,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rmq.server.broker.consumeroffset import (
+from rmq.server.broker.offset.consumeroffset import (
     ConsumerOffsetManager,
     offset_for_new_group,
     topic_group_key,

@@ -33,9 +33,9 @@ from rmq.remoting.headers import (
     QueryTopicConsumeByWhoRequestHeader,
 )
 from rmq.remoting.server import RemotingServer
-from rmq.server.broker.clientmanager import ClientChannelInfo
-from rmq.server.broker.consumerqueries import JAVA_LONG_MAX, ConsumerQueryProcessor
+from rmq.server.broker.client.clientmanager import ClientChannelInfo
 from rmq.server.broker.context import BrokerContext
+from rmq.server.broker.processor.consumerqueries import JAVA_LONG_MAX, ConsumerQueryProcessor
 from tests.unit.broker.helpers import STORE_TIME, FakeChannel, call, put, run, running_broker
 
 TOPIC = "TopicQ"

@@ -7,7 +7,7 @@ import pytest
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.offsetprocessor import ConsumerOffsetProcessor, offset_in_disk
+from rmq.server.broker.processor.offsetprocessor import ConsumerOffsetProcessor, offset_in_disk
 from tests.unit.broker.helpers import call, decoded, send_v1, stored_offset
 from tests.unit.remoting.wire import cpp_request
 

@@ -9,7 +9,7 @@ import pytest
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.queryprocessor import QueryMessageProcessor
+from rmq.server.broker.processor.queryprocessor import QueryMessageProcessor
 from tests.unit.broker.helpers import (
     STORE_TIME,
     call,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rmq.remoting.bodies import MessageQueue
-from rmq.server.broker.rebalancelock import RebalanceLockManager
+from rmq.server.broker.client.rebalancelock import RebalanceLockManager
 from tests.unit.broker.helpers import Clock
 
 GROUP = "CID_orderly"

@@ -30,8 +30,8 @@ from rmq.remoting.headers import (
     GetRouteInfoRequestHeader,
     PutKVConfigRequestHeader,
 )
-from rmq.server.broker.registration import BrokerRegistration, register_period_seconds
-from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.server.broker.out.registration import BrokerRegistration, register_period_seconds
+from rmq.server.broker.topic.topicconfig import TopicConfigManager
 from tests.procs import RmqProcess, free_port
 
 T = TypeVar("T")

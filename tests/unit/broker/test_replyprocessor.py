@@ -14,9 +14,9 @@ from rmq.common.properties import decode_properties
 from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.errors import RemotingTimeoutError
-from rmq.server.broker.clientmanager import ClientChannelInfo
+from rmq.server.broker.client.clientmanager import ClientChannelInfo
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.replyprocessor import ReplyMessageProcessor
+from rmq.server.broker.processor.replyprocessor import ReplyMessageProcessor
 from rmq.store.putmessage import PutMessageStatus
 from tests.unit.broker.helpers import (
     BORN_TIME,

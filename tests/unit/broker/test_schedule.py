@@ -17,7 +17,7 @@ import pytest
 
 from rmq.common.config import MessageStoreConfig
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC
-from rmq.server.broker.schedule import ScheduleMessageService
+from rmq.server.broker.schedule.schedule import ScheduleMessageService
 from rmq.store.configfile import ConfigFileError
 from rmq.store.putmessage import InnerMessage
 from rmq.store.store import MessageStore

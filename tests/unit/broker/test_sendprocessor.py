@@ -23,8 +23,8 @@ from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig, TopicFilte
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.sendback import SendBackProcessor
-from rmq.server.broker.sendprocessor import SendMessageProcessor
+from rmq.server.broker.processor.sendback import SendBackProcessor
+from rmq.server.broker.processor.sendprocessor import SendMessageProcessor
 from rmq.store.putmessage import PutMessageStatus
 from tests.unit.broker.helpers import (
     BORN_TIME,

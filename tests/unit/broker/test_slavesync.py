@@ -1,4 +1,4 @@
-"""The slave's copy of its master's metadata (rmq.server.broker.slavesync): a real master
+"""The slave's copy of its master's metadata (rmq.server.broker.slave.slavesync): a real master
 context answers through its admin processor, over a fake wire that records where each request
 went."""
 
@@ -17,9 +17,9 @@ from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import RemotingCommand
 from rmq.remoting.connection import Connection, RemotingEndpoint
-from rmq.server.broker.adminprocessor import AdminProcessor
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.slavesync import SlaveSynchronizer, fast_port_addr
+from rmq.server.broker.processor.adminprocessor import AdminProcessor
+from rmq.server.broker.slave.slavesync import SlaveSynchronizer, fast_port_addr
 from tests.unit.broker.helpers import run, running_broker, until
 
 MASTER_ADDR = "10.0.0.9:10911"
@@ -209,7 +209,7 @@ def test_offsets_committed_between_rounds_reach_the_slave_at_the_next_round_only
         await real_sleep(0)
 
     seen: list[int] = []
-    monkeypatch.setattr("rmq.server.broker.slavesync.asyncio.sleep", sleep)
+    monkeypatch.setattr("rmq.server.broker.slave.slavesync.asyncio.sleep", sleep)
 
     async def scenario() -> None:
         with contextlib.suppress(asyncio.CancelledError):

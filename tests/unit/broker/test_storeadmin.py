@@ -23,9 +23,9 @@ from rmq.remoting.headers import (
     ViewBrokerStatsDataRequestHeader,
 )
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.pullprocessor import PullMessageProcessor
-from rmq.server.broker.statsitems import BrokerStatsItems, SampledWindow
-from rmq.server.broker.storeadmin import StoreAdminProcessor
+from rmq.server.broker.processor.pullprocessor import PullMessageProcessor
+from rmq.server.broker.processor.storeadmin import StoreAdminProcessor
+from rmq.server.broker.stats.statsitems import BrokerStatsItems, SampledWindow
 from tests.unit.broker.helpers import (
     STORE_HOST,
     TOPIC,

@@ -8,7 +8,7 @@ import pytest
 
 from rmq.common.config import BrokerConfig
 from rmq.remoting.bodies import SubscriptionGroupConfig
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
+from rmq.server.broker.subscription.subscriptiongroup import SubscriptionGroupManager
 from rmq.store.configfile import ConfigFileError
 
 PREDEFINED = [

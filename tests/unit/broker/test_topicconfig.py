@@ -9,7 +9,7 @@ import pytest
 
 from rmq.common.config import BrokerConfig
 from rmq.remoting.bodies import TopicConfig, TopicFilterType
-from rmq.server.broker.topicconfig import TopicConfigError, TopicConfigManager
+from rmq.server.broker.topic.topicconfig import TopicConfigError, TopicConfigManager
 from rmq.store.configfile import ConfigFileError
 
 # (name, read/write queue nums, perm) of the topics a default broker named broker-a creates.

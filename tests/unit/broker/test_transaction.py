@@ -22,11 +22,11 @@ from rmq.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.connection import Connection, RemotingEndpoint
 from rmq.remoting.headers import EndTransactionRequestHeader, SendMessageRequestHeader
-from rmq.server.broker.clientmanager import ClientChannelInfo
+from rmq.server.broker.client.clientmanager import ClientChannelInfo
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.sendprocessor import SendMessageProcessor
-from rmq.server.broker.transaction import EndTransactionProcessor
-from rmq.server.broker.transactioncheck import TransactionalMessageCheckService
+from rmq.server.broker.processor.sendprocessor import SendMessageProcessor
+from rmq.server.broker.transaction.transaction import EndTransactionProcessor
+from rmq.server.broker.transaction.transactioncheck import TransactionalMessageCheckService
 from rmq.store.store import GetMessageStatus
 from tests.unit.broker import helpers
 from tests.unit.broker.test_schedule import LEVELS, Clock, cq_entries, parse_record, read_record

@@ -20,9 +20,9 @@
    body straight from the commitlog mapping: one memoryview per record in ``body_segments``,
    no copy.
 4. Nothing new and FLAG_SUSPEND set: the request is parked in the broker's
-   :class:`~rmq.server.broker.longpolling.PullRequestHoldService` for ``suspendTimeoutMillis``
-   (``shortPollingTimeMills`` while ``longPollingEnable`` is off) and run once more, without
-   parking again, when a message arrives or the time is up.
+   :class:`~rmq.server.broker.longpolling.longpolling.PullRequestHoldService` for
+   ``suspendTimeoutMillis`` (``shortPollingTimeMills`` while ``longPollingEnable`` is off) and
+   run once more, without parking again, when a message arrives or the time is up.
 5. FLAG_COMMIT_OFFSET on a master: the request's ``commitOffset`` is stored as the group's
    consumer offset (only on the first run of a request, as Apache does).
 
@@ -54,7 +54,7 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from rmq.server.broker.consumerfilter import PullFilters, pull_filters
+from rmq.server.broker.filter.consumerfilter import PullFilters, pull_filters
 from rmq.store.store import GetMessageResult, GetMessageStatus
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ Apache keeps in its ``StoreStatsService`` and ``BrokerStats``:
   longest put / pull.
 * The named stats items (TOPIC_PUT_NUMS, GROUP_GET_NUMS, ...) with their minute, hour and day
   windows, Apache's ``BrokerStatsManager``: :attr:`BrokerStats.items`
-  (:mod:`rmq.server.broker.statsitems`).
+  (:mod:`rmq.server.broker.stats.statsitems`).
 * TPS over the last 10, 60 and 600 seconds: :meth:`BrokerStats.sample` (the broker calls it
   every second) appends a snapshot of the counters to a ring of 601; a window's TPS is the
   counter difference between the newest snapshot and the one ``window`` samples older,
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rmq.common.timeutil import now_millis
-from rmq.server.broker.statsitems import BrokerStatsItems
+from rmq.server.broker.stats.statsitems import BrokerStatsItems
 from rmq.store.putmessage import PutMessageResult
 
 SAMPLE_WINDOWS = (10, 60, 600)

@@ -52,7 +52,7 @@ from rmq.remoting.headers import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
-from rmq.server.broker.topicconfig import TopicConfigManager
+from rmq.server.broker.topic.topicconfig import TopicConfigManager
 
 log = logging.getLogger("rmq.broker")
 

@@ -1,9 +1,9 @@
 """Consumer offsets over the wire: QUERY_CONSUMER_OFFSET (14) and UPDATE_CONSUMER_OFFSET (15).
 
 UPDATE_CONSUMER_OFFSET (usually oneway) commits a group's next offset in a queue to the
-:class:`~rmq.server.broker.consumeroffset.ConsumerOffsetManager`, which persists it on its
+:class:`~rmq.server.broker.offset.consumeroffset.ConsumerOffsetManager`, which persists it on its
 own schedule.  QUERY_CONSUMER_OFFSET answers the stored offset; for a group without one it
-applies Apache's rule (:func:`~rmq.server.broker.consumeroffset.offset_for_new_group`):
+applies Apache's rule (:func:`~rmq.server.broker.offset.consumeroffset.offset_for_new_group`):
 offset 0 when the queue was never cleaned and its first message is still "in memory", else
 QUERY_NOT_FOUND, after which the client falls back to its ``consumeFromWhere``.
 
@@ -27,7 +27,7 @@ from rmq.remoting.headers import (
     UpdateConsumerOffsetRequestHeader,
     UpdateConsumerOffsetResponseHeader,
 )
-from rmq.server.broker.consumeroffset import QUERY_NOT_FOUND_REMARK, offset_for_new_group
+from rmq.server.broker.offset.consumeroffset import QUERY_NOT_FOUND_REMARK, offset_for_new_group
 from rmq.store.store import MessageStore
 
 if TYPE_CHECKING:

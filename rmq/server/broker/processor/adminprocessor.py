@@ -98,8 +98,8 @@ from rmq.remoting.headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
 )
-from rmq.server.broker.storeadmin import clean_unused_topics
-from rmq.server.broker.topicconfig import TopicConfigError
+from rmq.server.broker.processor.storeadmin import clean_unused_topics
+from rmq.server.broker.topic.topicconfig import TopicConfigError
 from rmq.store.cleanup import disk_used_ratio
 from rmq.store.configfile import persist_config_text
 

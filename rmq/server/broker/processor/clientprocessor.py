@@ -17,9 +17,9 @@ current, after Apache's ``ClientManageProcessor`` and ``ConsumerManageProcessor`
   SYSTEM_ERROR "no consumer for this group, <group>".
 * CHECK_CLIENT_CONFIG (46): a TAG subscription is accepted; an SQL92 one needs
   ``enablePropertyFilter`` and an expression that compiles
-  (:func:`~rmq.server.broker.consumerfilter.check_client_config`).
+  (:func:`~rmq.server.broker.filter.consumerfilter.check_client_config`).
 * LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumers' queue locks, kept by a
-  :class:`~rmq.server.broker.rebalancelock.RebalanceLockManager` (60 s expiry).
+  :class:`~rmq.server.broker.client.rebalancelock.RebalanceLockManager` (60 s expiry).
 
 Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes
 a consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED
@@ -61,9 +61,9 @@ from rmq.remoting.headers import (
     UnregisterClientRequestHeader,
     UnregisterClientResponseHeader,
 )
-from rmq.server.broker.clientmanager import ClientChannel, ClientChannelInfo, chatter_level
-from rmq.server.broker.consumerfilter import check_client_config
-from rmq.server.broker.rebalancelock import RebalanceLockManager
+from rmq.server.broker.client.clientmanager import ClientChannel, ClientChannelInfo, chatter_level
+from rmq.server.broker.client.rebalancelock import RebalanceLockManager
+from rmq.server.broker.filter.consumerfilter import check_client_config
 
 if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext

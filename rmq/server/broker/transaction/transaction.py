@@ -53,7 +53,7 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import UNSET_RESPONSE_REMARK, RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import EndTransactionRequestHeader
-from rmq.server.broker.schedule import real_queue, reput_message
+from rmq.server.broker.schedule.schedule import real_queue, reput_message
 from rmq.store.putmessage import InnerMessage, PutMessageStatus
 
 if TYPE_CHECKING:

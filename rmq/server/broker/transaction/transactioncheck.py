@@ -60,8 +60,8 @@ from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.connection import Connection
 from rmq.remoting.errors import RemotingError
 from rmq.remoting.headers import CheckTransactionStateRequestHeader
-from rmq.server.broker.schedule import real_queue, reput_message
-from rmq.server.broker.transaction import REMOVE_TAG
+from rmq.server.broker.schedule.schedule import real_queue, reput_message
+from rmq.server.broker.transaction.transaction import REMOVE_TAG
 from rmq.store.putmessage import PutMessageResult
 from rmq.store.store import GetMessageResult, GetMessageStatus
 

@@ -53,7 +53,7 @@ from rmq.remoting.headers import (
     GetConsumerStatusRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rmq.server.broker.clientmanager import ClientChannelInfo
+from rmq.server.broker.client.clientmanager import ClientChannelInfo
 
 if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext

@@ -13,7 +13,7 @@
   ``SCHEDULE_TOPIC_XXXX``, ``RMQ_SYS_TRANS_OP_HALF_TOPIC`` and LMQ topics (with
   ``autoDeleteUnusedStats`` their stats items go too).
 * VIEW_BROKER_STATS_DATA (315): the minute, hour and day windows of the stats item
-  ``statsName`` / ``statsKey`` (:mod:`rmq.server.broker.statsitems`) as a BrokerStatsData, or
+  ``statsName`` / ``statsKey`` (:mod:`rmq.server.broker.stats.statsitems`) as a BrokerStatsData, or
   SYSTEM_ERROR "The stats <name> <key> not exist".
 * RESUME_CHECK_HALF_MESSAGE (323): the message an offset message id points at is appended
   to ``RMQ_SYS_TRANS_HALF_TOPIC`` queue 0 with ``TRANSACTION_CHECK_TIMES`` set to 0, so that
@@ -42,8 +42,8 @@ from rmq.remoting.headers import (
     ResumeCheckHalfMessageRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from rmq.server.broker.schedule import reput_message
-from rmq.server.broker.statsitems import StatsSnapshot
+from rmq.server.broker.schedule.schedule import reput_message
+from rmq.server.broker.stats.statsitems import StatsSnapshot
 
 if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext

@@ -71,7 +71,7 @@ from rmq.remoting.headers import (
     QueryCorrectionOffsetHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
-from rmq.server.broker.consumeroffset import TOPIC_GROUP_SEPARATOR
+from rmq.server.broker.offset.consumeroffset import TOPIC_GROUP_SEPARATOR
 from rmq.store.consumequeue import iter_entries
 
 if TYPE_CHECKING:

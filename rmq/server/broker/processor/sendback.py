@@ -32,7 +32,7 @@ from rmq.remoting.command import RemotingCommand, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.headers import ConsumerSendMsgBackRequestHeader
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.sendprocessor import (
+from rmq.server.broker.processor.sendprocessor import (
     DLQ_NUMS_PER_GROUP,
     PERM_RW,
     SendRefused,

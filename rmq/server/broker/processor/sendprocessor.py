@@ -108,8 +108,8 @@ from rmq.remoting.headers import (
     SendMessageResponseHeader,
 )
 from rmq.server.broker.context import BrokerContext
-from rmq.server.broker.stats import BrokerStats
-from rmq.server.broker.subscriptiongroup import SubscriptionGroupManager
+from rmq.server.broker.stats.stats import BrokerStats
+from rmq.server.broker.subscription.subscriptiongroup import SubscriptionGroupManager
 from rmq.store.cleanup import disk_used_ratio
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.store import MessageStore

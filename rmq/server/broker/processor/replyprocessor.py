@@ -49,7 +49,7 @@ from rmq.remoting.headers import (
     SendMessageRequestHeader,
     SendMessageResponseHeader,
 )
-from rmq.server.broker.sendprocessor import (
+from rmq.server.broker.processor.sendprocessor import (
     SendMessageProcessor,
     SendRefused,
     _born_host,

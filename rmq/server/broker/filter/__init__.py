@@ -1,0 +1,1 @@
+"""SQL92 consumer filters (Apache's broker.filter)."""

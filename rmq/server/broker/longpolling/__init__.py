@@ -1,0 +1,1 @@
+"""Pull requests parked until a message arrives (Apache's broker.longpolling)."""

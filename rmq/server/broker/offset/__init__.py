@@ -1,0 +1,1 @@
+"""Committed consumer offsets (Apache's broker.offset)."""

@@ -1,0 +1,2 @@
+"""What the broker sends out on its own: registration with the name servers (Apache's
+broker.out)."""

@@ -1,0 +1,1 @@
+"""Delayed messages (Apache's broker.schedule)."""

@@ -1,0 +1,1 @@
+"""Broker statistics and stats items (Apache's broker.stats)."""

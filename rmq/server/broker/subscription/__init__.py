@@ -1,0 +1,1 @@
+"""The broker's consumer-group settings (Apache's broker.subscription)."""

@@ -1,0 +1,1 @@
+"""The broker's topic table (Apache's broker.topic)."""
