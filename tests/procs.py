@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
@@ -55,8 +55,7 @@ from rmq.remoting.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeader,
 )
-
-LOOPBACK = "127.0.0.1"
+from tests.ports import LOOPBACK, free_broker_port, free_port
 
 SMALL_STORE_PROPS: Mapping[str, object] = {
     "mappedFileSizeCommitLog": 16 * 1024 * 1024,
@@ -68,43 +67,10 @@ SMALL_STORE_PROPS: Mapping[str, object] = {
 4 MiB index files instead of Apache's 1 GiB / 6 MB / 420 MB."""
 
 
-def free_port(avoid: Container[int] = ()) -> int:
-    """A TCP port on the loopback interface that nothing listens on right now, and not one
-    of `avoid` (the ports a server chosen but not started yet will bind)."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((LOOPBACK, 0))
-            port: int = probe.getsockname()[1]
-        if port not in avoid:
-            return port
-
-
 def broker_ports(listen_port: int) -> range:
     """Every port a broker on `listen_port` binds: the fast port (listenPort - 2), listenPort
     and the HA port (listenPort + 1)."""
     return range(listen_port - 2, listen_port + 2)
-
-
-def free_broker_port() -> int:
-    """A loopback port p for a broker's listenPort such that p - 2 (the fast port) and p + 1
-    (the HA port) are free too."""
-    for _ in range(200):
-        port = free_port()
-        if port < 1026 or port > 65533:
-            continue
-        probes = []
-        try:
-            for candidate in (port - 2, port, port + 1):
-                probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                probes.append(probe)
-                probe.bind((LOOPBACK, candidate))
-        except OSError:
-            continue
-        finally:
-            for probe in probes:
-                probe.close()
-        return port
-    raise AssertionError("no loopback port p with p - 2 and p + 1 free in 200 tries")
 
 
 def unique(prefix: str) -> str:
