@@ -216,17 +216,20 @@ public final class MqAdminClients {
             tracing.setNamesrvAddr(namesrv);
             tracing.setInstanceName("MqaTracingProducer");
             tracing.start();
+            // The producer stays up until its trace record is stored: the trace dispatcher
+            // sends in the background, and a producer shut down at once may drop the record
+            // (on a loaded machine it had not yet fetched the trace topic's route).
             JSONObject result;
             try {
                 MessageQueue queue = new MessageQueue(traced.getString("topic"), brokerName, 0);
                 result = sent(tracing.send(message(traced), queue));
+                String msgId = result.getString("msgId");
+                await("no trace record of " + msgId, () -> !admin.queryMessage(
+                    TopicValidator.RMQ_SYS_TRACE_TOPIC, msgId, 32, 0, Long.MAX_VALUE)
+                    .getMessageList().isEmpty());
             } finally {
                 tracing.shutdown();
             }
-            String msgId = result.getString("msgId");
-            await("no trace record of " + msgId, () -> !admin.queryMessage(
-                TopicValidator.RMQ_SYS_TRACE_TOPIC, msgId, 32, 0, Long.MAX_VALUE)
-                .getMessageList().isEmpty());
             out.put("traced", result);
         }
 
