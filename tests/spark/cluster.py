@@ -152,7 +152,7 @@ class StandaloneCluster:
                     raise AssertionError(f"the Spark {name} exited:\n{self.log(name)}")
             try:
                 workers = self.state()["workers"]
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or an HTML page while it starts
                 workers = []
             if any(worker["state"] == "ALIVE" for worker in workers):
                 return

@@ -120,6 +120,7 @@ def test_executors_without_pyarrow_end_in_one_line(
     assert not out.exists(), list(out.rglob("*"))
 
 
+@pytest.mark.stress  # backs a statement of docs/spark.md about Spark, not one of rmq's own
 def test_the_driver_plans_with_the_workers_python(
     cluster: StandaloneCluster, store: Path, tmp_path: Path
 ) -> None:
