@@ -116,10 +116,10 @@ class Progress:
             self._push()
 
     def describe(self, description: str) -> None:
-        """Change the text in front of the bar."""
+        """Change the text in front of the bar, drawn at once (not at the next refresh)."""
         self.description = description
         if self._bar is not None:
-            self._bar.update(self._task, description=description)
+            self._bar.update(self._task, description=description, refresh=True)
 
     # -- drawing ------------------------------------------------------------------------------
     def _maybe_start(self) -> None:

@@ -3,7 +3,7 @@ Parquet, JSON, CSV or ORC files with Spark.
 
     rmq spark-export STORE_DIR... --out DIR [--format parquet|json|csv|orc] [--topic T]...
                      [--since TIME] [--until TIME] [--partition-by topic,date]
-                     [--master local[*]|spark://HOST:PORT] [--overwrite]
+                     [--master local[*]|spark://HOST:PORT] [--conf KEY=VALUE]... [--overwrite]
     rmq spark-export -n NAMESRV --topic T --out DIR [--starting-offsets earliest|latest|JSON]
                      [--ending-offsets latest|JSON] ...
 
@@ -12,11 +12,16 @@ directories may be copies); without them it pulls from the brokers of the name s
 by -n (or $NAMESRV_ADDR, the profile, 127.0.0.1:9876).  The job itself is
 `rmq.spark.export.run_export`, the same one `spark-submit rmq/spark/export.py` runs.
 
+The master is --master, else $RMQ_SPARK_MASTER, else the one Spark's own configuration
+gives (spark.master in spark-defaults.conf or a --conf), else local[*]
+(`rmq.spark.session`); --conf passes any Spark setting.
+
 Output: the rows written per topic (`-o` as everywhere; json/yaml give one object with
 `out`, `format`, `files`, `rows` and `topics`).  On stderr: the phases (starting Spark,
 reading, writing, counting) as `rmq: ...` lines, or, when stderr is a terminal, a progress
-bar showing the phase and the tasks of the running Spark stages; Spark's errors, and nothing
-else of Spark's (no log4j banner, no WARN lines: `rmq.spark.quiet`), unless --debug.
+bar showing the phase and the tasks of the running Spark stages; nothing of Spark's own log
+(`rmq.spark.quiet`) unless --debug.  A failure is one line (`rmq.spark.failures`): what the
+executors lack and how to give it when the cluster's setup is the cause.
 pyspark (and pyarrow) are an optional extra, `spark`: without them the command says how to
 install it and exits 1.  rmq is on no package index, so the hint names the source tree rmq
 runs from (`pip install -e '<tree>[spark]'`), or says to do that in a clone.  They are
@@ -25,8 +30,8 @@ imported inside the command only.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -45,7 +50,6 @@ if TYPE_CHECKING:
     from rmq.spark.job import ExportJob, ExportResult
 
 FORMAT_CHOICES = ("parquet", "json", "csv", "orc")
-_EXCEPTION_LINE = re.compile(r"^\s*[\w.]*(Error|Exception): .+")
 
 app = command_app()
 
@@ -82,14 +86,6 @@ def _check_store_dirs(store_dirs: list[Path]) -> None:
         refusal = StoreLayout.of(store_dir).not_a_store()
         if refusal is not None:
             raise RmqError(refusal, "give a broker's storePathRootDir", EXIT_USAGE)
-
-
-def _one_line(exc: BaseException) -> str:
-    """The line of a Spark failure that says what went wrong (Spark's messages carry Java
-    and Python tracebacks)."""
-    lines = str(exc).splitlines() or [type(exc).__name__]
-    causes = [line.strip() for line in lines if _EXCEPTION_LINE.match(line)]
-    return causes[-1] if causes else lines[0].strip()
 
 
 @app.command("spark-export")
@@ -159,9 +155,24 @@ def spark_export(
         ),
     ] = None,
     master: Annotated[
-        str,
-        typer.Option("--master", metavar="URL", help="Spark master: local[N], spark://HOST:PORT."),
-    ] = "local[*]",
+        str | None,
+        typer.Option(
+            "--master",
+            metavar="URL",
+            help="Spark master: local[N], spark://HOST:PORT. Default: $RMQ_SPARK_MASTER, "
+            "else spark.master of Spark's configuration, else local[*].",
+            show_default=False,
+        ),
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--conf",
+            metavar="KEY=VALUE",
+            help="A Spark setting (repeat), e.g. spark.pyspark.python=/opt/rmq/bin/python.",
+            show_default=False,
+        ),
+    ] = None,
     namesrv: NamesrvOption = None,
     starting_offsets: Annotated[
         str | None,
@@ -225,12 +236,13 @@ def spark_export(
         max_partition_bytes=max_partition_bytes,
         broker_name=broker_name,
     )
+    spark_settings = _settings(ctx, settings or [])
     _check_store_dirs(dirs)
     if "://" not in out and Path(out).exists() and not overwrite:
         raise RmqError(f"{out} already exists", "pass --overwrite to replace it")
     _require_spark()
     state = ctx.find_object(CliState)
-    result = _run(job, master, debug=state is not None and state.debug)
+    result = _run(job, master, spark_settings, debug=state is not None and state.debug)
     _show(result, output)
 
 
@@ -243,16 +255,28 @@ def _job(ctx: typer.Context, dirs: list[Path], **fields: Any) -> ExportJob:
         raise RmqError(str(exc), f"see '{ctx.command_path} --help'", EXIT_USAGE) from None
 
 
-def _run(job: ExportJob, master: str, *, debug: bool) -> ExportResult:
+def _settings(ctx: typer.Context, texts: list[str]) -> dict[str, str]:
+    from rmq.spark.job import parse_settings
+
+    try:
+        return parse_settings(texts)
+    except ValueError as exc:
+        raise RmqError(f"--conf: {exc}", f"see '{ctx.command_path} --help'", EXIT_USAGE) from None
+
+
+def _run(
+    job: ExportJob, master: str | None, settings: dict[str, str], *, debug: bool
+) -> ExportResult:
     """Start Spark quietly (`rmq.spark.quiet`; all its logs with --debug) and run the job,
     its phases and tasks on a progress bar when stderr is a terminal, else as lines."""
     from rmq.cli.progress import Progress
     from rmq.spark.export import run_export
-    from rmq.spark.quiet import jvm_noise_filtered, quiet_driver_conf
-    from rmq.spark.session import build_session
+    from rmq.spark.failures import SparkJobError, explain
+    from rmq.spark.quiet import QUIET_LEVEL, jvm_noise_filtered, quiet_conf
+    from rmq.spark.session import build_session, resolve_master
     from rmq.spark.stages import watch_stages
 
-    with Progress(f"starting Spark ({master})", unit="tasks") as bar:
+    with Progress("starting Spark", unit="tasks") as bar:
 
         def progress(text: str) -> None:
             if bar.enabled:
@@ -260,31 +284,36 @@ def _run(job: ExportJob, master: str, *, debug: bool) -> ExportResult:
             else:
                 print(f"rmq: {text}", file=sys.stderr, flush=True)
 
-        if not bar.enabled:
-            progress(f"starting Spark ({master})")
-        conf = {"spark.ui.showConsoleProgress": "false"}
+        conf = {"spark.ui.showConsoleProgress": "false", **settings}
         if not debug:
-            conf.update(quiet_driver_conf())
+            conf = quiet_conf(conf)
+
+        def jvm_start() -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext() if debug else jvm_noise_filtered()
+
         try:
-            if debug:
+            with jvm_start():
+                master = resolve_master(master, conf)  # may start the JVM
+            # Outside the filter: on a terminal the bar draws only while stderr is the tty.
+            progress(f"starting Spark ({master})")
+            with jvm_start():
                 spark = build_session(master, conf=conf)
-            else:
-                with jvm_noise_filtered():
-                    spark = build_session(master, conf=conf)
         except Exception as exc:
+            failure = explain(exc)
             raise RmqError(
-                f"cannot start Spark: {_one_line(exc)}",
-                "check that Java 17 or later is installed (JAVA_HOME) and the --master URL",
+                f"cannot start Spark: {failure.message}",
+                failure.hint
+                or "check that Java 17 or later is installed (JAVA_HOME) and the --master URL",
             ) from exc
         if not debug:
-            spark.sparkContext.setLogLevel("ERROR")
+            spark.sparkContext.setLogLevel(QUIET_LEVEL)
         try:
             if not bar.enabled:
                 return run_export(spark, job, progress)
             with watch_stages(spark, bar):
                 return run_export(spark, job, progress)
-        except Exception as exc:
-            raise RmqError(f"Spark export failed: {_one_line(exc)}") from exc
+        except SparkJobError as exc:
+            raise RmqError(f"Spark export failed: {exc.message}", exc.hint) from exc
 
 
 def _show(result: ExportResult, output: OutputFormat | None) -> None:

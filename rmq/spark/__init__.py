@@ -1,12 +1,15 @@
 """PySpark export of RocketMQ messages: the ``rocketmq`` data source and the export job.
 
-* :mod:`.datasource`: ``format("rocketmq")`` (Spark 4 Python Data Source API), filter pushdown;
+* :mod:`.datasource`: ``format("rocketmq")`` (Spark 4 Python Data Source API);
 * :mod:`.offline` / :mod:`.online`: planning and reading store directories / running clusters;
 * :mod:`.schema`: the rows (the message record as Spark columns) and their Arrow batches;
-* :mod:`.options`: reader options and pushed filters as scan bounds (no pyspark needed);
+* :mod:`.options`: reader options as scan bounds (no pyspark needed);
 * :mod:`.job` / :mod:`.export`: the export job of ``rmq spark-export`` and ``spark-submit``;
-* :mod:`.session`: the local, loopback-bound SparkSession.
+* :mod:`.session`: the SparkSession: which master, loopback-bound when local;
+* :mod:`.failures`: a failed job as one line (what the executors lack and how to give it);
+* :mod:`.quiet` / :mod:`.stages`: the command line's quiet driver and its progress.
 
-Everything but :mod:`.options` and :mod:`.job` imports pyspark; nothing here is imported by
-the command line until a Spark command runs.
+Everything but :mod:`.options`, :mod:`.job`, :mod:`.failures`, :mod:`.quiet` and
+:mod:`.stages` imports pyspark; nothing here is imported by the command line until a Spark
+command runs.
 """

@@ -20,34 +20,23 @@ uses depends on its options:
   ``endingOffsets`` (default ``latest``), ``startTimestamp`` / ``endTimestamp``,
   ``failOnDataLoss`` (true), ``pullBatchSize`` (32).
 
-Filter pushdown: comparisons of ``topic`` (=, IN), ``storeTimestamp`` and ``commitLogOffset``
-(=, <, <=, >, >=) are turned into :class:`~rmq.spark.options.ScanBounds`, which the planners
-use to cut what is read and the tasks apply exactly, so Spark need not evaluate them again;
-IN lists of timestamps or offsets only narrow the scan and stay with Spark.  Pushdown needs
-``spark.sql.python.filterPushdown.enabled``, which :func:`register` switches on (Spark
-refuses a reader with pushdown while it is off).
+Filters (``where``) are not pushed into the scan; Spark evaluates them on the rows read.
+Spark (4.0 to 4.3 at least) keeps one planned read, the reader with its partitions, per
+loaded DataFrame rather than per query, and runs every scan of that DataFrame with the read
+planned last: a filter pushed into one query would narrow the next query on the same
+DataFrame too, and both sides of a self-join would read what one side asked for.  The
+options are fixed per DataFrame, so they are what narrows the scan (docs/spark.md, "What the
+options save").
 """
 
 from __future__ import annotations
 
-import datetime
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any, Final
 
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    LessThan,
-    LessThanOrEqual,
-)
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from rmq.spark.offline import (
@@ -59,34 +48,20 @@ from rmq.spark.offline import (
 from rmq.spark.online import DEFAULT_PULL_BATCH_SIZE, QueueRange, plan_queues, read_queue
 from rmq.spark.options import (
     EARLIEST,
-    Interval,
     ScanBounds,
-    integer_interval,
     parse_bool,
     parse_ending_offsets,
     parse_int,
     parse_offsets,
     store_paths,
-    timestamp_interval,
 )
 from rmq.spark.schema import SCHEMA, body_of, record_batches
 
 FORMAT: Final = "rocketmq"
-PUSHDOWN_CONF: Final = "spark.sql.python.filterPushdown.enabled"
-
-_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_COMPARISONS: Final[dict[type[Filter], str]] = {
-    EqualTo: "=",
-    GreaterThan: ">",
-    GreaterThanOrEqual: ">=",
-    LessThan: "<",
-    LessThanOrEqual: "<=",
-}
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``format("rocketmq")`` available in ``spark`` (and turn filter pushdown on)."""
-    spark.conf.set(PUSHDOWN_CONF, "true")
+    """Make ``format("rocketmq")`` available in ``spark``."""
     spark.dataSource.register(RocketMQDataSource)
 
 
@@ -108,33 +83,8 @@ class RocketMQDataSource(DataSource):
         return OfflineReader(self.options)
 
 
-def _micros(value: datetime.datetime) -> int:
-    """Microseconds since the epoch of a pushed timestamp literal (UTC when naive)."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return (value - _EPOCH) // datetime.timedelta(microseconds=1)
-
-
-_Narrow = Callable[[ScanBounds, tuple[int, int]], ScanBounds]
-_INTERVALS: Final[dict[tuple[str, ...], tuple[type, Callable[[Any], int], Interval, _Narrow]]] = {
-    ("storeTimestamp",): (
-        datetime.datetime,
-        _micros,
-        timestamp_interval,
-        lambda bounds, interval: bounds.narrow(timestamps=interval),
-    ),
-    ("commitLogOffset",): (
-        int,
-        int,
-        integer_interval,
-        lambda bounds, interval: bounds.narrow(offsets=interval),
-    ),
-}
-"""Column -> (literal type, literal to int, interval of a comparison, bounds narrowed)."""
-
-
 class _BoundedReader(DataSourceReader):
-    """What both modes share: the bounds from the options and the pushed filters."""
+    """What both modes share: the bounds from the options."""
 
     def __init__(self, options: Any) -> None:
         self.bounds = ScanBounds.from_options(options)
@@ -147,42 +97,6 @@ class _BoundedReader(DataSourceReader):
     @abstractmethod
     def _read(self, part: Any) -> Iterator[Any]:
         """Arrow batches of one planned partition."""
-
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
-        for pushed in filters:
-            if not self._push(pushed):
-                yield pushed
-
-    def _push(self, pushed: Filter) -> bool:
-        """Narrow the bounds by one filter; True when the bounds now apply it exactly."""
-        attribute = getattr(pushed, "attribute", None)
-        value = getattr(pushed, "value", None)
-        if attribute == ("topic",):
-            if isinstance(pushed, EqualTo):
-                topics: tuple[Any, ...] = (pushed.value,)
-            elif isinstance(pushed, In):
-                topics = tuple(pushed.value)
-            else:
-                return False
-            if not all(isinstance(topic, str) for topic in topics):
-                return False
-            self.bounds = self.bounds.narrow(topics=frozenset(topics))
-            return True
-        if attribute not in _INTERVALS:
-            return False
-        kind, convert, interval, narrow = _INTERVALS[attribute]
-        if isinstance(pushed, In):
-            if not value or not all(isinstance(v, kind) for v in value):
-                return False
-            points = [convert(v) for v in value]
-            covering = (interval(">=", min(points))[0], interval("<=", max(points))[1])
-            self.bounds = narrow(self.bounds, covering)
-            return False
-        op = _COMPARISONS.get(type(pushed))
-        if op is None or not isinstance(value, kind) or isinstance(value, bool):
-            return False
-        self.bounds = narrow(self.bounds, interval(op, convert(value)))
-        return True
 
 
 class OfflineReader(_BoundedReader):

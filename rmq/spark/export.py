@@ -23,6 +23,11 @@ What the job does:
    directory is an error unless ``overwrite``);
 4. reads the written files back, only the ``topic`` column, to count rows per topic and list
    the files: the counts are of what was written, at the cost of a light second pass.
+
+A failure is raised as the one line of :mod:`rmq.spark.failures` (what the executors lack
+and how to give it, when that is the cause).  A failed write leaves nothing of its own
+behind: once the executors run no task, the output directory is removed when the export
+created it, and its ``_temporary`` directory when it was there before (``overwrite``).
 """
 
 from __future__ import annotations
@@ -31,15 +36,17 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from rmq.common.timeutil import parse_time
 from rmq.spark.datasource import FORMAT
-from rmq.spark.job import DATE_COLUMN, FORMATS, ExportJob, ExportResult
+from rmq.spark.failures import SparkJobError, one_line_errors
+from rmq.spark.job import DATE_COLUMN, FORMATS, ExportJob, ExportResult, parse_settings
 
 Progress = Callable[[str], None]
 
@@ -77,7 +84,13 @@ def prepare(df: DataFrame, job: ExportJob) -> DataFrame:
 
 
 def run_export(spark: SparkSession, job: ExportJob, progress: Progress = _quiet) -> ExportResult:
-    """Run the job on ``spark`` (whose ``rocketmq`` source is registered)."""
+    """Run the job on ``spark`` (whose ``rocketmq`` source is registered); a failure is
+    raised as a :class:`~rmq.spark.failures.SparkJobError`."""
+    with one_line_errors():
+        return _export(spark, job, progress)
+
+
+def _export(spark: SparkSession, job: ExportJob, progress: Progress) -> ExportResult:
     reader = spark.read.format(FORMAT).options(**job.reader_options())
     if job.online:
         progress(f"pulling {', '.join(job.topics)} from {job.namesrv}")
@@ -94,7 +107,13 @@ def run_export(spark: SparkSession, job: ExportJob, progress: Progress = _quiet)
     if job.partition_by:
         writer = writer.partitionBy(*job.partition_by)
     progress(f"writing {job.format} to {job.out}")
-    writer.save(job.out)
+    output = _Output(spark, job.out)
+    existed = output.exists()
+    try:
+        writer.save(job.out)
+    except Exception:
+        output.discard_failed_write(created=not existed)
+        raise
     progress("counting the rows written")
     written = (
         spark.read.format(job.format)
@@ -109,8 +128,43 @@ def run_export(spark: SparkSession, job: ExportJob, progress: Progress = _quiet)
     )
 
 
-def parse_args(argv: Sequence[str] | None = None) -> tuple[ExportJob, str | None]:
-    """The job and the master (None: spark-submit's) from a spark-submit command line."""
+class _Output:
+    """The output directory, through the Hadoop file system Spark writes it with (a local
+    path, ``hdfs://``, ``s3a://``...)."""
+
+    QUIET_SECONDS: Final = 30.0
+    """How long a failed write may take to stop its last tasks before its files go."""
+
+    def __init__(self, spark: SparkSession, out: str) -> None:
+        context = spark.sparkContext
+        jvm: Any = context._jvm
+        self._spark = spark
+        self._path = jvm.org.apache.hadoop.fs.Path(out)
+        self._temporary = jvm.org.apache.hadoop.fs.Path(self._path, "_temporary")
+        self._fs = self._path.getFileSystem(context._jsc.hadoopConfiguration())
+
+    def exists(self) -> bool:
+        return bool(self._fs.exists(self._path))
+
+    def discard_failed_write(self, *, created: bool) -> None:
+        """Remove what a failed write left: the directory when the write created it, else
+        its ``_temporary``; first wait (a while at most) until the executors run no task, so
+        none of the write's is left to put files back."""
+        deadline = time.monotonic() + self.QUIET_SECONDS
+        while self._running_tasks() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self._fs.delete(self._path if created else self._temporary, True)
+
+    def _running_tasks(self) -> int:
+        """Tasks the executors run now (a failed job's tasks are killed, not waited for)."""
+        context: Any = self._spark.sparkContext
+        executors = context._jsc.sc().statusTracker().getExecutorInfos()
+        return sum(int(executor.numRunningTasks()) for executor in executors)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> tuple[ExportJob, str | None, dict[str, str]]:
+    """The job, the master (None: $RMQ_SPARK_MASTER, else spark-submit's) and the Spark
+    settings of ``--conf`` from a spark-submit command line."""
     parser = argparse.ArgumentParser(
         prog="export.py",
         description="Export RocketMQ messages (store directories or a running cluster) with "
@@ -123,7 +177,12 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ExportJob, str | None
     parser.add_argument("--since", type=parse_time, help="epoch ms or ISO 8601")
     parser.add_argument("--until", type=parse_time, help="epoch ms or ISO 8601")
     parser.add_argument("--partition-by", default="", help="e.g. topic,date")
-    parser.add_argument("--master", help="default: spark-submit's, else local[*]")
+    parser.add_argument(
+        "--master", help="default: $RMQ_SPARK_MASTER, else spark-submit's, else local[*]"
+    )
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+    )
     parser.add_argument("--namesrv")
     parser.add_argument("--starting-offsets")
     parser.add_argument("--ending-offsets")
@@ -147,25 +206,34 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[ExportJob, str | None
             max_partition_bytes=args.max_partition_bytes,
             broker_name=args.broker_name,
         )
+        settings = parse_settings(args.conf)
     except ValueError as exc:
         parser.error(str(exc))
-    return job, args.master
+    return job, args.master, settings
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """spark-submit entry: run the job, print the result as JSON, progress on stderr."""
-    from rmq.spark.session import build_session
+    """spark-submit entry: run the job, print the result as JSON, progress on stderr; a
+    failure is one ``rmq: error:`` line on stderr and exit status 1."""
+    from rmq.spark.session import build_session, resolve_master
 
-    job, master = parse_args(argv)
+    job, master, settings = parse_args(argv)
 
     def progress(text: str) -> None:
         print(f"rmq: {text}", file=sys.stderr, flush=True)
 
-    spark = build_session(master)
     try:
-        result = run_export(spark, job, progress)
-    finally:
-        spark.stop()
+        with one_line_errors():
+            master = resolve_master(master, settings)
+            progress(f"starting Spark ({master})")
+            spark = build_session(master, conf=settings)
+        try:
+            result = run_export(spark, job, progress)
+        finally:
+            spark.stop()
+    except SparkJobError as exc:
+        print(f"rmq: error: {exc}", file=sys.stderr, flush=True)
+        return 1
     print(json.dumps(result.to_dict()))
     return 0
 

@@ -3,11 +3,13 @@
 
 :class:`ExportJob` is what ``rmq spark-export`` and ``spark-submit rmq/spark/export.py`` both
 build from their command lines and :func:`rmq.spark.export.run_export` runs;
-:class:`ExportResult` is what the run wrote.
+:class:`ExportResult` is what the run wrote; :func:`parse_settings` reads the Spark settings
+both take as ``--conf KEY=VALUE``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
@@ -93,3 +95,14 @@ class ExportResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "rows": self.rows}
+
+
+def parse_settings(texts: Iterable[str]) -> dict[str, str]:
+    """Spark settings from ``KEY=VALUE`` texts (the value may hold ``=``; a later key wins)."""
+    settings = {}
+    for text in texts:
+        key, equals, value = text.partition("=")
+        if not equals or not key.strip():
+            raise ValueError(f"a Spark setting is KEY=VALUE, not {text!r}")
+        settings[key.strip()] = value
+    return settings

@@ -40,17 +40,21 @@ the time bounds without decoding them, and decode the others with the one record
 (``decode_record``), checking every bound exactly, so pruning can only save work, never
 change the rows.  A record that does not decode hands the rest of the range to
 :meth:`rmq.store.offline.reader.StoreReader.iter_records`, which skips damaged regions as
-``rmq inspect`` does; its problems are logged as warnings.
+``rmq inspect`` does; its problems are logged as warnings.  A store file a task cannot open
+(the executor does not see the store the driver planned from) fails the task with
+:class:`~rmq.spark.failures.StoreUnreadable`, which names the host and the file.
 """
 
 from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import heapq
 import logging
 import mmap
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +68,7 @@ from rmq.common.recordwalk import (
     peek_size_magic,
     store_timestamp_at,
 )
+from rmq.spark.failures import StoreUnreadable
 from rmq.spark.options import NO_LIMIT, ScanBounds
 from rmq.store.consumequeue import CQ_STORE_UNIT_SIZE, ENTRY, PRE_BLANK_SIZE
 from rmq.store.layout import (
@@ -442,7 +447,17 @@ def plan_store(
 
 
 def read_range(part: CommitlogRange, bounds: ScanBounds) -> Iterator[MessageRecord]:
-    """The records of one partition within ``bounds``, in commitlog order."""
+    """The records of one partition within ``bounds``, in commitlog order.  A store file
+    this process cannot open (an executor that does not see the driver's store) raises
+    :class:`~rmq.spark.failures.StoreUnreadable` naming this host and the file."""
+    try:
+        yield from _read_range(part, bounds)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise StoreUnreadable(socket.gethostname(), exc.filename or part.root, reason) from exc
+
+
+def _read_range(part: CommitlogRange, bounds: ScanBounds) -> Iterator[MessageRecord]:
     layout = StoreLayout.of(part.root)
     buf = _map(layout.commitlog / offset_file_name(part.file_start))
     try:
@@ -509,6 +524,10 @@ def _read_listed(
         for topic, queue_id in part.queues
     ]
     try:
+        for queue in queues:
+            if not len(queue):  # planned because it lists records here
+                directory = layout.consume_queue_dir(queue.topic, queue.queue_id)
+                raise FileNotFoundError(errno.ENOENT, "no consume queue files", str(directory))
         listed = heapq.merge(*(queue.entries(part.start, part.end) for queue in queues))
         for physical_offset, _ in listed:
             try:

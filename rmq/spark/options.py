@@ -1,4 +1,4 @@
-"""What a read of the ``rocketmq`` data source asks for: its options and pushed filters.
+"""What a read of the ``rocketmq`` data source asks for: its options.
 
 Everything here is plain Python (no pyspark), shared by the data source, the export job and
 the ``rmq spark-export`` command, so each option is parsed in exactly one place.
@@ -7,9 +7,8 @@ the ``rmq spark-export`` command, so each option is parsed in exactly one place.
 and two half-open intervals, store timestamps ``[min_timestamp, max_timestamp)`` in epoch
 milliseconds and commitlog offsets ``[min_offset, max_offset)``.  The reader options
 (``topics``/``topic``, ``startTimestamp``/``endTimestamp``, ``startOffset``/``endOffset``)
-give the first bounds; every filter Spark pushes on ``topic``, ``storeTimestamp`` or
-``commitLogOffset`` narrows them (:meth:`ScanBounds.narrow`).  Start bounds are inclusive,
-end bounds exclusive, as Kafka's starting and ending offsets are.
+give the bounds.  Start bounds are inclusive, end bounds exclusive, as Kafka's starting and
+ending offsets are.
 
 Times are epoch milliseconds or ISO 8601 (``2024-05-01``, ``2024-05-01T12:00:00Z``; a time
 without a zone is local), read by :func:`rmq.common.timeutil.parse_time`.
@@ -22,8 +21,8 @@ connector: the words ``earliest`` / ``latest``, or JSON keyed topic -> broker na
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from rmq.common.timeutil import parse_time
@@ -34,11 +33,6 @@ OFFSET_WORDS: Final = {"earliest": EARLIEST, "latest": LATEST}
 
 NO_LIMIT: Final = 1 << 63
 """An end bound that nothing reaches (offsets and timestamps are Java longs)."""
-
-_MICROS_PER_MILLI: Final = 1000
-
-Interval = Callable[[str, int], tuple[int, int]]
-"""``(op, value) -> [low, high)``: the values ``v`` for which ``v <op> value`` holds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,25 +77,6 @@ class ScanBounds:
             and self.min_offset <= physical_offset < self.max_offset
         )
 
-    def narrow(
-        self,
-        *,
-        topics: frozenset[str] | None = None,
-        timestamps: tuple[int, int] = (0, NO_LIMIT),
-        offsets: tuple[int, int] = (0, NO_LIMIT),
-    ) -> ScanBounds:
-        """These bounds intersected with more topics and half-open intervals."""
-        if topics is not None and self.topics is not None:
-            topics = self.topics & topics
-        return replace(
-            self,
-            topics=self.topics if topics is None else topics,
-            min_timestamp=max(self.min_timestamp, timestamps[0]),
-            max_timestamp=min(self.max_timestamp, timestamps[1]),
-            min_offset=max(self.min_offset, offsets[0]),
-            max_offset=min(self.max_offset, offsets[1]),
-        )
-
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ScanBounds:
         """The bounds the reader options give (see the module docstring)."""
@@ -127,37 +102,6 @@ def parse_int(text: str, name: str) -> int:
         return int(text)
     except ValueError:
         raise ValueError(f"option {name} must be an integer, not {text!r}") from None
-
-
-def timestamp_interval(op: str, micros: int) -> tuple[int, int]:
-    """The half-open millisecond interval of store timestamps ``t`` (ms) for which
-    ``t * 1000 <op> micros`` holds; Spark compares timestamps in microseconds."""
-    floor = micros // _MICROS_PER_MILLI
-    ceil = -(-micros // _MICROS_PER_MILLI)
-    if op == ">=":
-        return ceil, NO_LIMIT
-    if op == ">":
-        return floor + 1, NO_LIMIT
-    if op == "<":
-        return 0, ceil
-    if op == "<=":
-        return 0, floor + 1
-    if micros % _MICROS_PER_MILLI:
-        return 0, 0
-    return floor, floor + 1
-
-
-def integer_interval(op: str, value: int) -> tuple[int, int]:
-    """The half-open interval of integers ``v`` for which ``v <op> value`` holds."""
-    if op == ">=":
-        return value, NO_LIMIT
-    if op == ">":
-        return value + 1, NO_LIMIT
-    if op == "<":
-        return 0, value
-    if op == "<=":
-        return 0, value + 1
-    return value, value + 1
 
 
 def parse_offsets(text: str | None, name: str, default: int) -> QueueOffsets:

@@ -1,16 +1,21 @@
-"""Spark's driver without its start-up chatter; its errors still reach stderr.
+"""Spark's driver without its log and start-up chatter: a failed job reaches rmq as an
+exception and is reported as one line (:mod:`rmq.spark.failures`).
 
 A Spark driver started from Python prints, before any work: the JVM's "WARNING: Using
 incubator modules: jdk.incubator.vector" (Spark's launcher always adds that module), "Using
 Spark's default log4j profile", "Setting default log level to WARN" with a hint about
 `sc.setLogLevel`, and WARN lines such as NativeCodeLoader's "Unable to load native-hadoop
-library".  None of them is about the user's job.
+library".  None of them is about the user's job.  When a job fails, Spark logs its own
+account at ERROR, each time with the whole chain of the failure (TaskSetManager's "aborting
+job", FileFormatWriter's "Aborting job" with a hundred lines of Java and Python stack): the
+same failure the job's exception carries, which rmq reports in one line.
 
-* `quiet_driver_conf()` gives the driver JVM a log4j2 configuration of its own (through
-  `spark.driver.extraJavaOptions`, which spark-submit applies to the driver it launches):
-  ERROR and above to stderr.  With a configuration file Spark prints no profile banner, and
-  since the `org.apache.spark` loggers are configured at the root's level Spark sees no need
-  to announce a default level.  Errors keep Spark's usual one-line layout.
+* `quiet_conf(settings)` gives the driver JVM a log4j2 configuration of its own (through
+  `spark.driver.extraJavaOptions`, which spark-submit applies to the driver it launches,
+  after any options the settings already hold there): every logger off.  With a
+  configuration file Spark prints no profile banner, and since the `org.apache.spark`
+  loggers are configured at the root's level Spark sees no need to announce a default
+  level.  `QUIET_LEVEL` is the level to keep once the context runs (`sc.setLogLevel`).
 * `jvm_noise_filtered()` wraps the JVM's start: the JVM and everything it starts inherit a
   stderr that drops the lines of `JVM_NOISE` (only those, whole lines) and passes everything
   else on, for the life of the JVM.  Python's own stderr is the real one again as soon as the
@@ -25,23 +30,27 @@ import atexit
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final
 
+QUIET_LEVEL: Final = "OFF"
+
 LOG4J2_PROPERTIES: Final = """\
-# rmq spark-export: errors only, on stderr, in Spark's own layout.
-rootLogger.level = error
+# rmq spark-export: nothing of Spark's log (a failure is reported by rmq, in one line).
+# An appender, though nothing reaches it: without one Spark takes log4j for unconfigured
+# and loads its default profile.
+rootLogger.level = off
 rootLogger.appenderRef.stderr.ref = stderr
 appender.stderr.type = Console
 appender.stderr.name = stderr
 appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.spark.name = org.apache.spark
-logger.spark.level = error
+logger.spark.level = off
 """
+
+DRIVER_JAVA_OPTIONS: Final = "spark.driver.extraJavaOptions"
 
 JVM_NOISE: Final = (b"WARNING: Using incubator modules:",)
 """Starts of the lines the JVM prints that `jvm_noise_filtered` drops."""
@@ -49,8 +58,9 @@ JVM_NOISE: Final = (b"WARNING: Using incubator modules:",)
 _properties: Path | None = None
 
 
-def quiet_driver_conf() -> dict[str, str]:
-    """Spark settings giving the driver JVM the log4j2 configuration above."""
+def quiet_conf(settings: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` with the driver JVM given the log4j2 configuration above (after the
+    driver Java options ``settings`` hold already)."""
     global _properties
     if _properties is None:
         handle, name = tempfile.mkstemp(prefix="rmq-log4j2-", suffix=".properties")
@@ -58,7 +68,9 @@ def quiet_driver_conf() -> dict[str, str]:
             file.write(LOG4J2_PROPERTIES)
         _properties = Path(name)
         atexit.register(_properties.unlink, missing_ok=True)
-    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={_properties.as_uri()}"}
+    option = f"-Dlog4j2.configurationFile={_properties.as_uri()}"
+    theirs = settings.get(DRIVER_JAVA_OPTIONS, "").strip()
+    return {**settings, DRIVER_JAVA_OPTIONS: f"{theirs} {option}" if theirs else option}
 
 
 def _noise(head: bytes) -> bool:

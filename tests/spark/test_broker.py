@@ -5,18 +5,21 @@ properties) to two topics on a broker with 32 KiB commitlog files, so its store 
 files.  The online mode must export exactly what the broker's store holds for those topics
 (compared with the offline store reader: every field, plus the MIN_OFFSET / MAX_OFFSET
 properties a pull adds), one partition per queue, within the offsets and times asked for;
-the offline mode must read the same rows from the broker's store directory.
+the offline mode must read the same rows from the broker's store directory; one online
+DataFrame queried with different filters and joined with itself gives each query its rows.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from rmq.client.message import Message
 from rmq.client.producer import Producer
@@ -122,3 +125,32 @@ def test_the_offline_mode_reads_the_broker_store(spark: SparkSession, broker: Rm
     assert exported_records(df.where(f"topic IN ('{ORDERS}', '{EVENTS}')")) == expected(
         broker, ORDERS, EVENTS
     )
+
+
+def test_one_online_dataframe_queried_with_different_filters_and_a_self_join(
+    spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess
+) -> None:
+    """Spark plans one read per loaded DataFrame and runs every scan of it with the read it
+    planned last: a filter the source took into its scan (here: fewer queues pulled) used
+    to narrow the queries after it, and the other side of a join, as well."""
+    df = online(spark, namesrv, f"{ORDERS},{EVENTS}")
+    records = expected(broker, ORDERS, EVENTS)
+    per_topic = Counter(record["topic"] for record in records)
+    assert df.where(f"topic = '{ORDERS}'").count() == per_topic[ORDERS] > 0
+    assert df.count() == len(records)
+    assert df.where(f"topic = '{EVENTS}'").count() == per_topic[EVENTS] > 0
+    middle = records[len(records) // 2]["storeTimestamp"]
+    since = df.where(f"storeTimestamp >= timestamp_millis({middle})")
+    assert since.count() == sum(1 for r in records if r["storeTimestamp"] >= middle)
+    assert df.count() == len(records)
+
+    orders = df.where(f"topic = '{ORDERS}'").groupBy("queueId").agg(F.count("*").alias("orders"))
+    events = df.where(f"topic = '{EVENTS}'").groupBy("queueId").agg(F.count("*").alias("events"))
+    joined = {
+        row.queueId: (row.orders, row.events) for row in orders.join(events, "queueId").collect()
+    }
+    per_queue = Counter((r["topic"], r["queueId"]) for r in records)
+    assert joined == {
+        queue_id: (per_queue[ORDERS, queue_id], per_queue[EVENTS, queue_id])
+        for queue_id in range(4)
+    }

@@ -1,7 +1,7 @@
 """`rmq spark-export` and the spark-submit entry of the same job, on a store built from the
 spec: the files written (CSV and JSON, read back with Python's own csv and json modules)
 hold every record the offline reader gives; bad command lines fail before Spark starts;
-without pyspark the command says how to install it.
+without pyspark the command says how to install it; a failed write leaves nothing of its own.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from typing import Any
 
 import pyspark
 import pytest
+from pyspark.sql import SparkSession
 
 from rmq.cli.main import run
+from rmq.spark.export import _Output
 from tests.spark.records import Record, build_spec_store, stored_records
 
 pytestmark = pytest.mark.spark
@@ -142,6 +144,7 @@ def test_the_job_runs_under_spark_submit(store: Path, tmp_path: Path) -> None:
         (["STORE", "--out", "x", "--since", "yesterday"], "is not a time: use epoch milliseconds"),
         (["STORE", "--out", "x", "--partition-by", "body"], "cannot partition by body"),
         (["STORE", "--out", "x", "--format", "avro"], "'avro' is not one of"),
+        (["STORE", "--out", "x", "--conf", "spark.x"], "a Spark setting is KEY=VALUE"),
     ],
 )
 def test_bad_command_lines_fail_before_spark_starts(
@@ -172,3 +175,16 @@ def test_without_pyspark_the_command_says_how_to_install_it(store: Path, tmp_pat
         f"extra: {sys.executable} -m pip install -e '{root}[spark]'\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_write_leaves_nothing_of_its_own(spark: SparkSession, tmp_path: Path) -> None:
+    """What run_export removes after a failed write (a failure on a cluster is in
+    test_cluster.py): a directory the write created, else only its _temporary."""
+    for created in (True, False):
+        out = tmp_path / f"out-{created}"
+        (out / "_temporary" / "0" / "task_1").mkdir(parents=True)
+        (out / "_temporary" / "0" / "task_1" / "part-0.json").write_text("{}\n")
+        (out / "kept.json").write_text("{}\n")
+        _Output(spark, str(out)).discard_failed_write(created=created)
+        left = sorted(p.name for p in out.iterdir()) if out.exists() else None
+        assert left == (None if created else ["kept.json"])

@@ -1,15 +1,15 @@
 """The ``rocketmq`` data source on store directories built byte by byte from the spec.
 
 Every exported row is compared with what ``rmq inspect STORE_DIR export`` writes for the
-same store: multi-file stores split into several partitions per file, filters
-whose bounds fall exactly on a file boundary, filters that cut what is planned (counted in
-partitions and planned bytes), selective topics read through consume queues, stores whose
-consume queues are missing or wrong, damaged records.
+same store: multi-file stores split into several partitions per file, filters and reader
+options whose bounds fall exactly on a file boundary, options that cut what is planned
+(counted in partitions and planned bytes), one DataFrame queried with different filters,
+selective topics read through consume queues, stores whose consume queues are missing or
+wrong, damaged records.
 """
 
 from __future__ import annotations
 
-import datetime
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -17,15 +17,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.datasource import (
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    LessThan,
-    LessThanOrEqual,
-)
+from pyspark.sql import functions as F
 
 from rmq.spark.datasource import OfflineReader
 from rmq.spark.offline import CommitlogRange, plan_store, read_range
@@ -37,9 +29,6 @@ from tests.specstore import CQ_ENTRY
 pytestmark = pytest.mark.spark
 
 PARTITION_BYTES = 400
-OFFSET = ("commitLogOffset",)
-TIME = ("storeTimestamp",)
-TOPIC = ("topic",)
 
 
 @pytest.fixture(scope="module")
@@ -112,82 +101,83 @@ def test_spark_filters_bounded_at_a_file_boundary(
     assert exported_records(df) == expected
 
 
-def _utc(millis: int) -> datetime.datetime:
-    """A timestamp literal as Spark pushes it: an aware UTC datetime."""
-    return datetime.datetime.fromtimestamp(millis / 1000, datetime.UTC)
-
-
 @pytest.mark.parametrize(
-    ("make", "keep", "exact"),
+    ("options", "keep"),
     [
+        ({"startOffset": "{offset}"}, lambda r, o, t: r["commitLogOffset"] >= o),
+        ({"endOffset": "{offset}"}, lambda r, o, t: r["commitLogOffset"] < o),
         (
-            lambda o, t: [GreaterThanOrEqual(OFFSET, o)],
-            lambda r, o, t: r["commitLogOffset"] >= o,
-            True,
+            {"startOffset": "{offset}", "endOffset": "{next_offset}"},
+            lambda r, o, t: r["commitLogOffset"] == o,
         ),
-        (lambda o, t: [GreaterThan(OFFSET, o)], lambda r, o, t: r["commitLogOffset"] > o, True),
-        (lambda o, t: [LessThan(OFFSET, o)], lambda r, o, t: r["commitLogOffset"] < o, True),
+        ({"startTimestamp": "{ts}"}, lambda r, o, t: r["storeTimestamp"] >= t),
+        ({"endTimestamp": "{ts}"}, lambda r, o, t: r["storeTimestamp"] < t),
         (
-            lambda o, t: [LessThanOrEqual(OFFSET, o)],
-            lambda r, o, t: r["commitLogOffset"] <= o,
-            True,
-        ),
-        (lambda o, t: [EqualTo(OFFSET, o)], lambda r, o, t: r["commitLogOffset"] == o, True),
-        (
-            lambda o, t: [GreaterThanOrEqual(TIME, _utc(t))],
-            lambda r, o, t: r["storeTimestamp"] >= t,
-            True,
-        ),
-        (lambda o, t: [GreaterThan(TIME, _utc(t))], lambda r, o, t: r["storeTimestamp"] > t, True),
-        (lambda o, t: [LessThan(TIME, _utc(t))], lambda r, o, t: r["storeTimestamp"] < t, True),
-        (
-            lambda o, t: [LessThanOrEqual(TIME, _utc(t))],
-            lambda r, o, t: r["storeTimestamp"] <= t,
-            True,
-        ),
-        (lambda o, t: [EqualTo(TIME, _utc(t))], lambda r, o, t: r["storeTimestamp"] == t, True),
-        (
-            lambda o, t: [GreaterThan(TIME, _utc(t) - datetime.timedelta(microseconds=1))],
-            lambda r, o, t: r["storeTimestamp"] >= t,
-            True,
+            {"startTimestamp": "{ts}", "endTimestamp": "{next_ts}"},
+            lambda r, o, t: r["storeTimestamp"] == t,
         ),
         (
-            lambda o, t: [EqualTo(TIME, _utc(t) + datetime.timedelta(microseconds=1))],
-            lambda r, o, t: False,
-            True,
-        ),
-        (
-            lambda o, t: [EqualTo(TOPIC, "Rare"), GreaterThanOrEqual(TIME, _utc(t))],
+            {"topics": "Rare", "startTimestamp": "{ts}"},
             lambda r, o, t: r["topic"] == "Rare" and r["storeTimestamp"] >= t,
-            True,
-        ),
-        (
-            lambda o, t: [In(OFFSET, (o, 0))],
-            lambda r, o, t: r["commitLogOffset"] in (o, 0),
-            False,
         ),
     ],
 )
-def test_pushed_filters_bounded_at_a_file_boundary(
-    store: Path, make: Callable[[int, int], list[Filter]], keep: Keep, exact: bool
+def test_reader_options_bounded_at_a_file_boundary(
+    store: Path, options: dict[str, str], keep: Keep
 ) -> None:
     first = first_record_of_file(store, 3)
     offset, ts = first["commitLogOffset"], first["storeTimestamp"]
-    reader = OfflineReader({"path": str(store), "maxPartitionBytes": str(PARTITION_BYTES)})
-    pushed = make(offset, ts)
-    left_to_spark = list(reader.pushFilters(pushed))
-    assert left_to_spark == ([] if exact else pushed)
+    values = {"offset": offset, "next_offset": offset + 1, "ts": ts, "next_ts": ts + 1}
+    reader = OfflineReader(
+        {
+            "path": str(store),
+            "maxPartitionBytes": str(PARTITION_BYTES),
+            **{name: value.format(**values) for name, value in options.items()},
+        }
+    )
     got = [
         physical_offset
         for part in reader.partitions()
         for batch in reader.read(part)
         for physical_offset in batch.column("commitLogOffset").to_pylist()
     ]
-    if not exact:
-        got = [o for o in got if keep({"commitLogOffset": o}, offset, ts)]
-    assert got == [
-        r["commitLogOffset"] for r in stored_records(store, lambda r: keep(r, offset, ts))
-    ]
+    expected = stored_records(store, lambda r: keep(r, offset, ts))
+    assert expected, "the bounds keep something"
+    assert got == [r["commitLogOffset"] for r in expected]
+
+
+def test_one_dataframe_queried_with_different_filters_and_a_self_join(
+    spark: SparkSession, store: Path
+) -> None:
+    """Spark plans one read per loaded DataFrame and runs every scan of it with the read it
+    planned last: a filter the source took into its scan used to narrow the queries after
+    it (and the other side of a join) as well."""
+    df = read(spark, store)
+    records = stored_records(store)
+    first = first_record_of_file(store, 3)
+
+    def count(keep: Callable[[Record], bool]) -> int:
+        return sum(1 for record in records if keep(record))
+
+    assert df.where("topic = 'Rare'").count() == count(lambda r: r["topic"] == "Rare") > 0
+    assert df.count() == len(records)
+    assert df.where("topic = 'TopicTest'").count() == count(lambda r: r["topic"] == "TopicTest")
+    offset = first["commitLogOffset"]
+    assert df.where(f"commitLogOffset < {offset}").count() == count(
+        lambda r: r["commitLogOffset"] < offset
+    )
+    assert df.count() == len(records)
+
+    rare = df.where("topic = 'Rare'").groupBy("queueId").agg(F.count("*").alias("rare"))
+    common = df.where("topic = 'TopicTest'").groupBy("queueId").agg(F.count("*").alias("common"))
+    joined = {row.queueId: (row.rare, row.common) for row in rare.join(common, "queueId").collect()}
+    per_queue = Counter((r["topic"], r["queueId"]) for r in records)
+    assert joined == {
+        queue_id: (per_queue["Rare", queue_id], per_queue["TopicTest", queue_id])
+        for queue_id in {r["queueId"] for r in records}
+        if per_queue["Rare", queue_id] and per_queue["TopicTest", queue_id]
+    }
+    assert len(joined) >= 2
 
 
 def test_filters_that_keep_nothing_read_next_to_nothing(spark: SparkSession, store: Path) -> None:
@@ -220,27 +210,23 @@ def test_time_and_offset_options_bound_at_a_file_boundary(spark: SparkSession, s
     assert [_dict(r) for part in parts for r in read_range(part, by_offset)] == expected
 
 
-def test_pushed_filters_cut_the_partitions_and_the_bytes_planned(
-    spark: SparkSession, store: Path
-) -> None:
+def test_options_cut_the_partitions_and_the_bytes_planned(spark: SparkSession, store: Path) -> None:
     middle = first_record_of_file(store, 3)
     start, end = middle["storeTimestamp"] + 500, middle["storeTimestamp"] + 2500
     full = plan_store(str(store), ScanBounds(), PARTITION_BYTES)
     total = sum(part.size for part in full)
 
-    window = f"storeTimestamp BETWEEN timestamp_millis({start}) AND timestamp_millis({end})"
     in_window = plan_store(
-        str(store), ScanBounds(min_timestamp=start, max_timestamp=end + 1), PARTITION_BYTES
+        str(store), ScanBounds(min_timestamp=start, max_timestamp=end), PARTITION_BYTES
     )
-    assert read(spark, store).where(window).rdd.getNumPartitions() == len(in_window) <= 2
+    window = read(spark, store, startTimestamp=str(start), endTimestamp=str(end))
+    assert window.rdd.getNumPartitions() == len(in_window) <= 2
     assert sum(part.size for part in in_window) < total // 5
 
     offset = middle["commitLogOffset"]
     later = [part for part in full if part.start >= offset]
     assert (
-        read(spark, store).where(f"commitLogOffset >= {offset}").rdd.getNumPartitions()
-        == len(later)
-        < len(full)
+        read(spark, store, startOffset=str(offset)).rdd.getNumPartitions() == len(later) < len(full)
     )
 
 
