@@ -55,7 +55,9 @@ from rmq.remoting.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeader,
 )
-from tests.ports import LOOPBACK, free_broker_port, free_port
+from tests.ports import LOOPBACK as LOOPBACK
+from tests.ports import free_broker_port as free_broker_port
+from tests.ports import free_port as free_port
 
 SMALL_STORE_PROPS: Mapping[str, object] = {
     "mappedFileSizeCommitLog": 16 * 1024 * 1024,
