@@ -10,10 +10,14 @@ Two daemon threads, as in Apache's store:
     The thread wakes at once (or every 10 ms), takes all waiters registered so far, flushes
     everything written (one ``msync`` covers the whole group) and calls each callback with
     ``True``.  A waiter whose flush has not succeeded ``sync_flush_timeout_ms`` after it was
-    registered gets ``False`` (the store answers FLUSH_DISK_TIMEOUT).  Callbacks run on the
-    flush thread and must be quick; the broker turns them into asyncio futures with
-    ``loop.call_soon_threadsafe``.  A flush that blocks in the kernel delays every answer
-    until it returns, so a caller that must bound its wait also bounds its own await.
+    registered gets ``False`` (the store answers FLUSH_DISK_TIMEOUT).  While one flush is in
+    the kernel the next group gathers (registering takes only the waiter lock), and the
+    flush after it starts at once.  The callbacks a flush settles go to their owner in one
+    hand-off (:meth:`CommitLogFlushService.set_handoff`: the broker passes its event loop's
+    ``call_soon_threadsafe``, so a group of any size wakes the loop once); without one they
+    run on the flush thread and must be quick.  A flush that blocks in the kernel delays
+    every answer until it returns, so a caller that must bound its wait also bounds its own
+    await.
   After a flush the store time of the last flushed record goes into the checkpoint's
   ``physic_msg_timestamp`` (written to disk by the logics flush).
 * :class:`LogicsFlushService` calls the store's logics flush (consume queues, index,
@@ -27,6 +31,7 @@ all appends happen on the writer thread; the waiter list is guarded by a lock.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -42,7 +47,12 @@ log = logging.getLogger("rmq.store")
 GROUP_COMMIT_TICK_S: Final = 0.01
 
 FlushCallback = Callable[[bool], None]
-"""Called on the flush thread with True when flushed, False on timeout."""
+"""Called with True when flushed, False on timeout: on the flush thread, or where the
+service's hand-off runs it."""
+
+Handoff = Callable[[Callable[[], None]], object]
+"""Runs a function elsewhere, soon (e.g. ``loop.call_soon_threadsafe``); raises
+RuntimeError when it no longer can (the function then runs on the flush thread)."""
 
 
 class _FlushThread(ABC):
@@ -123,6 +133,11 @@ class CommitLogFlushService(_FlushThread):
         self._timeout_s = sync_flush_timeout_ms / 1000
         self._waiters: list[tuple[int, float, FlushCallback]] = []
         self._waiters_lock = threading.Lock()
+        self._handoff: Handoff | None = None
+
+    def set_handoff(self, handoff: Handoff | None) -> None:
+        """Deliver each flush's settled callbacks through ``handoff``, all in one call."""
+        self._handoff = handoff
 
     def request_flush(self, target_offset: int, callback: FlushCallback) -> None:
         """Call ``callback(True)`` once the commitlog is durable up to ``target_offset``.
@@ -162,24 +177,40 @@ class CommitLogFlushService(_FlushThread):
         self, waiters: list[tuple[int, float, FlushCallback]], flushed: int, now: float
     ) -> None:
         pending = []
+        settled: list[tuple[FlushCallback, bool]] = []
         for waiter in waiters:
             target, deadline, callback = waiter
             if flushed >= target or now >= deadline:
-                try:
-                    callback(flushed >= target)
-                except Exception:
-                    log.exception("flush waiter callback failed")
+                settled.append((callback, flushed >= target))
             else:
                 pending.append(waiter)
         if pending:
             with self._waiters_lock:
                 self._waiters[:0] = pending
+        if not settled:
+            return
+        handoff = self._handoff
+        if handoff is not None:
+            try:
+                handoff(functools.partial(_settle_all, settled))
+                return
+            except RuntimeError:  # the owner's loop is closed
+                pass
+        _settle_all(settled)
 
     def _final_flush(self) -> None:
         flushed = self._flush(0)
         with self._waiters_lock:
             waiters, self._waiters = self._waiters, []
         self._complete(waiters, flushed, float("inf"))
+
+
+def _settle_all(settled: list[tuple[FlushCallback, bool]]) -> None:
+    for callback, flushed in settled:
+        try:
+            callback(flushed)
+        except Exception:
+            log.exception("flush waiter callback failed")
 
 
 class LogicsFlushService(_FlushThread):

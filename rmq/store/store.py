@@ -61,7 +61,7 @@ from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.diskguard import PutGate
 from rmq.store.dispatch import ArrivalListener, Dispatcher
 from rmq.store.errors import StoreError
-from rmq.store.flush import CommitLogFlushService, LogicsFlushService
+from rmq.store.flush import CommitLogFlushService, Handoff, LogicsFlushService
 from rmq.store.getmessage import (
     GetMessageResult,
     GetMessageStatus,
@@ -174,6 +174,7 @@ class MessageStore:
         self._lock = StoreLock(self.layout.root)
         self._checkpoint: StoreCheckpoint | None = None
         self._commitlog_flush: CommitLogFlushService | None = None
+        self._flush_handoff: Handoff | None = None
         self._logics_flush: LogicsFlushService | None = None
         self._page_ahead: PageAhead | None = None
         self._cleanup = CleanupService(self, disk_usage)
@@ -300,6 +301,7 @@ class MessageStore:
             least_pages=config.flush_consume_queue_least_pages,
             thorough_interval_ms=config.flush_consume_queue_thorough_interval,
         )
+        self._commitlog_flush.set_handoff(self._flush_handoff)
         self._commitlog_flush.start()
         self._logics_flush.start()
         self._page_ahead = PageAhead(self.commitlog.queue)
@@ -331,6 +333,14 @@ class MessageStore:
         result = self.commitlog.put_messages(batch)
         self.put_gate.settle(result)
         return result
+
+    def set_flush_handoff(self, handoff: Handoff | None) -> None:
+        """SYNC_FLUSH: deliver the callbacks each group commit settles through ``handoff``
+        in one call (see :meth:`CommitLogFlushService.set_handoff`); kept across restarts of
+        the flush service."""
+        self._flush_handoff = handoff
+        if self._commitlog_flush is not None:
+            self._commitlog_flush.set_handoff(handoff)
 
     def request_flush(self, result: PutMessageResult, callback: FlushCallback) -> None:
         """Call ``callback`` when ``result``'s records are durable as the flush mode requires.

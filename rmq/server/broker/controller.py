@@ -209,6 +209,8 @@ class BrokerController:
             context.consumer_filter_manager,
         ):
             manager.load(start_empty_on_damage=start_empty)
+        # SYNC_FLUSH: each group commit's waiters come back to this loop in one call.
+        context.store.set_flush_handoff(asyncio.get_running_loop().call_soon_threadsafe)
         recovery = await asyncio.to_thread(context.store.start)
         if recovery.abnormal:
             log.warning("the previous run did not shut down cleanly; recovered the store")

@@ -59,6 +59,7 @@ import asyncio
 import functools
 import logging
 import random
+import threading
 import time
 from dataclasses import dataclass
 
@@ -215,8 +216,12 @@ async def await_flush(store: MessageStore, result: PutMessageResult) -> PutMessa
     than ``syncFlushTimeout``: the store's flush-thread callback as an awaitable."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[PutMessageStatus] = loop.create_future()
+    loop_thread = threading.get_ident()
 
     def flushed(status: PutMessageStatus) -> None:
+        if threading.get_ident() == loop_thread:  # delivered by the broker's hand-off
+            _settle(done, status)
+            return
         try:
             loop.call_soon_threadsafe(_settle, done, status)
         except RuntimeError:
