@@ -7,7 +7,7 @@ with 1 / 16 / 64 sends in flight (1 KiB) and, unless `--no-java`, Apache's Produ
 and 64 threads, against each side in turn (Apache first).  `--flush SYNC_FLUSH` measures the
 durable path.  Prints one JSON object: per row, each side's figure and its ratio to Apache's.
 
-    .venv/bin/python bench/sync_paths.py --variant asyncio= --variant native=RMQ_REMOTING_ENGINE=native
+    .venv/bin/python bench/sync_paths.py --variant plain= --variant fast=SOME_SWITCH=1
 
 Only the sides under measurement do work; the others are idle.  The figures are for picking a
 design; `versus_apache.py` makes the table of docs/benchmarks.md.
@@ -42,7 +42,11 @@ def start(kind: str, root: Path, flush: str, env: Mapping[str, str]) -> Cluster:
     root.mkdir(parents=True, exist_ok=True)
     processes = RmqProcesses(root)
     store = root / "store"
-    props = {**broker_props(flush), "storePathRootDir": store, "storePathCommitLog": store / "commitlog"}
+    props = {
+        **broker_props(flush),
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+    }
     if kind == "apache":
         namesrv = start_apache_namesrv(processes)
         broker = start_apache_broker(

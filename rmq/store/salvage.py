@@ -91,10 +91,9 @@ def _find_next(mapped: MappedFile, pos: int, min_time: int) -> int:
     """The position of the first record at or after ``pos`` in ``mapped`` that checks out
     and was stored at or after ``min_time`` (-1 when none is)."""
     limit = mapped.wrote_position
-    buffer = mapped.buffer
     search = pos + _SIZE_FIELD
     while True:
-        found = buffer.find(_MAGIC_BYTES, search, limit)
+        found = mapped.find(_MAGIC_BYTES, search, limit)
         if found < 0:
             return -1
         candidate = found - _SIZE_FIELD

@@ -254,3 +254,52 @@ def test_a_flush_syncs_the_file_and_lets_the_writer_run_meanwhile(
     assert mapped.flush() == len(b"firstsecond")
     with open(mapped.path, "rb") as file:
         assert file.read(11) == b"firstsecond"
+
+
+BIG = 48 << 20  # several data regions and many 1 MiB read chunks
+
+
+def big_file(tmp_path: Path) -> MappedFile:
+    return MappedFile.create(str(tmp_path / f"{0:020d}"), BIG)
+
+
+def test_a_reset_zeroes_data_far_past_the_cut_and_reports_how_far_it_reached(
+    tmp_path: Path,
+) -> None:
+    mapped = big_file(tmp_path)
+    mapped.buffer[0:100] = b"k" * 100
+    mapped.buffer[(1 << 20) - 2 : (1 << 20) + 2] = b"edge"  # across a read chunk's end
+    mapped.buffer[40_000_000:40_000_010] = b"stale data"  # far out, in another region
+    mapped.appended(100)
+    assert mapped.reset_to(50) == 40_000_010 - 50
+    assert mapped.buffer[0:50] == b"k" * 50
+    assert mapped.buffer.find(b"k", 50) == -1
+    for where in (b"edge", b"stale data"):
+        assert mapped.buffer.find(where) == -1
+    with open(mapped.path, "rb") as written:  # on disk too, not only in the mapping
+        assert written.read().rstrip(b"\x00") == b"k" * 50
+    assert mapped.reset_to(50) == 0  # nothing is left to zero
+    mapped.buffer[50:200] = b"n" * 150  # appended after the cut
+    mapped.appended(200)
+    assert mapped.reset_to(120) == 80  # what was appended since is scanned again
+    assert mapped.buffer[:200].rstrip(b"\x00") == b"k" * 50 + b"n" * 70
+
+
+def test_find_searches_only_where_the_file_holds_data_and_across_read_chunks(
+    tmp_path: Path,
+) -> None:
+    mapped = big_file(tmp_path)
+    magic = bytes.fromhex("daa320a7")
+    mapped.buffer[(2 << 20) - 1 : (2 << 20) + 3] = magic  # straddles two 1 MiB reads
+    mapped.buffer[30_000_000:30_000_004] = magic
+    assert mapped.find(magic, 0, BIG) == (2 << 20) - 1
+    assert mapped.find(magic, (2 << 20), BIG) == 30_000_000
+    assert mapped.find(magic, 30_000_001, BIG) == -1
+    assert mapped.find(magic, 0, 30_000_003) == (2 << 20) - 1
+    assert mapped.find(magic, (2 << 20), 30_000_003) == -1  # not wholly inside the range
+    fresh = MappedFile.create(str(tmp_path / f"{BIG:020d}"), BIG)
+    assert fresh.find(magic, 0, BIG) == -1
+    # Preallocated and never written: nothing to read (ext4, xfs), or one region where the
+    # file system cannot tell.
+    assert fresh.data_regions(0, BIG) in ([], [(0, BIG)])
+    assert len(mapped.data_regions(0, BIG)) in (1, 2)
