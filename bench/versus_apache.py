@@ -130,6 +130,14 @@ FULL = Plan(
 )
 
 
+CPP_EIGHT = "Apache C++ client 1.2, 8 producers"
+
+
+def cpp_eight(side: Cluster, plan: Plan) -> float:
+    """Eight C++ producers at once, one send in flight each (the sum of their rates)."""
+    return cpp_send_rate(side, plan.cpp_messages * 4, producers=8)
+
+
 def broker_props(flush: str) -> dict[str, object]:
     """The settings both brokers run with (Apache's defaults for every file size)."""
     return {
@@ -280,6 +288,9 @@ def async_flush_cases(sides: Sequence[Cluster], plan: Plan, figures: Figures) ->
         if threads == 1:
             cpp = each(figures, sides, lambda side: cpp_send_rate(side, plan.cpp_messages))
             figures.add("sync send, 1 in flight", "Apache C++ client 1.2", "msgs/s", cpp)
+        if threads == 16:
+            cpp = each(figures, sides, lambda side: cpp_eight(side, plan))
+            figures.add("sync send, 8 in flight", CPP_EIGHT, "msgs/s", cpp)
 
     progress("batched sends")
     batched = each(
@@ -379,6 +390,14 @@ def sync_flush_cases(root: Path, plan: Plan, figures: Figures) -> None:
             lambda side: tps(send(side, "--in-flight", "64", "-d", str(plan.rmq_seconds))),
         )
         figures.add("SYNC_FLUSH send, 64 in flight", "rmq bench --in-flight 64", "msgs/s", values)
+        values = each(
+            figures,
+            sides,
+            lambda side: tps(send(side, "--in-flight", "16", "-d", str(plan.rmq_seconds))),
+        )
+        figures.add("SYNC_FLUSH send, 16 in flight", "rmq bench --in-flight 16", "msgs/s", values)
+        cpp = each(figures, sides, lambda side: cpp_eight(side, plan))
+        figures.add("SYNC_FLUSH send, 8 in flight", CPP_EIGHT, "msgs/s", cpp)
         java = each(
             figures,
             sides,
