@@ -5,11 +5,14 @@ indexed (the first index file exists), every inode left is taken by empty files,
 with keys are sent past the first index file's 99 entries, so the next index file cannot be
 created (ENOSPC from open).  Then the empty files are deleted.
 
-* Apache's broker (IndexService.retryGetAndCreateIndexFile, 4.9.8: three tries a second apart
-  on the dispatch thread, then RunningFlags.makeIndexFileError, which nothing clears) refuses
-  every later send with SERVICE_NOT_AVAILABLE, still after the inodes are back and past its
-  10 s disk check; the messages it took stay readable, but the keys of those dispatched while
-  no file could be created are lost.
+* Apache's broker takes every send, but its dispatch thread stops at the record that needs
+  the new file: 4.9.8's IndexService.getAndCreateLastIndexFile unlocks, in a `finally`, a
+  write lock it never took when the file cannot be opened, and the IllegalMonitorStateException
+  skips retryGetAndCreateIndexFile's three tries a second apart and its WRITE_INDEX_FILE_ERROR
+  flag (which would refuse later puts).  ReputMessageService logs it and dispatches the same
+  record again at once, without pause (three stack traces a time), so only the messages up to
+  that record are readable.  Once the inodes are back the file is created and every message is
+  dispatched and indexed.
 * rmq's takes every send, serves every message, and indexes the waiting keys once a file can
   be created (a deliberate difference, docs/spec-notes.md).
 
