@@ -1,4 +1,5 @@
-"""A small tmpfs for the tests of full disks, and a filler file to fill it.
+"""A small tmpfs for the tests of full disks, a filler file to fill it, and empty files to use
+up its inodes.
 
 Mounting needs root (CI runs as root): :func:`mounted_tmpfs` skips the test, with the reason,
 when it is not root or the mount fails.
@@ -7,6 +8,7 @@ when it is not root or the mount fails.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import subprocess
 from collections.abc import Iterator
@@ -16,14 +18,16 @@ import pytest
 
 
 @contextlib.contextmanager
-def mounted_tmpfs(mount: Path, size_mib: int) -> Iterator[Path]:
-    """Mount a ``size_mib`` MiB tmpfs at ``mount`` (created) for the block; lazily unmounted
-    after it (stop the processes using it first)."""
+def mounted_tmpfs(mount: Path, size_mib: int, inodes: int | None = None) -> Iterator[Path]:
+    """Mount a ``size_mib`` MiB tmpfs (of at most ``inodes`` files and directories) at
+    ``mount`` (created) for the block; lazily unmounted after it (stop the processes using it
+    first)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     mount.mkdir(parents=True, exist_ok=True)
+    options = f"size={size_mib}m" + (f",nr_inodes={inodes}" if inodes is not None else "")
     mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
         capture_output=True,
         text=True,
         check=False,
@@ -43,3 +47,20 @@ def fill(disk: Path, leave: int) -> Path:
     with filler.open("wb") as out:
         os.posix_fallocate(out.fileno(), 0, stat.f_bavail * stat.f_frsize - leave)
     return filler
+
+
+def use_up_inodes(disk: Path) -> list[Path]:
+    """Empty files under ``disk/inodes`` until no file can be created (ENOSPC): every later
+    creation of a file on ``disk`` fails until they are deleted.  Returns them."""
+    folder = disk / "inodes"
+    folder.mkdir()
+    made: list[Path] = []
+    while True:
+        path = folder / str(len(made))
+        try:
+            path.touch()
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            return made
+        made.append(path)

@@ -17,7 +17,8 @@ that walk, and ends the episode (one INFO line, the file removed).  A file that 
 be created stops the walk at that record, for the next try.  The same walk rebuilds the keys
 of an index file set aside at start (:mod:`rmq.store.setaside`).
 
-Apache's broker instead logs the failure and drops the keys of the message for good.
+Apache's broker (4.9.8) instead retries that record on its dispatch thread without pause, so
+no later message reaches its consume queue until a file can be created.
 """
 
 from __future__ import annotations

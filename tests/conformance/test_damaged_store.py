@@ -1,8 +1,8 @@
 """A damaged store opened by Apache's broker and by rmq's (matrix section "Stores").
 
-rmq's broker writes 60 messages on 4 KiB commitlog files (four or more files) and stops
-cleanly.  Copies of the store are then damaged and each broker starts on its own copy with
-its own name server:
+rmq's broker writes 60 messages (each with a key) on 4 KiB commitlog files (four or more
+files) and stops cleanly.  Copies of the store are then damaged and each broker starts on its
+own copy with its own name server (test_damaged_store_files.py damages the derived files):
 
 * one bit flipped in a message body in the third-last commitlog file (the first one normal
   recovery walks): Apache's recovery cuts the log at that record and deletes the later files;
@@ -14,6 +14,7 @@ its own name server:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -50,23 +51,30 @@ def commitlog_files(store: Path) -> list[Path]:
     return sorted((store / "commitlog").iterdir())
 
 
-@pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean rmq store holding MESSAGES messages of TOPIC on four or more files."""
+def write_store(root: Path) -> Path:
+    """A clean rmq store under ``root`` holding MESSAGES messages of TOPIC (message n has the
+    key ``key-<n>``) on four or more commitlog files."""
     ensure_built()
-    root = tmp_path_factory.mktemp("damaged-store")
     store = root / "written"
     processes = RmqProcesses(root)
     try:
         namesrv = processes.start_namesrv("writer-namesrv")
         broker = runs.start_rmq_on(processes, "writer", namesrv.addr, store)
-        lines = "".join(f"message {n:03d} {'y' * 60}\n" for n in range(MESSAGES))
+        lines = "".join(
+            json.dumps({"body": f"message {n:03d} {'y' * 60}", "keys": [f"key-{n:03d}"]}) + "\n"
+            for n in range(MESSAGES)
+        )
         rmq("produce", TOPIC, "--summary", "-n", namesrv.addr, input=lines.encode())
         broker.stop_cleanly(timeout=30)
     finally:
         processes.kill_all()
     assert len(commitlog_files(store)) >= 4
     return store
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_store(tmp_path_factory.mktemp("damaged-store"))
 
 
 def processes_in(root: Path) -> RmqProcesses:

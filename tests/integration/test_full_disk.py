@@ -16,15 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from rmq.common.message import iter_records
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
-from rmq.remoting.headers import QueryMessageRequestHeader
+from tests.brokercalls import pull_bodies, query_by_key
 from tests.procs import (
     RemotingSession,
     RmqProcess,
     RmqProcesses,
-    pull_header,
     rmq_command,
     send_header,
 )
@@ -73,17 +71,6 @@ def send_until_taken(
             return answer
         assert answer.code == ResponseCode.SERVICE_NOT_AVAILABLE, answer.remark
         time.sleep(0.05)
-
-
-def pull_bodies(session: RemotingSession, broker: RmqProcess, topic: str) -> list[bytes]:
-    """Every body of queue 0 of ``topic``, in queue order."""
-    bodies: list[bytes] = []
-    while True:
-        header = pull_header(topic, "FullDiskConsumer", queue_offset=len(bodies))
-        answer = session.invoke(broker.addr, RequestCode.PULL_MESSAGE, header, timeout=10)
-        if answer.code != ResponseCode.SUCCESS:
-            return bodies
-        bodies.extend(bytes(record.body or b"") for _, record in iter_records(answer.body))
 
 
 def refusal_errors(broker: RmqProcess) -> list[str]:
@@ -151,16 +138,6 @@ def test_a_consume_queue_file_that_cannot_be_created_is_written_once_space_is_ba
         ]
         assert pull_bodies(session, broker, "FullDiskOld") == [b"old"]
     assert len(refusal_errors(broker)) == 1
-
-
-def query_by_key(session: RemotingSession, broker: RmqProcess, topic: str, key: str) -> list[bytes]:
-    header = QueryMessageRequestHeader(
-        topic=topic, key=key, max_num=32, begin_timestamp=0, end_timestamp=2**62
-    )
-    answer = session.invoke(broker.addr, RequestCode.QUERY_MESSAGE, header, timeout=10)
-    if answer.code != ResponseCode.SUCCESS or answer.body is None:
-        return []
-    return [bytes(record.body or b"") for _, record in iter_records(answer.body)]
 
 
 def index_errors(broker: RmqProcess) -> list[str]:
