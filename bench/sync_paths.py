@@ -7,7 +7,12 @@ with 1 / 16 / 64 sends in flight (1 KiB) and, unless `--no-java`, Apache's Produ
 and 64 threads, against each side in turn (Apache first).  `--flush SYNC_FLUSH` measures the
 durable path.  Prints one JSON object: per row, each side's figure and its ratio to Apache's.
 
-    .venv/bin/python bench/sync_paths.py --variant plain= --variant fast=SOME_SWITCH=1
+    .venv/bin/python bench/sync_paths.py --variant plain= \
+        --variant compiled=PYTHONPATH=/path/to/another/tree
+
+Each rmq bench row also gives each side's broker CPU per message (utime + stime of the broker
+process and every process under it, in µs: `<side> cpu us/msg`) and the anonymous memory of
+that process tree after the row (`<side> RssAnon MiB`).
 
 Only the sides under measurement do work; the others are idle.  The figures are for picking a
 design; `versus_apache.py` makes the table of docs/benchmarks.md.
@@ -16,7 +21,9 @@ design; `versus_apache.py` makes the table of docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -36,6 +43,44 @@ from tests.conformance.java import ensure_built, start_apache_broker, start_apac
 from tests.procs import RmqProcesses  # noqa: E402
 
 QUEUES = 8
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process under it."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    total = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{member}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
+def tree_rss_anon_mib(pid: int) -> float:
+    total = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("RssAnon:"):
+                    total += int(line.split()[1])
+    return round(total / 1024, 1)
 
 
 def start(kind: str, root: Path, flush: str, env: Mapping[str, str]) -> Cluster:
@@ -97,7 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         for flight in args.in_flight.split(","):
             row = rows.setdefault(f"rmq bench --in-flight {flight}", {})
             for name, side in sides:
-                row[name] = tps(send(side, "--in-flight", flight, "-d", secs))
+                pid = side.broker.popen.pid
+                cpu = tree_cpu_seconds(pid)
+                report = send(side, "--in-flight", flight, "-d", secs)
+                cpu = tree_cpu_seconds(pid) - cpu
+                row[name] = tps(report)
+                row[f"{name} cpu us/msg"] = round(cpu / max(report["sendTotal"], 1) * 1e6, 1)
+                row[f"{name} RssAnon MiB"] = tree_rss_anon_mib(pid)
                 progress(f"  in flight {flight}: {name} {row[name]:.0f}")
         if not args.no_java:
             for threads in (16, 64):
