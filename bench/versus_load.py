@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.conformance.clusters import Cluster
 from tests.conformance.java import java_argv, java_env
-from tests.interop.cpp_client import run_cpp_all
+from tests.interop.cpp_client import CppClientError, run_cpp_all
 from tests.procs import RmqProcess
 
 RMQ = Path(sys.executable).with_name("rmq")
@@ -183,7 +183,10 @@ def cpp_send_rate(side: Cluster, count: int, producers: int = 1) -> float:
     body = "x" * BODY
     share = count // producers
     spec = {"namesrv": side.namesrv_addr, "topic": TOPIC, "messages": [{"body": body}] * share}
-    runs = run_cpp_all("produce", [spec] * producers, timeout=600)
+    try:
+        runs = run_cpp_all("produce", [spec] * producers, timeout=600, crash_at_exit_ok=True)
+    except CppClientError as exc:
+        raise StepFailed(f"C++ client on {side.kind}: {str(exc).splitlines()[0]}") from None
     rate = 0.0
     for run in runs:
         results = run.result["results"]

@@ -122,9 +122,10 @@ def main() -> None:
             results.append(outcome)
             if outcome["ok"]:
                 progress.add()
+        # The result goes out before the library's shutdown, which can abort the process.
+        write_result(result_stream, {"results": results})
     finally:
         producer.shutdown()
-    write_result(result_stream, {"results": results})
 
 
 if __name__ == "__main__":
