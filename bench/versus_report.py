@@ -8,7 +8,12 @@ be regenerated from a recorded result without running anything:
 
     python bench/versus_report.py bench/results/versus_apache.json
 
-replaces the block between `versus:begin` and `versus:end` in docs/benchmarks.md.
+replaces the block between `versus:begin` and `versus:end` in docs/benchmarks.md, and
+
+    python bench/versus_report.py --runs RUN1.json RUN2.json RUN3.json
+
+prints (does not write) the ratios of several runs side by side with their median, followed by
+each run's own table.
 """
 
 from __future__ import annotations
@@ -97,6 +102,50 @@ def render(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def runs_summary(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One row per figure: rmq ÷ Apache in each run and the median of those present."""
+    header = " | ".join(f"run {number + 1}" for number in range(len(results)))
+    lines = [
+        f"| figure | load generator | {header} | median | better |",
+        "|---|---|" + "---|" * len(results) + "---|---|",
+    ]
+    keys: list[tuple[str, str]] = []
+    for result in results:
+        for figure in result["figures"]:
+            key = (figure["figure"], figure["tool"])
+            if key not in keys:
+                keys.append(key)
+    for key in keys:
+        found = [
+            next((f for f in result["figures"] if (f["figure"], f["tool"]) == key), None)
+            for result in results
+        ]
+        ratios = [ratio(figure) if figure else None for figure in found]
+        present = [value for value in ratios if value is not None]
+        better = next(f for f in found if f).get("better", "higher")
+        middle = "–"
+        if present:
+            value = median(present)
+            good = value >= 1 if better == "higher" else value <= 1
+            middle = f"**{value:.2f}**" if good else f"{value:.2f}"
+        cells = " | ".join("–" if value is None else f"{value:.2f}" for value in ratios)
+        lines.append(f"| {key[0]} | {key[1]} | {cells} | {middle} | {better} |")
+    return lines
+
+
+def render_runs(results: Sequence[Mapping[str, Any]]) -> str:
+    lines = [*runs_summary(results)]
+    for number, result in enumerate(results, start=1):
+        lines += ["", f"Run {number}:", "", render(result)]
+    return "\n".join(lines)
+
+
 def replace_block(document: str, block: str) -> str:
     """`document` with the text between the markers replaced by `block` (the markers are
     added at the end when missing)."""
@@ -112,6 +161,9 @@ def write_doc(result: Mapping[str, Any], doc: Path = DOC) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
+    if argv[:1] == ["--runs"] and len(argv) > 1:
+        print(render_runs([json.loads(Path(p).read_text(encoding="utf-8")) for p in argv[1:]]))
+        return 0
     if len(argv) != 1:
         print("usage: python bench/versus_report.py RESULT.json", file=sys.stderr)
         return 2
