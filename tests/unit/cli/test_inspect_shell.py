@@ -40,7 +40,15 @@ def _completer(store: SpecStore, *, shell: bool) -> Any:
     root = root_command()
     group = root.get_command(click.Context(root, info_name="rmq"), "inspect")
     assert isinstance(group, click.Group)
-    ctx = group.make_context("inspect", [str(store.root)], resilient_parsing=True)
+    # The root's help option names: click keeps the first help option it builds for a
+    # command, so a context without them would change the command for every later user in
+    # this process (the generated man pages among them).
+    ctx = group.make_context(
+        "inspect",
+        [str(store.root)],
+        resilient_parsing=True,
+        help_option_names=root.context_settings["help_option_names"],
+    )
     if shell:  # what the group callback and the shell put there
         ctx.meta[TARGET_KEY] = StoreTarget(store.root, None)
         ctx.meta[SHELL_KEY] = Shell(debug=False)
