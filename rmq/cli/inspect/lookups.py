@@ -4,8 +4,9 @@ exported as NDJSON in the schema of `rmq consume`."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
+import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -244,8 +245,36 @@ def export(
                 for number, line in enumerate(lines)
             )
             return damage.exit_code
-        with contextlib.ExitStack() as stack:
-            sink = stack.enter_context(out.open("wb")) if out is not None else sys.stdout.buffer
-            sink.writelines(lines)
-            sink.flush()
+        if out is None:
+            sys.stdout.buffer.writelines(lines)
+            sys.stdout.buffer.flush()
+        else:
+            with out.open("wb", buffering=0) as sink:
+                _write_in_chunks(sink, lines)
     return damage.exit_code
+
+
+_CHUNK = 256 * 1024
+
+
+def _write_in_chunks(sink: typing.BinaryIO, lines: Iterable[bytes]) -> None:
+    """Write `lines` in chunks of about `_CHUNK` bytes through an unbuffered file: nothing
+    is held back, so a Ctrl-C while a reader (a FIFO, a pipe) has stopped reading leaves at
+    once instead of blocking again in a buffered file's flush at close."""
+    pending: list[bytes] = []
+    size = 0
+    for line in lines:
+        pending.append(line)
+        size += len(line)
+        if size >= _CHUNK:
+            _write_all(sink, b"".join(pending))
+            pending, size = [], 0
+    if pending:
+        _write_all(sink, b"".join(pending))
+
+
+def _write_all(sink: typing.BinaryIO, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = sink.write(view)
+        view = view[written or 0 :]
