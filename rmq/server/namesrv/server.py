@@ -11,7 +11,9 @@
   rmq-only keys so tests and small set-ups can shorten them, and UPDATE_NAMESRV_CONFIG
   changes take effect at the next scan);
 * `stop` stops the scan, closes the server and every connection, and writes the KV config
-  if a write failed since the last change (every change is written at once).
+  if a write failed since the last change (every change is written at once).  The
+  connections it closes no longer update the route table, which nothing reads any more, so
+  a stop does not pay for dropping every broker.
 
 `run_namesrv` is the whole life of a name server process: start, wait for SIGTERM or
 Ctrl-C, stop, and return the exit code.
@@ -55,6 +57,7 @@ class NamesrvController:
         self.processor.register(self.server)
         self.server.on_connection_closed(self._connection_closed)
         self._scan_task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def port(self) -> int:
@@ -71,6 +74,7 @@ class NamesrvController:
         )
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._scan_task is not None:
             self._scan_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -96,6 +100,8 @@ class NamesrvController:
             self.scan_not_active_brokers()
 
     def _connection_closed(self, connection: Connection) -> None:
+        if self._stopping:
+            return
         broker_addr = self.routes.on_connection_closed(connection.remote_addr, connection)
         if broker_addr is not None:
             log.info(
