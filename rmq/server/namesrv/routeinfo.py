@@ -246,15 +246,33 @@ class RouteInfoManager:
 
         Returns the dropped brokers' addresses and connections, for the caller to close.
         """
+        expired = []
+        for addr in self.expired_broker_addrs(expired_millis):
+            live = self.drop_expired_broker(addr, expired_millis)
+            if live is not None:
+                expired.append((addr, live.connection))
+        return expired
+
+    def expired_broker_addrs(self, expired_millis: int) -> list[str]:
+        """The brokers not heard from for more than `expired_millis` (nothing is dropped)."""
         deadline = self._clock() - expired_millis
-        expired = [
-            (addr, live.connection)
+        return [
+            addr
             for addr, live in self.broker_live_table.items()
             if live.last_update_timestamp < deadline
         ]
-        for addr, _ in expired:
-            self._remove_broker_addr(addr)
-        return expired
+
+    def drop_expired_broker(self, broker_addr: str, expired_millis: int) -> BrokerLiveInfo | None:
+        """Drop one broker if it is still expired; returns its live entry when dropped.
+
+        With `expired_broker_addrs`, a caller can drop many expired brokers one at a time,
+        serving other work in between: one that registered meanwhile is kept.
+        """
+        live = self.broker_live_table.get(broker_addr)
+        if live is None or live.last_update_timestamp >= self._clock() - expired_millis:
+            return None
+        self._remove_broker_addr(broker_addr)
+        return live
 
     def on_connection_closed(self, remote_addr: str, connection: object) -> str | None:
         """Drop the broker registered over `connection` at once; returns its address.
