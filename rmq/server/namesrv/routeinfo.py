@@ -397,24 +397,6 @@ class RouteInfoManager:
             topics.update(self._topics_of_broker.get(broker_name, ()))
         return TopicList(topic_list=sorted(topics))
 
-    # -- consistency (for tests) ----------------------------------------------------------
-
-    def check_indexes(self) -> None:
-        """Raise AssertionError unless both indexes agree with the tables they index."""
-        topics_of_broker: dict[str, set[str]] = {}
-        for topic, queue_datas in self.topic_queue_table.items():
-            for broker_name in queue_datas:
-                topics_of_broker.setdefault(broker_name, set()).add(topic)
-        if topics_of_broker != self._topics_of_broker:
-            raise AssertionError(f"topic index {self._topics_of_broker} != {topics_of_broker}")
-        addrs_of_connection: dict[object, set[str]] = {}
-        for addr, live in self.broker_live_table.items():
-            if live.connection is not None:
-                addrs_of_connection.setdefault(live.connection, set()).add(addr)
-        indexed = {conn: set(addrs) for conn, addrs in self._addrs_of_connection.items()}
-        if indexed != addrs_of_connection:
-            raise AssertionError(f"connection index {indexed} != {addrs_of_connection}")
-
     def get_system_topic_list(self) -> TopicList:
         """Cluster names and broker names (the topics every broker creates for itself).
 
@@ -452,6 +434,24 @@ class RouteInfoManager:
                 if predicate(_first(queue_datas).topic_sys_flag)
             )
         )
+
+    # -- consistency (for tests) ----------------------------------------------------------
+
+    def check_indexes(self) -> None:
+        """Raise AssertionError unless both indexes agree with the tables they index."""
+        topics_of_broker: dict[str, set[str]] = {}
+        for topic, queue_datas in self.topic_queue_table.items():
+            for broker_name in queue_datas:
+                topics_of_broker.setdefault(broker_name, set()).add(topic)
+        if topics_of_broker != self._topics_of_broker:
+            raise AssertionError(f"topic index {self._topics_of_broker} != {topics_of_broker}")
+        addrs_of_connection: dict[object, set[str]] = {}
+        for addr, live in self.broker_live_table.items():
+            if live.connection is not None:
+                addrs_of_connection.setdefault(live.connection, set()).add(addr)
+        indexed = {conn: set(addrs) for conn, addrs in self._addrs_of_connection.items()}
+        if indexed != addrs_of_connection:
+            raise AssertionError(f"connection index {indexed} != {addrs_of_connection}")
 
 
 def _first(queue_datas: Mapping[str, QueueData]) -> QueueData:
