@@ -517,6 +517,44 @@ def test_decode_request_picks_the_form_by_version_and_header() -> None:
     assert as_json == RegisterBrokerBody.decode(REGISTER_JSON)
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_open_request_reads_the_topics_only_when_asked_in_slices(compressed: bool) -> None:
+    body = _register_body()
+    data = body.encode(compressed=compressed)
+    opened = RegisterBrokerBody.open_request(data, compressed=compressed, version=MQVersion.V4_9_8)
+    assert opened.data_version == DataVersion(timestamp=1700000000000, counter=3)
+    assert opened.filter_server_list == ["10.0.0.9:45001"]
+    assert opened.topic_count == 2
+    slices = list(opened.topic_slices(1))
+    assert [len(entries) for entries in slices] == [1, 1]
+    decoded = RegisterBrokerBody.decode_request(data, compressed=compressed, version=409)
+    assert dict(entry for entries in slices for entry in entries) == (
+        decoded.topic_config_serialize_wrapper.topic_config_table
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "compressed"),
+    [
+        (REGISTER_JSON.replace(b'"topicName":"TopicTest",', b""), False),
+        (REGISTER_JSON.replace(b'"perm":6', b'"perm":"six"'), False),
+        (
+            zlib.compress(
+                _part(b'{"counter":1}') + _int32(1) + _part(b"T 1 x 6 SINGLE_TAG") + _part(b"[]")
+            ),
+            True,
+        ),
+    ],
+)
+def test_a_bad_topic_entry_fails_when_its_slice_is_read(data: bytes, compressed: bool) -> None:
+    opened = RegisterBrokerBody.open_request(data, compressed=compressed, version=409)
+    with pytest.raises(BodyError) as when_read:
+        list(opened.topic_slices(100))
+    with pytest.raises(BodyError) as when_decoded:
+        RegisterBrokerBody.decode_request(data, compressed=compressed, version=409)
+    assert str(when_read.value) == str(when_decoded.value)
+
+
 def test_body_crc32_is_masked_to_31_bits() -> None:
     assert body_crc32(b"Hello RocketMQ") == 1774740973  # spec §8.1
     assert body_crc32(b"a") == 0xE8B7BE43 & 0x7FFFFFFF  # CRC32("a") has the top bit set
