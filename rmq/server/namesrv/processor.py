@@ -25,7 +25,9 @@ A registration is read in two stages (`RegisterBrokerBody.open_request`): first 
 but the topic table's entries (the JSON is parsed in one go, a compressed body inflated and
 split), then, only when the route table will use them (`RouteInfoManager.needs_topics`: a
 master that is new or whose DataVersion changed), the topic entries, `TOPIC_SLICE` at a time
-with the event loop free between slices.  The periodic re-registration of a broker whose
+with the event loop free between slices.  Registrations of one broker address that read
+their topics may be read side by side but are applied in the order they arrived, so an
+older table never overwrites a newer one.  The periodic re-registration of a broker whose
 topics did not change therefore costs a JSON parse and no per-topic Python work, and a large
 changed table does not hold up the requests that arrive while it is read.  Apache decodes
 every topic before it compares DataVersions, so one difference shows: a body whose JSON is
@@ -37,8 +39,9 @@ are read; with an unchanged DataVersion it is accepted as the heartbeat it is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 from rmq.common import fastjson, javaprops
 from rmq.common.config import (
@@ -82,7 +85,7 @@ from rmq.remoting.headers import (
 )
 from rmq.remoting.server import RemotingServer
 from rmq.server.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from rmq.server.namesrv.routeinfo import RouteInfoManager
+from rmq.server.namesrv.routeinfo import RegisterBrokerResult, RouteInfoManager
 from rmq.store.configfile import persist_config_text
 
 log = logging.getLogger("rmq.namesrv")
@@ -105,6 +108,12 @@ def _topic_list_handler(listing: Callable[[], TopicList]) -> Handler:
         return _success(body=listing().encode())
 
     return handler
+
+
+def _undecodable(connection: Connection, exc: BodyError) -> RemotingCommand:
+    remark = f"Failed to decode RegisterBrokerBody: {exc}"
+    log.warning("registerBroker from %s: %s", connection, remark)
+    return create_response(ResponseCode.SYSTEM_ERROR, remark)
 
 
 async def read_topics(opened: OpenedRegisterBody) -> list[TopicConfig]:
@@ -143,6 +152,8 @@ class NamesrvProcessor:
         self.kv = kv
         self.configs = configs
         self.settings = namesrv_settings(configs, file_properties or {})
+        # Broker address -> the turn of its latest registration that reads its topics.
+        self._reading_topics: dict[str, asyncio.Future[None]] = {}
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -229,24 +240,45 @@ class NamesrvProcessor:
         if header.body_crc32 != 0 and body_crc32(body) != header.body_crc32:
             log.warning("registerBroker from %s: crc32 not match", connection)
             return create_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        topics: list[TopicConfig] | None = None
         try:
             opened = RegisterBrokerBody.open_request(
                 body, compressed=header.compressed, version=request.version
             )
-            if self.routes.needs_topics(
-                header.broker_addr, header.broker_name, header.broker_id, opened.data_version
-            ):
-                topics = await read_topics(opened)
         except BodyError as exc:
-            remark = f"Failed to decode RegisterBrokerBody: {exc}"
-            log.warning("registerBroker from %s: %s", connection, remark)
-            return create_response(ResponseCode.SYSTEM_ERROR, remark)
-        if topics is not None and connection.closed:
-            # It closed while the topics were read: registering now would bring back a
-            # broker that the close has just dropped.
-            return None
-        result = self.routes.register_broker(
+            return _undecodable(connection, exc)
+        if not self.routes.needs_topics(
+            header.broker_addr, header.broker_name, header.broker_id, opened.data_version
+        ):
+            result = self._register(header, opened, None, connection)
+        else:
+            async with self._in_arrival_order(header.broker_addr) as previous:
+                try:
+                    topics = await read_topics(opened)
+                except BodyError as exc:
+                    return _undecodable(connection, exc)
+                if previous is not None:
+                    await asyncio.shield(previous)
+                if connection.closed:
+                    # It closed while the topics were read: registering now would bring
+                    # back a broker that the close has just dropped.
+                    return None
+                result = self._register(header, opened, topics, connection)
+        order_topic_config = self.kv.get_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
+        return _success(
+            RegisterBrokerResponseHeader(
+                ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
+            ),
+            KVTable(table=order_topic_config).encode() if order_topic_config is not None else None,
+        )
+
+    def _register(
+        self,
+        header: RegisterBrokerRequestHeader,
+        opened: OpenedRegisterBody,
+        topics: list[TopicConfig] | None,
+        connection: Connection,
+    ) -> RegisterBrokerResult:
+        return self.routes.register_broker(
             header.cluster_name,
             header.broker_addr,
             header.broker_name,
@@ -257,13 +289,23 @@ class NamesrvProcessor:
             opened.filter_server_list,
             connection,
         )
-        order_topic_config = self.kv.get_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
-        return _success(
-            RegisterBrokerResponseHeader(
-                ha_server_addr=result.ha_server_addr, master_addr=result.master_addr
-            ),
-            KVTable(table=order_topic_config).encode() if order_topic_config is not None else None,
-        )
+
+    @contextlib.asynccontextmanager
+    async def _in_arrival_order(
+        self, broker_addr: str
+    ) -> AsyncIterator[asyncio.Future[None] | None]:
+        """Registrations of one address that read their topics are applied in the order
+        they arrived, although they are read side by side: each yields the turn of the one
+        before it (None when there is none), which it awaits before it applies."""
+        previous = self._reading_topics.get(broker_addr)
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reading_topics[broker_addr] = turn
+        try:
+            yield previous
+        finally:
+            turn.set_result(None)
+            if self._reading_topics.get(broker_addr) is turn:
+                del self._reading_topics[broker_addr]
 
     async def unregister_broker(
         self, connection: Connection, request: RemotingCommand

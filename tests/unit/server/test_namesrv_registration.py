@@ -225,3 +225,34 @@ def test_registration_whose_connection_closed_while_reading_is_dropped(
     assert namesrv.register(json_body(many_topics(3), counter=1)) is None
     assert namesrv.routes.broker_live_table == {}
     assert namesrv.routes.topic_queue_table == {}
+
+
+def test_registrations_of_one_broker_apply_in_arrival_order(namesrv: Namesrv) -> None:
+    namesrv.register(json_body(many_topics(3), counter=1))
+    slow = json_body(many_topics(TOPIC_SLICE * 3, perm=4), counter=2)  # read in 3 slices
+    quick = json_body(many_topics(3, perm=2), counter=3)  # read at once
+
+    async def run() -> list[RemotingCommand | None]:
+        loop = asyncio.get_running_loop()
+        first = loop.create_task(
+            namesrv.processor.register_broker(
+                namesrv.connection,  # type: ignore[arg-type]
+                register_request(slow),
+            )
+        )
+        await asyncio.sleep(0)  # the slow one has begun reading
+        second = loop.create_task(
+            namesrv.processor.register_broker(
+                namesrv.connection,  # type: ignore[arg-type]
+                register_request(quick),
+            )
+        )
+        return list(await asyncio.gather(first, second))
+
+    responses = asyncio.run(run())
+    assert [r.code if r else None for r in responses] == [ResponseCode.SUCCESS] * 2
+    live = namesrv.routes.broker_live_table[ADDR]
+    assert live.data_version.counter == 3
+    assert namesrv.perm("T1") == 2  # the later registration's, applied last
+    assert namesrv.perm("T9") == 4
+    assert namesrv.processor._reading_topics == {}
