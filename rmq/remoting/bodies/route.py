@@ -6,7 +6,9 @@
   form the way the name server does, and :func:`body_crc32` is the header's ``bodyCrc32``.
   :meth:`RegisterBrokerBody.open_request` reads the same forms in two stages
   (:class:`OpenedRegisterBody`): the DataVersion and the filter servers at once, the topic
-  table only when asked, in slices, so that a name server can skip it or spread it out.
+  table only when asked, in slices, so that a name server can skip it or spread it out;
+  :meth:`RegisterBrokerBody.peek_request` reads the DataVersion and filter servers of a JSON
+  body in fastjson's own layout from its first bytes, without parsing the rest.
 * :class:`TopicConfig` with its JSON form (``topics.json``) and the text form the compressed
   register body carries, :class:`DataVersion`, :class:`TopicConfigSerializeWrapper`.
 * The name server's answers: :class:`TopicRouteData` (with :class:`QueueData` and
@@ -224,6 +226,31 @@ class RegisterBrokerBody(Body):
             return _open_compressed(body)
         return _open_json(body, bare_wrapper=False)
 
+    @staticmethod
+    def peek_request(
+        body: Buffer | None, *, compressed: bool, version: int
+    ) -> tuple[DataVersion, list[str]] | None:
+        """The DataVersion and filter servers of a JSON REGISTER_BROKER body, read from its
+        first bytes when it is in the exact layout fastjson writes (what Java and rmq brokers
+        send): ``{"filterServerList":[...],"topicConfigSerializeWrapper":{"dataVersion":
+        {"counter":N,"timestamp":T},"topicConfigTable":{`` and ending ``}}}}`` (``{}}}``
+        without topics).  The rest is neither parsed nor checked, so this costs the same for
+        any size.  None for any other body: `open_request` reads those.
+        """
+        if compressed or version < MQVersion.V3_0_11 or not body:
+            return None
+        match = _FASTJSON_REGISTER_HEAD.match(body)
+        if match is None or bytes(body[-4:]) not in (b"}}}}", b"{}}}"):
+            return None
+        try:
+            filters = RegisterBrokerBody.from_json(
+                {"filterServerList": fastjson.loads(match["filters"])}
+            ).filter_server_list
+        except ValueError:
+            return None
+        data_version = DataVersion(timestamp=int(match["timestamp"]), counter=int(match["counter"]))
+        return data_version, filters or []
+
     @classmethod
     def _from_opened(cls, opened: OpenedRegisterBody) -> Self:
         table = dict(entry for chunk in opened.topic_slices(_ALL) for entry in chunk)
@@ -236,6 +263,12 @@ class RegisterBrokerBody(Body):
 
 
 _ALL = 1 << 62
+
+_FASTJSON_REGISTER_HEAD = re.compile(
+    rb'\{"filterServerList":(?P<filters>\[[^\]\\]*\]),"topicConfigSerializeWrapper":'
+    rb'\{"dataVersion":\{"counter":(?P<counter>-?[0-9]{1,18}),'
+    rb'"timestamp":(?P<timestamp>-?[0-9]{1,18})\},"topicConfigTable":\{'
+)
 
 TopicEntries = list[tuple[str, TopicConfig]]
 

@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from rmq.common import fastjson
 from rmq.remoting import bodies
 from rmq.remoting.bodies import (
     Body,
@@ -553,6 +556,49 @@ def test_a_bad_topic_entry_fails_when_its_slice_is_read(data: bytes, compressed:
     with pytest.raises(BodyError) as when_decoded:
         RegisterBrokerBody.decode_request(data, compressed=compressed, version=409)
     assert str(when_read.value) == str(when_decoded.value)
+
+
+@given(
+    st.lists(st.text(max_size=12), max_size=3),
+    st.integers(min_value=-(10**17), max_value=10**17),
+    st.integers(min_value=0, max_value=10**17),
+    st.booleans(),
+)
+def test_peek_request_reads_what_open_request_reads_from_fastjson_bodies(
+    filters: list[str], counter: int, timestamp: int, with_topics: bool
+) -> None:
+    body = _register_body()
+    body.filter_server_list = filters
+    wrapper = body.topic_config_serialize_wrapper
+    wrapper.data_version = DataVersion(timestamp=timestamp, counter=counter)
+    if not with_topics:
+        wrapper.topic_config_table = {}
+    data = body.encode()
+    peeked = RegisterBrokerBody.peek_request(data, compressed=False, version=MQVersion.V4_9_8)
+    opened = RegisterBrokerBody.open_request(data, compressed=False, version=MQVersion.V4_9_8)
+    if peeked is not None:
+        assert peeked == (opened.data_version, opened.filter_server_list)
+    else:  # only a filter server with "]" or a backslash is left to open_request
+        assert any("]" in server or "\\" in fastjson.dumps(server) for server in filters)
+
+
+def test_peek_request_declines_every_other_body() -> None:
+    peeked = RegisterBrokerBody.peek_request(
+        memoryview(REGISTER_JSON), compressed=False, version=MQVersion.V4_9_8
+    )
+    assert peeked == (DataVersion(timestamp=1700000000000, counter=3), [])
+    spaced = json.dumps(json.loads(REGISTER_JSON)).encode()
+    compressed = _register_body().encode(compressed=True)
+    for data, is_compressed, version in [
+        (spaced, False, MQVersion.V4_9_8),  # standard JSON with spaces: parsed instead
+        (REGISTER_JSON[:-1], False, MQVersion.V4_9_8),  # its end is missing
+        (REGISTER_JSON, False, MQVersion.V3_0_11 - 1),  # a bare topic wrapper is expected
+        (compressed, True, MQVersion.V4_9_8),
+        (b"", False, MQVersion.V4_9_8),
+    ]:
+        assert (
+            RegisterBrokerBody.peek_request(data, compressed=is_compressed, version=version) is None
+        )
 
 
 def test_body_crc32_is_masked_to_31_bits() -> None:

@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from rmq.common.config import NamesrvConfig, NamesrvConfigs, NettyServerConfig
-from rmq.remoting.bodies import OpenedRegisterBody
+from rmq.remoting.bodies import (
+    DataVersion,
+    OpenedRegisterBody,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
 from rmq.remoting.headers import RegisterBrokerRequestHeader
@@ -44,17 +50,32 @@ def topic_json(name: str, perm: int = 6) -> dict[str, Any]:
 
 
 def json_body(
-    topics: dict[str, dict[str, Any]], counter: int, filter_servers: list[str] | None = None
+    topics: dict[str, dict[str, Any]],
+    counter: int,
+    filter_servers: list[str] | None = None,
+    layout: str = "fastjson",
 ) -> bytes:
-    return json.dumps(
-        {
-            "filterServerList": filter_servers or [],
-            "topicConfigSerializeWrapper": {
-                "dataVersion": {"counter": counter, "timestamp": 1_700_000_000_000},
-                "topicConfigTable": topics,
-            },
-        }
-    ).encode()
+    """A register body: JSON as fastjson writes it (compact, keys in order), as standard
+    JSON with spaces, or the compressed form."""
+    if layout == "compressed":
+        table = {name: TopicConfig.from_json(config) for name, config in topics.items()}
+        wrapper = TopicConfigSerializeWrapper(
+            topic_config_table=table,
+            data_version=DataVersion(timestamp=1_700_000_000_000, counter=counter),
+        )
+        body = RegisterBrokerBody(
+            topic_config_serialize_wrapper=wrapper, filter_server_list=filter_servers or []
+        )
+        return body.encode(compressed=True)
+    document = {
+        "filterServerList": filter_servers or [],
+        "topicConfigSerializeWrapper": {
+            "dataVersion": {"counter": counter, "timestamp": 1_700_000_000_000},
+            "topicConfigTable": topics,
+        },
+    }
+    separators = (",", ":") if layout == "fastjson" else (", ", ": ")
+    return json.dumps(document, separators=separators).encode()
 
 
 def many_topics(count: int, perm: int = 6) -> dict[str, dict[str, Any]]:
@@ -62,13 +83,14 @@ def many_topics(count: int, perm: int = 6) -> dict[str, dict[str, Any]]:
 
 
 def register_request(body: bytes, broker_id: int = 0) -> RemotingCommand:
+    compressed = not body.startswith(b"{")
     header = RegisterBrokerRequestHeader(
         broker_name="broker-a",
         broker_addr=ADDR if broker_id == 0 else "10.0.0.2:10911",
         cluster_name="DefaultCluster",
         ha_server_addr="10.0.0.1:10912",
         broker_id=broker_id,
-        compressed=False,
+        compressed=compressed,
         body_crc32=0,
     )
     return create_request(RequestCode.REGISTER_BROKER, header, body=body)
@@ -115,10 +137,19 @@ def slices_read(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     yield counted
 
 
+@pytest.mark.parametrize("layout", ["fastjson", "spaced", "compressed"])
 def test_unchanged_data_version_decodes_and_applies_no_topic(
-    namesrv: Namesrv, slices_read: list[int], monkeypatch: pytest.MonkeyPatch
+    namesrv: Namesrv, slices_read: list[int], monkeypatch: pytest.MonkeyPatch, layout: str
 ) -> None:
-    body = json_body(many_topics(1200), counter=1)
+    opened: list[bool] = []
+    original_open = RegisterBrokerBody.open_request
+
+    def open_spy(body: Any, *, compressed: bool, version: int) -> OpenedRegisterBody:
+        opened.append(True)
+        return original_open(body, compressed=compressed, version=version)
+
+    monkeypatch.setattr(RegisterBrokerBody, "open_request", open_spy)
+    body = json_body(many_topics(1200), counter=1, layout=layout)
     assert (response := namesrv.register(body)) is not None
     assert response.code == ResponseCode.SUCCESS
     assert sum(slices_read) == 1200
@@ -131,13 +162,16 @@ def test_unchanged_data_version_decodes_and_applies_no_topic(
 
     monkeypatch.setattr(RouteInfoManager, "_create_or_update_queue_data", spy)
     slices_read.clear()
-    # Same version, different perms: the body is not read past its DataVersion.
-    response = namesrv.register(json_body(many_topics(1200, perm=4), counter=1))
+    opened.clear()
+    # Same version, different perms: the body is not read past its DataVersion, and one in
+    # fastjson's layout is not even parsed.
+    response = namesrv.register(json_body(many_topics(1200, perm=4), counter=1, layout=layout))
     assert response is not None and response.code == ResponseCode.SUCCESS
     assert slices_read == [] and applied == []
+    assert opened == ([] if layout == "fastjson" else [True])
     assert namesrv.perm("T7") == 6
 
-    response = namesrv.register(json_body(many_topics(1200, perm=4), counter=2))
+    response = namesrv.register(json_body(many_topics(1200, perm=4), counter=2, layout=layout))
     assert response is not None and response.code == ResponseCode.SUCCESS
     assert sum(slices_read) == 1200 and len(applied) == 1200
     assert namesrv.perm("T7") == 4
@@ -162,22 +196,32 @@ def test_unchanged_registration_still_refreshes_heartbeat_and_filter_servers(
     assert namesrv.routes.filter_server_table[ADDR] == ["10.0.0.9:1"]
 
 
+@pytest.mark.parametrize("layout", ["fastjson", "spaced"])
 def test_bad_topic_entry_is_refused_when_read_and_ignored_when_unchanged(
-    namesrv: Namesrv,
+    namesrv: Namesrv, layout: str
 ) -> None:
     topics = many_topics(3)
     del topics["T1"]["topicName"]
-    refused = namesrv.register(json_body(topics, counter=1))
+    refused = namesrv.register(json_body(topics, counter=1, layout=layout))
     assert refused is not None and refused.code == ResponseCode.SYSTEM_ERROR
     assert "TopicConfig: <topicName> is missing" in (refused.remark or "")
     assert namesrv.routes.topic_queue_table == {}
 
-    namesrv.register(json_body(many_topics(3), counter=1))
-    accepted = namesrv.register(json_body(topics, counter=1))
+    namesrv.register(json_body(many_topics(3), counter=1, layout=layout))
+    accepted = namesrv.register(json_body(topics, counter=1, layout=layout))
     assert accepted is not None and accepted.code == ResponseCode.SUCCESS
-    # Undecodable JSON is refused whatever the version.
-    broken = namesrv.register(json_body(many_topics(3), counter=1)[:-1])
+    # JSON broken in its head, before the DataVersion, is refused whatever the version.
+    broken = namesrv.register(json_body(many_topics(3), counter=1, layout=layout)[1:])
     assert broken is not None and broken.code == ResponseCode.SYSTEM_ERROR
+    # Broken after it: refused when not in fastjson's layout (the whole JSON is parsed), and
+    # in that layout only when its end is broken too (only the head and the end are read).
+    cut = json_body(many_topics(3), counter=1, layout=layout)[:-1]
+    broken = namesrv.register(cut)
+    assert broken is not None and broken.code == ResponseCode.SYSTEM_ERROR
+    inner = json_body(many_topics(3), counter=1, layout=layout).replace(b'"perm"', b'"perm', 1)
+    response = namesrv.register(inner)
+    expected = ResponseCode.SUCCESS if layout == "fastjson" else ResponseCode.SYSTEM_ERROR
+    assert response is not None and response.code == expected
 
 
 def test_large_table_is_read_in_slices_that_leave_the_loop_free(namesrv: Namesrv) -> None:
