@@ -115,7 +115,7 @@ class Body:
                 values[prop.attr] = prop.read(raw)
             except (ArithmeticError, LookupError, TypeError, ValueError) as exc:
                 raise BodyError(f"{cls.__name__}.{prop.key}: {exc}") from None
-        return cast(Callable[..., Self], cls)(**values)
+        return cast("Callable[..., Self]", cls)(**values)
 
     def encode(self, *, standard: bool = False, pretty: bool = False) -> bytes:
         """UTF-8 fastjson text: default form, ``standard`` route variant, or ``pretty``."""

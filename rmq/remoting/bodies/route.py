@@ -4,6 +4,11 @@
   binary form (``compressed=true`` in the header) and, from brokers older than 3.0.11, a bare
   :class:`TopicConfigSerializeWrapper`; :meth:`RegisterBrokerBody.decode_request` picks the
   form the way the name server does, and :func:`body_crc32` is the header's ``bodyCrc32``.
+  :meth:`RegisterBrokerBody.open_request` reads the same forms in two stages
+  (:class:`OpenedRegisterBody`): the DataVersion and the filter servers at once, the topic
+  table only when asked, in slices, so that a name server can skip it or spread it out;
+  :meth:`RegisterBrokerBody.peek_request` reads the DataVersion and filter servers of a JSON
+  body in fastjson's own layout from its first bytes, without parsing the rest.
 * :class:`TopicConfig` with its JSON form (``topics.json``) and the text form the compressed
   register body carries, :class:`DataVersion`, :class:`TopicConfigSerializeWrapper`.
 * The name server's answers: :class:`TopicRouteData` (with :class:`QueueData` and
@@ -25,8 +30,9 @@ import random
 import re
 import struct
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Self
+from typing import Any, Self
 
 from rmq.common import fastjson
 from rmq.common.perm import DEFAULT_TOPIC_PERM
@@ -42,6 +48,7 @@ __all__ = [
     "ClusterInfo",
     "DataVersion",
     "KVTable",
+    "OpenedRegisterBody",
     "QueueData",
     "RegisterBrokerBody",
     "TopicConfig",
@@ -195,33 +202,188 @@ class RegisterBrokerBody(Body):
         """Parse the JSON form, or with ``compressed`` the zlib binary form."""
         if not compressed:
             return super(RegisterBrokerBody, cls).decode(data)
-        view = memoryview(_inflate(data))
-        part, pos = _take_part(view, 0)
-        data_version = DataVersion.decode(part)
-        count, pos = _take_int(view, pos)
-        table: dict[str, TopicConfig] = {}
-        for _ in range(count):
-            part, pos = _take_part(view, pos)
-            config = TopicConfig.from_text(bytes(part).decode("utf-8", "replace"))
-            table[config.topic_name] = config
-        part, pos = _take_part(view, pos)
-        return cls(
-            topic_config_serialize_wrapper=TopicConfigSerializeWrapper(
-                topic_config_table=table, data_version=data_version
-            ),
-            filter_server_list=_filter_server_list(part),
-        )
+        return cls._from_opened(_open_compressed(data))
 
     @classmethod
     def decode_request(cls, body: Buffer | None, *, compressed: bool, version: int) -> Self:
         """The body of a REGISTER_BROKER request of protocol ``version``, as the name server
         reads it: a bare topic wrapper before 3.0.11; no body means no topics, version 0/0."""
+        return cls._from_opened(cls.open_request(body, compressed=compressed, version=version))
+
+    @classmethod
+    def open_request(
+        cls, body: Buffer | None, *, compressed: bool, version: int
+    ) -> OpenedRegisterBody:
+        """`decode_request` up to the topic table: the DataVersion and filter servers are
+        read (and every error outside the topic entries raised) now, the topics later."""
         if version < MQVersion.V3_0_11:
-            wrapper = TopicConfigSerializeWrapper.decode(body) if body else _no_topics()
-            return cls(topic_config_serialize_wrapper=wrapper, filter_server_list=None)
+            if not body:
+                return OpenedRegisterBody(_no_topics().data_version, None)
+            return _open_json(body, bare_wrapper=True)
         if not body:
-            return cls(topic_config_serialize_wrapper=_no_topics())
-        return cls.decode(body, compressed=compressed)
+            return OpenedRegisterBody(_no_topics().data_version, [])
+        if compressed:
+            return _open_compressed(body)
+        return _open_json(body, bare_wrapper=False)
+
+    @staticmethod
+    def peek_request(
+        body: Buffer | None, *, compressed: bool, version: int
+    ) -> tuple[DataVersion, list[str]] | None:
+        """The DataVersion and filter servers of a JSON REGISTER_BROKER body, read from its
+        first bytes when it is in the exact layout fastjson writes (what Java and rmq brokers
+        send): ``{"filterServerList":[...],"topicConfigSerializeWrapper":{"dataVersion":
+        {"counter":N,"timestamp":T},"topicConfigTable":{`` and ending ``}}}}`` (``{}}}``
+        without topics).  The rest is neither parsed nor checked, so this costs the same for
+        any size.  None for any other body: `open_request` reads those.
+        """
+        if compressed or version < MQVersion.V3_0_11 or not body:
+            return None
+        match = _FASTJSON_REGISTER_HEAD.match(body)
+        if match is None or bytes(body[-4:]) not in (b"}}}}", b"{}}}"):
+            return None
+        try:
+            filters = RegisterBrokerBody.from_json(
+                {"filterServerList": fastjson.loads(match["filters"])}
+            ).filter_server_list
+        except ValueError:
+            return None
+        data_version = DataVersion(timestamp=int(match["timestamp"]), counter=int(match["counter"]))
+        return data_version, filters or []
+
+    @classmethod
+    def _from_opened(cls, opened: OpenedRegisterBody) -> Self:
+        table = dict(entry for chunk in opened.topic_slices(_ALL) for entry in chunk)
+        return cls(
+            topic_config_serialize_wrapper=TopicConfigSerializeWrapper(
+                topic_config_table=table, data_version=opened.data_version
+            ),
+            filter_server_list=opened.filter_server_list,
+        )
+
+
+_ALL = 1 << 62
+
+_FASTJSON_REGISTER_HEAD = re.compile(
+    rb'\{"filterServerList":(?P<filters>\[[^\]\\]*\]),"topicConfigSerializeWrapper":'
+    rb'\{"dataVersion":\{"counter":(?P<counter>-?[0-9]{1,18}),'
+    rb'"timestamp":(?P<timestamp>-?[0-9]{1,18})\},"topicConfigTable":\{'
+)
+
+TopicEntries = list[tuple[str, TopicConfig]]
+
+
+def _no_entries(start: int, stop: int) -> TopicEntries:
+    return []
+
+
+@dataclass(slots=True)
+class OpenedRegisterBody:
+    """A REGISTER_BROKER body read up to its topic table (`RegisterBrokerBody.open_request`).
+
+    ``topic_count`` entries are waiting to be decoded; :meth:`topic_slices` decodes them, up
+    to ``size`` a slice, as (table key, TopicConfig) pairs, raising :class:`BodyError` (with
+    the text `decode_request` would give) at the first bad one.
+    """
+
+    data_version: DataVersion
+    filter_server_list: list[str] | None
+    topic_count: int = 0
+    read_entries: Callable[[int, int], TopicEntries] = _no_entries
+
+    def topic_slices(self, size: int) -> Iterator[TopicEntries]:
+        for start in range(0, self.topic_count, size):
+            yield self.read_entries(start, min(start + size, self.topic_count))
+
+
+def _open_json(data: Buffer, *, bare_wrapper: bool) -> OpenedRegisterBody:
+    """Parse the JSON text, decode all but the topic table's entries, keep those for later.
+
+    The table is cut out of the parsed document before the rest goes through the generic
+    decoder, and its entries go through it a slice at a time, so both give the errors and
+    values decoding the whole at once would.
+    """
+    cls: type[Body] = TopicConfigSerializeWrapper if bare_wrapper else RegisterBrokerBody
+    try:
+        document = fastjson.loads(data)
+    except ValueError as exc:
+        raise BodyError(f"{cls.__name__}: {exc}") from None
+    wrapper = document if bare_wrapper else _get(document, "topicConfigSerializeWrapper")
+    table = _get(wrapper, "topicConfigTable")
+    if not isinstance(table, Mapping) or not isinstance(wrapper, Mapping):
+        wrapper_body, filters = _parts(cls.from_json(document))
+        entries = list(wrapper_body.topic_config_table.items())
+        return OpenedRegisterBody(
+            wrapper_body.data_version, filters, len(entries), lambda a, b: entries[a:b]
+        )
+    head: dict[Any, Any] = {k: v for k, v in wrapper.items() if k != "topicConfigTable"}
+    if not bare_wrapper:
+        head = {**document, "topicConfigSerializeWrapper": head}
+    wrapper_body, filters = _parts(cls.from_json(head))
+    items = list(table.items())
+    prefix = "" if bare_wrapper else "RegisterBrokerBody.topicConfigSerializeWrapper: "
+
+    def read_entries(start: int, stop: int) -> TopicEntries:
+        try:
+            part = TopicConfigSerializeWrapper.from_json(
+                {"topicConfigTable": dict(items[start:stop])}
+            )
+        except BodyError as exc:
+            raise BodyError(f"{prefix}{exc}") from None
+        return list(part.topic_config_table.items())
+
+    return OpenedRegisterBody(wrapper_body.data_version, filters, len(items), read_entries)
+
+
+def _parts(body: Body) -> tuple[TopicConfigSerializeWrapper, list[str] | None]:
+    """The topic wrapper and filter servers of a decoded register body or bare wrapper."""
+    if isinstance(body, RegisterBrokerBody):
+        return body.topic_config_serialize_wrapper, body.filter_server_list
+    assert isinstance(body, TopicConfigSerializeWrapper)
+    return body, None
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else None
+
+
+def _open_compressed(data: Buffer) -> OpenedRegisterBody:
+    """Inflate, read the DataVersion and the filter servers, find each topic's text."""
+    content = _inflate(data)
+    view = memoryview(content)
+    part, pos = _take_part(view, 0)
+    data_version = DataVersion.decode(part)
+    count, pos = _take_int(view, pos)
+    spans: list[int] = []
+    end_of_content = len(content)
+    unpack = _INT32.unpack_from
+    for _ in range(count):
+        if pos + 4 > end_of_content:
+            raise _truncated()
+        (length,) = unpack(content, pos)
+        end = pos + 4 + length
+        if length < 0 or end > end_of_content:
+            raise _truncated()
+        spans.append(pos + 4)
+        pos = end
+    part, pos = _take_part(view, pos)
+    filters = _filter_server_list(part)
+
+    def read_entries(start: int, stop: int) -> TopicEntries:
+        entries = []
+        for index in range(start, stop):
+            begin = spans[index]
+            (length,) = unpack(content, begin - 4)
+            text = content[begin : begin + length].decode("utf-8", "replace")
+            config = TopicConfig.from_text(text)
+            entries.append((config.topic_name, config))
+        return entries
+
+    return OpenedRegisterBody(data_version, filters, len(spans), read_entries)
+
+
+def _truncated() -> BodyError:
+    return BodyError("RegisterBrokerBody: the compressed body ends in the middle of a part")
 
 
 def _inflate(data: Buffer) -> bytes:
@@ -242,7 +404,7 @@ def _inflate(data: Buffer) -> bytes:
 def _take(view: memoryview, pos: int, length: int) -> tuple[memoryview, int]:
     end = pos + length
     if length < 0 or end > len(view):
-        raise BodyError("RegisterBrokerBody: the compressed body ends in the middle of a part")
+        raise _truncated()
     return view[pos:end], end
 
 

@@ -20,6 +20,15 @@ when the expiry scan drops a broker it hands the broker's connection back so tha
 can close it.  Time comes from an injectable millisecond clock so that expiry can be tested
 without sleeping.
 
+Two indexes keep every change to one broker proportional to what that broker holds, never to
+the whole table: broker name -> the topics it has queue data for (a disconnect, an
+unregistration, an expiry and the write-permission changes walk only those), and connection
+-> the broker addresses registered over it (a closed connection finds its broker without
+walking the live table).  They are kept in step with the tables by every operation here;
+`check_indexes` verifies that for tests.  A registration can be told beforehand whether it
+will read its topics at all (`needs_topics`): a master's topics are read only when the broker
+is new or its DataVersion changed, so the caller need not decode them otherwise.
+
 Nothing here is persisted: a restarted name server learns the cluster again from the next round
 of broker registrations (every 30 s by default).
 
@@ -76,6 +85,9 @@ class RouteInfoManager:
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLiveInfo] = {}
         self.filter_server_table: dict[str, list[str]] = {}
+        # Indexes (see the module docstring).  Dicts with None values are ordered sets.
+        self._topics_of_broker: dict[str, set[str]] = {}
+        self._addrs_of_connection: dict[object, dict[str, None]] = {}
 
     # -- registration ---------------------------------------------------------------------
 
@@ -87,14 +99,16 @@ class RouteInfoManager:
         broker_id: int,
         ha_server_addr: str | None,
         data_version: DataVersion,
-        topics: Iterable[TopicConfig],
+        topics: Iterable[TopicConfig] | None,
         filter_server_list: list[str] | None,
         connection: object | None,
     ) -> RegisterBrokerResult:
         """Record a broker's registration (also its periodic heartbeat).
 
         A master's topics rebuild the topic queue table only when its DataVersion changed or
-        the address is new; a slave only adds its address and learns its master's.
+        the address is new; a slave only adds its address and learns its master's.  `topics`
+        may be None when `needs_topics` answered False for this registration with nothing
+        changed in between (the caller then did not decode them).
         """
         self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
 
@@ -113,12 +127,20 @@ class RouteInfoManager:
         if broker_id == MASTER_ID and (
             register_first or self.is_broker_topic_config_changed(broker_addr, data_version)
         ):
-            for topic in topics:
-                self._create_or_update_queue_data(broker_name, topic)
+            if topics is None:
+                raise ValueError(f"the registration of {broker_addr} needs its topics")
+            names = [self._create_or_update_queue_data(broker_name, topic) for topic in topics]
+            if names:
+                self._topics_of_broker.setdefault(broker_name, set()).update(names)
 
+        previous = self.broker_live_table.get(broker_addr)
+        if previous is not None:
+            self._forget_connection(previous.connection, broker_addr)
         self.broker_live_table[broker_addr] = BrokerLiveInfo(
             self._clock(), data_version, connection, ha_server_addr
         )
+        if connection is not None:
+            self._addrs_of_connection.setdefault(connection, {})[broker_addr] = None
 
         if filter_server_list is not None:
             if filter_server_list:
@@ -133,7 +155,20 @@ class RouteInfoManager:
                 return RegisterBrokerResult(master_live.ha_server_addr, master_addr)
         return RegisterBrokerResult()
 
-    def _create_or_update_queue_data(self, broker_name: str, topic: TopicConfig) -> None:
+    def needs_topics(
+        self, broker_addr: str, broker_name: str, broker_id: int, data_version: DataVersion
+    ) -> bool:
+        """Whether `register_broker` with these values would read the broker's topics: a
+        master's, when the address is new under that name or its DataVersion changed."""
+        if broker_id != MASTER_ID:
+            return False
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is None or broker_data.broker_addrs.get(broker_id) is None:
+            return True
+        return self.is_broker_topic_config_changed(broker_addr, data_version)
+
+    def _create_or_update_queue_data(self, broker_name: str, topic: TopicConfig) -> str:
+        """Put the broker's queue data of `topic`; returns the topic name."""
         self.topic_queue_table.setdefault(topic.topic_name, {})[broker_name] = QueueData(
             broker_name=broker_name,
             read_queue_nums=topic.read_queue_nums,
@@ -141,12 +176,13 @@ class RouteInfoManager:
             perm=topic.perm,
             topic_sys_flag=topic.topic_sys_flag,
         )
+        return topic.topic_name
 
     def unregister_broker(
         self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
     ) -> None:
         """Forget one broker address (a broker shutting down cleanly)."""
-        self.broker_live_table.pop(broker_addr, None)
+        self._pop_live(broker_addr)
         self.filter_server_table.pop(broker_addr, None)
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is None:
@@ -163,11 +199,30 @@ class RouteInfoManager:
         self._remove_topics_of_broker(broker_name)
 
     def _remove_topics_of_broker(self, broker_name: str) -> None:
-        for topic in list(self.topic_queue_table):
-            queue_datas = self.topic_queue_table[topic]
+        """Drop the broker's queue data, and every topic left without any."""
+        for topic in self._topics_of_broker.pop(broker_name, ()):
+            queue_datas = self.topic_queue_table.get(topic)
+            if queue_datas is None:
+                continue
             queue_datas.pop(broker_name, None)
             if not queue_datas:
                 del self.topic_queue_table[topic]
+
+    def _pop_live(self, broker_addr: str) -> BrokerLiveInfo | None:
+        """Remove and return the live entry of `broker_addr`, keeping the connection index."""
+        live = self.broker_live_table.pop(broker_addr, None)
+        if live is not None:
+            self._forget_connection(live.connection, broker_addr)
+        return live
+
+    def _forget_connection(self, connection: object | None, broker_addr: str) -> None:
+        if connection is None:
+            return
+        addrs = self._addrs_of_connection.get(connection)
+        if addrs is not None:
+            addrs.pop(broker_addr, None)
+            if not addrs:
+                del self._addrs_of_connection[connection]
 
     # -- data versions --------------------------------------------------------------------
 
@@ -191,15 +246,33 @@ class RouteInfoManager:
 
         Returns the dropped brokers' addresses and connections, for the caller to close.
         """
+        expired = []
+        for addr in self.expired_broker_addrs(expired_millis):
+            live = self.drop_expired_broker(addr, expired_millis)
+            if live is not None:
+                expired.append((addr, live.connection))
+        return expired
+
+    def expired_broker_addrs(self, expired_millis: int) -> list[str]:
+        """The brokers not heard from for more than `expired_millis` (nothing is dropped)."""
         deadline = self._clock() - expired_millis
-        expired = [
-            (addr, live.connection)
+        return [
+            addr
             for addr, live in self.broker_live_table.items()
             if live.last_update_timestamp < deadline
         ]
-        for addr, _ in expired:
-            self._remove_broker_addr(addr)
-        return expired
+
+    def drop_expired_broker(self, broker_addr: str, expired_millis: int) -> BrokerLiveInfo | None:
+        """Drop one broker if it is still expired; returns its live entry when dropped.
+
+        With `expired_broker_addrs`, a caller can drop many expired brokers one at a time,
+        serving other work in between: one that registered meanwhile is kept.
+        """
+        live = self.broker_live_table.get(broker_addr)
+        if live is None or live.last_update_timestamp >= self._clock() - expired_millis:
+            return None
+        self._remove_broker_addr(broker_addr)
+        return live
 
     def on_connection_closed(self, remote_addr: str, connection: object) -> str | None:
         """Drop the broker registered over `connection` at once; returns its address.
@@ -207,15 +280,13 @@ class RouteInfoManager:
         When no broker registered over it, the connection's remote address is tried as a
         broker address (as Apache does), which only matches in unusual set-ups.
         """
-        broker_addr = next(
-            (a for a, live in self.broker_live_table.items() if live.connection is connection),
-            remote_addr,
-        )
+        addrs = self._addrs_of_connection.get(connection)
+        broker_addr = next(iter(addrs)) if addrs else remote_addr
         return broker_addr if self._remove_broker_addr(broker_addr) else None
 
     def _remove_broker_addr(self, broker_addr: str) -> bool:
         """Forget one broker address everywhere; False when it was not known at all."""
-        known = self.broker_live_table.pop(broker_addr, None) is not None
+        known = self._pop_live(broker_addr) is not None
         self.filter_server_table.pop(broker_addr, None)
         for broker_name, broker_data in list(self.broker_addr_table.items()):
             ids = [i for i, a in broker_data.broker_addrs.items() if a == broker_addr]
@@ -286,8 +357,8 @@ class RouteInfoManager:
 
     def _update_perm_of_broker(self, broker_name: str, update: Callable[[int], int]) -> int:
         count = 0
-        for queue_datas in self.topic_queue_table.values():
-            queue_data = queue_datas.get(broker_name)
+        for topic in self._topics_of_broker.get(broker_name, ()):
+            queue_data = self.topic_queue_table[topic].get(broker_name)
             if queue_data is not None:
                 queue_data.perm = update(queue_data.perm)
                 count += 1
@@ -295,17 +366,25 @@ class RouteInfoManager:
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
         """Remove a topic everywhere, or only from the brokers of `cluster_name`."""
-        if not cluster_name:
-            self.topic_queue_table.pop(topic, None)
-            return
         queue_datas = self.topic_queue_table.get(topic)
-        broker_names = self.cluster_addr_table.get(cluster_name)
-        if queue_datas is None or not broker_names:
+        if queue_datas is None:
             return
+        if not cluster_name:
+            broker_names: Iterable[str] = list(queue_datas)
+        else:
+            broker_names = self.cluster_addr_table.get(cluster_name, ())
         for broker_name in broker_names:
-            queue_datas.pop(broker_name, None)
+            if queue_datas.pop(broker_name, None) is not None:
+                self._forget_topic_of_broker(broker_name, topic)
         if not queue_datas:
             del self.topic_queue_table[topic]
+
+    def _forget_topic_of_broker(self, broker_name: str, topic: str) -> None:
+        topics = self._topics_of_broker.get(broker_name)
+        if topics is not None:
+            topics.discard(topic)
+            if not topics:
+                del self._topics_of_broker[broker_name]
 
     # -- topic lists ----------------------------------------------------------------------
 
@@ -313,14 +392,10 @@ class RouteInfoManager:
         return TopicList(topic_list=sorted(self.topic_queue_table))
 
     def get_topics_by_cluster(self, cluster_name: str) -> TopicList:
-        broker_names = self.cluster_addr_table.get(cluster_name, set())
-        return TopicList(
-            topic_list=sorted(
-                topic
-                for topic, queue_datas in self.topic_queue_table.items()
-                if not broker_names.isdisjoint(queue_datas)
-            )
-        )
+        topics: set[str] = set()
+        for broker_name in self.cluster_addr_table.get(cluster_name, ()):
+            topics.update(self._topics_of_broker.get(broker_name, ()))
+        return TopicList(topic_list=sorted(topics))
 
     def get_system_topic_list(self) -> TopicList:
         """Cluster names and broker names (the topics every broker creates for itself).
@@ -359,6 +434,24 @@ class RouteInfoManager:
                 if predicate(_first(queue_datas).topic_sys_flag)
             )
         )
+
+    # -- consistency (for tests) ----------------------------------------------------------
+
+    def check_indexes(self) -> None:
+        """Raise AssertionError unless both indexes agree with the tables they index."""
+        topics_of_broker: dict[str, set[str]] = {}
+        for topic, queue_datas in self.topic_queue_table.items():
+            for broker_name in queue_datas:
+                topics_of_broker.setdefault(broker_name, set()).add(topic)
+        if topics_of_broker != self._topics_of_broker:
+            raise AssertionError(f"topic index {self._topics_of_broker} != {topics_of_broker}")
+        addrs_of_connection: dict[object, set[str]] = {}
+        for addr, live in self.broker_live_table.items():
+            if live.connection is not None:
+                addrs_of_connection.setdefault(live.connection, set()).add(addr)
+        indexed = {conn: set(addrs) for conn, addrs in self._addrs_of_connection.items()}
+        if indexed != addrs_of_connection:
+            raise AssertionError(f"connection index {indexed} != {addrs_of_connection}")
 
 
 def _first(queue_datas: Mapping[str, QueueData]) -> QueueData:

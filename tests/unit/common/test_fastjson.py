@@ -359,6 +359,9 @@ def test_big_integers_parse_exactly() -> None:
     assert fastjson.loads(b'{"v":123456789012345678901234567890}') == {
         "v": 123456789012345678901234567890
     }
+    for buffer in (bytearray, memoryview):
+        assert fastjson.loads(buffer(b"[18446744073709551616, 1]")) == [18446744073709551616, 1]
+    assert fastjson.loads(b'{"t1234567890123456789":1.5}') == {"t1234567890123456789": 1.5}
 
 
 def test_loads_accepts_bytes_and_memoryview_and_bom() -> None:

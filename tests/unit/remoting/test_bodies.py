@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from rmq.common import fastjson
 from rmq.remoting import bodies
 from rmq.remoting.bodies import (
     Body,
@@ -515,6 +518,87 @@ def test_decode_request_picks_the_form_by_version_and_header() -> None:
         REGISTER_JSON, compressed=False, version=MQVersion.V4_9_8
     )
     assert as_json == RegisterBrokerBody.decode(REGISTER_JSON)
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_open_request_reads_the_topics_only_when_asked_in_slices(compressed: bool) -> None:
+    body = _register_body()
+    data = body.encode(compressed=compressed)
+    opened = RegisterBrokerBody.open_request(data, compressed=compressed, version=MQVersion.V4_9_8)
+    assert opened.data_version == DataVersion(timestamp=1700000000000, counter=3)
+    assert opened.filter_server_list == ["10.0.0.9:45001"]
+    assert opened.topic_count == 2
+    slices = list(opened.topic_slices(1))
+    assert [len(entries) for entries in slices] == [1, 1]
+    decoded = RegisterBrokerBody.decode_request(data, compressed=compressed, version=409)
+    assert dict(entry for entries in slices for entry in entries) == (
+        decoded.topic_config_serialize_wrapper.topic_config_table
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "compressed"),
+    [
+        (REGISTER_JSON.replace(b'"topicName":"TopicTest",', b""), False),
+        (REGISTER_JSON.replace(b'"perm":6', b'"perm":"six"'), False),
+        (
+            zlib.compress(
+                _part(b'{"counter":1}') + _int32(1) + _part(b"T 1 x 6 SINGLE_TAG") + _part(b"[]")
+            ),
+            True,
+        ),
+    ],
+)
+def test_a_bad_topic_entry_fails_when_its_slice_is_read(data: bytes, compressed: bool) -> None:
+    opened = RegisterBrokerBody.open_request(data, compressed=compressed, version=409)
+    with pytest.raises(BodyError) as when_read:
+        list(opened.topic_slices(100))
+    with pytest.raises(BodyError) as when_decoded:
+        RegisterBrokerBody.decode_request(data, compressed=compressed, version=409)
+    assert str(when_read.value) == str(when_decoded.value)
+
+
+@given(
+    st.lists(st.text(max_size=12), max_size=3),
+    st.integers(min_value=-(10**17), max_value=10**17),
+    st.integers(min_value=0, max_value=10**17),
+    st.booleans(),
+)
+def test_peek_request_reads_what_open_request_reads_from_fastjson_bodies(
+    filters: list[str], counter: int, timestamp: int, with_topics: bool
+) -> None:
+    body = _register_body()
+    body.filter_server_list = filters
+    wrapper = body.topic_config_serialize_wrapper
+    wrapper.data_version = DataVersion(timestamp=timestamp, counter=counter)
+    if not with_topics:
+        wrapper.topic_config_table = {}
+    data = body.encode()
+    peeked = RegisterBrokerBody.peek_request(data, compressed=False, version=MQVersion.V4_9_8)
+    opened = RegisterBrokerBody.open_request(data, compressed=False, version=MQVersion.V4_9_8)
+    if peeked is not None:
+        assert peeked == (opened.data_version, opened.filter_server_list)
+    else:  # only a filter server with "]" or a backslash is left to open_request
+        assert any("]" in server or "\\" in fastjson.dumps(server) for server in filters)
+
+
+def test_peek_request_declines_every_other_body() -> None:
+    peeked = RegisterBrokerBody.peek_request(
+        memoryview(REGISTER_JSON), compressed=False, version=MQVersion.V4_9_8
+    )
+    assert peeked == (DataVersion(timestamp=1700000000000, counter=3), [])
+    spaced = json.dumps(json.loads(REGISTER_JSON)).encode()
+    compressed = _register_body().encode(compressed=True)
+    for data, is_compressed, version in [
+        (spaced, False, MQVersion.V4_9_8),  # standard JSON with spaces: parsed instead
+        (REGISTER_JSON[:-1], False, MQVersion.V4_9_8),  # its end is missing
+        (REGISTER_JSON, False, MQVersion.V3_0_11 - 1),  # a bare topic wrapper is expected
+        (compressed, True, MQVersion.V4_9_8),
+        (b"", False, MQVersion.V4_9_8),
+    ]:
+        assert (
+            RegisterBrokerBody.peek_request(data, compressed=is_compressed, version=version) is None
+        )
 
 
 def test_body_crc32_is_masked_to_31_bits() -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rmq.common.perm import DEFAULT_TOPIC_PERM
-from rmq.remoting.bodies import DataVersion, TopicConfig
+from rmq.remoting.bodies import DataVersion, QueueData, TopicConfig
 from rmq.server.namesrv.routeinfo import RegisterBrokerResult, RouteInfoManager
 
 V1 = DataVersion(timestamp=1_700_000_000_000, counter=1)
@@ -372,3 +373,183 @@ def test_unregistering_every_address_empties_every_table(
     assert routes.broker_live_table == {}
     assert routes.broker_addr_table == {}
     assert routes.topic_queue_table == {}
+
+
+# -- indexes: a broker leaving costs what it held -------------------------------------------
+
+
+class CountingTable(dict[str, dict[str, QueueData]]):
+    """The topic queue table, counting the topic entries an operation reads or removes."""
+
+    touched = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        self.touched += len(self)
+        return super().__iter__()
+
+    def items(self):  # type: ignore[no-untyped-def]
+        self.touched += len(self)
+        return super().items()
+
+    def values(self):  # type: ignore[no-untyped-def]
+        self.touched += len(self)
+        return super().values()
+
+    def get(self, key, default=None):  # type: ignore[no-untyped-def]
+        self.touched += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        self.touched += 1
+        return super().__getitem__(key)
+
+    def __delitem__(self, key):  # type: ignore[no-untyped-def]
+        self.touched += 1
+        super().__delitem__(key)
+
+    def pop(self, key, *default):  # type: ignore[no-untyped-def]
+        self.touched += 1
+        return super().pop(key, *default)
+
+
+def entries_touched_by_leaving(others: int, way: str) -> int:
+    """Topic entries read or removed when a broker with 20 topics leaves, `others` other
+    brokers holding 300 topics each (10 of them shared with it)."""
+    clock = FakeClock()
+    routes = RouteInfoManager(clock)
+    conn = object()
+    shared = tuple(topic(f"Shared{i}") for i in range(10))
+    own = tuple(topic(f"Own{i}") for i in range(10))
+    register(routes, name="leaving", addr="10.9.9.9:10911", topics=shared + own, connection=conn)
+    clock.now += 10_000
+    for n in range(others):
+        topics = shared + tuple(topic(f"B{n}T{i}") for i in range(290))
+        register(routes, name=f"b{n}", addr=f"10.1.0.{n}:10911", topics=topics)
+    table = routes.topic_queue_table = CountingTable(routes.topic_queue_table)
+    if way == "close":
+        assert routes.on_connection_closed("10.9.9.9:50000", conn) == "10.9.9.9:10911"
+    elif way == "unregister":
+        routes.unregister_broker("DefaultCluster", "10.9.9.9:10911", "leaving", 0)
+    else:
+        assert routes.scan_not_active_brokers(5_000) == [("10.9.9.9:10911", conn)]
+    touched = table.touched
+    routes.check_indexes()
+    for t in own:
+        assert routes.pickup_topic_route_data(t.topic_name) is None
+    assert len(routes.topic_queue_table) == 10 * (others > 0) + 290 * others
+    return touched
+
+
+@pytest.mark.parametrize("way", ["close", "unregister", "expire"])
+def test_a_broker_leaving_touches_only_its_own_topics(way: str) -> None:
+    # At most a read and a removal for each of its 20 topics, however many other topics
+    # there are (a walk of the whole table would touch all 11,610 of the crowded case).
+    assert entries_touched_by_leaving(0, way) <= 2 * 20
+    assert entries_touched_by_leaving(40, way) <= 2 * 20
+
+
+def test_route_answers_after_a_broker_leaves_keep_the_others() -> None:
+    routes = RouteInfoManager()
+    conn = object()
+    register(routes, name="a", addr="10.0.0.1:1", topics=(topic("S"), topic("A")), connection=conn)
+    register(routes, name="b", addr="10.0.0.2:1", topics=(topic("S"), topic("B")))
+    routes.on_connection_closed("x", conn)
+    route = routes.pickup_topic_route_data("S")
+    assert route is not None and [q.broker_name for q in route.queue_datas] == ["b"]
+    assert routes.pickup_topic_route_data("A") is None
+    assert routes.get_topics_by_cluster("DefaultCluster").topic_list == ["B", "S"]
+    routes.check_indexes()
+
+
+def test_one_connection_drops_one_broker_per_close() -> None:
+    routes = RouteInfoManager()
+    conn = object()
+    register(routes, name="a", addr="10.0.0.1:1", connection=conn)
+    register(routes, name="b", addr="10.0.0.2:1", connection=conn)
+    assert routes.on_connection_closed("x", conn) == "10.0.0.1:1"
+    assert routes.on_connection_closed("x", conn) == "10.0.0.2:1"
+    assert routes.on_connection_closed("x", conn) is None
+    assert routes.broker_live_table == {}
+    routes.check_indexes()
+
+
+def test_a_broker_re_registering_over_a_new_connection_moves_to_it() -> None:
+    routes = RouteInfoManager()
+    old, new = object(), object()
+    register(routes, connection=old)
+    register(routes, connection=new)
+    assert routes.on_connection_closed("127.0.0.1:1", old) is None
+    assert routes.pickup_topic_route_data("T1") is not None
+    assert routes.on_connection_closed("127.0.0.1:1", new) == "10.0.0.1:10911"
+    routes.check_indexes()
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("register"),
+            st.sampled_from(["a", "b", "c"]),
+            st.integers(min_value=0, max_value=1),
+            st.lists(st.sampled_from(["T1", "T2", "T3", "T4"]), max_size=3),
+            st.integers(min_value=1, max_value=3),
+            st.sampled_from(["c1", "c2"]),
+        ),
+        st.tuples(st.just("unregister"), st.sampled_from(["a", "b", "c"]), st.integers(0, 1)),
+        st.tuples(st.just("close"), st.sampled_from(["a", "b", "c"]), st.integers(0, 1)),
+        st.tuples(st.just("expire"), st.sampled_from(["a", "b", "c"]), st.integers(0, 1)),
+        st.tuples(
+            st.just("delete"), st.sampled_from(["T1", "T2", "T3"]), st.sampled_from(["", "c1"])
+        ),
+        st.tuples(st.just("wipe"), st.sampled_from(["a", "b", "c"])),
+    ),
+    max_size=25,
+)
+
+
+@given(operations)
+def test_indexes_follow_every_operation(ops: list[tuple[object, ...]]) -> None:
+    clock = FakeClock()
+    routes = RouteInfoManager(clock)
+    connections: dict[str, object] = {}
+    clusters: dict[str, str] = {}
+    for op in ops:
+        clock.now += 1
+        kind = op[0]
+        if kind == "register":
+            _, name, broker_id, topics, counter, cluster = op
+            addr = f"{name}-{broker_id}:1"
+            connection = connections.setdefault(addr, object())
+            clusters.setdefault(str(name), str(cluster))
+            routes.register_broker(
+                clusters[str(name)],
+                addr,
+                str(name),
+                int(broker_id),  # type: ignore[call-overload]
+                None,
+                DataVersion(timestamp=1, counter=int(counter)),  # type: ignore[call-overload]
+                [topic(str(t)) for t in topics],  # type: ignore[attr-defined]
+                None,
+                connection,
+            )
+        elif kind in ("unregister", "close", "expire"):
+            _, name, broker_id = op
+            addr = f"{name}-{broker_id}:1"
+            if kind == "unregister":
+                cluster = clusters.get(str(name), "c1")
+                routes.unregister_broker(cluster, addr, str(name), int(broker_id))  # type: ignore[call-overload]
+            elif kind == "close" and addr in connections:
+                routes.on_connection_closed("127.0.0.1:1", connections.pop(addr))
+            elif kind == "expire" and addr in routes.broker_live_table:
+                routes.broker_live_table[addr].last_update_timestamp = 0
+                routes.scan_not_active_brokers(clock.now - 1)
+        elif kind == "delete":
+            routes.delete_topic(str(op[1]), str(op[2]) or None)
+        else:
+            routes.wipe_write_perm_of_broker(str(op[1]))
+        routes.check_indexes()
+        for cluster in ("c1", "c2"):
+            names = routes.cluster_addr_table.get(cluster, set())
+            expected = sorted(
+                t for t, queue_datas in routes.topic_queue_table.items() if names & set(queue_datas)
+            )
+            assert routes.get_topics_by_cluster(cluster).topic_list == expected

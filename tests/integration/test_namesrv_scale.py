@@ -1,0 +1,150 @@
+"""`rmq namesrv` under large registrations: other requests keep being answered, and SIGTERM
+stops it promptly while a mass disconnect is being processed.
+
+Brokers are simulated over the raw protocol: one plain socket per broker, REGISTER_BROKER
+frames built with rmq's frame codec and JSON bodies written here from the spec's layout.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import struct
+import threading
+import time
+
+from rmq.remoting.codes import RequestCode, ResponseCode
+from rmq.remoting.command import RemotingCommand, create_request
+from rmq.remoting.frame import decode_frame, encode_frame
+from rmq.remoting.headers import GetRouteInfoRequestHeader, RegisterBrokerRequestHeader
+from tests.procs import RemotingSession, RmqProcess, RmqProcesses
+
+TIMESTAMP = 1_700_000_000_000
+
+
+def register_body(topics: list[str], counter: int) -> bytes:
+    table = {
+        name: {
+            "order": False,
+            "perm": 6,
+            "readQueueNums": 8,
+            "topicFilterType": "SINGLE_TAG",
+            "topicName": name,
+            "topicSysFlag": 0,
+            "writeQueueNums": 8,
+        }
+        for name in topics
+    }
+    wrapper = {
+        "dataVersion": {"counter": counter, "timestamp": TIMESTAMP},
+        "topicConfigTable": table,
+    }
+    return json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": wrapper}).encode()
+
+
+class RawBroker:
+    """A broker identity on its own plain socket to the name server."""
+
+    def __init__(self, namesrv: RmqProcess, n: int) -> None:
+        self.name = f"scale-broker-{n}"
+        self.addr = f"10.66.{n // 256}.{n % 256}:10911"
+        self.sock = socket.create_connection(("127.0.0.1", namesrv.port), timeout=30)
+
+    def call(self, request: RemotingCommand) -> RemotingCommand:
+        self.sock.sendall(encode_frame(request))
+        (length,) = struct.unpack(">i", self._read(4))
+        return decode_frame(memoryview(self._read(length)))
+
+    def register(self, topics: list[str], counter: int) -> RemotingCommand:
+        return self.register_body(register_body(topics, counter))
+
+    def register_body(self, body: bytes) -> RemotingCommand:
+        header = RegisterBrokerRequestHeader(
+            broker_name=self.name,
+            broker_addr=self.addr,
+            cluster_name="ScaleCluster",
+            ha_server_addr=self.addr.replace(":10911", ":10912"),
+            broker_id=0,
+            compressed=False,
+            body_crc32=0,
+        )
+        return self.call(create_request(RequestCode.REGISTER_BROKER, header, body=body))
+
+    def _read(self, count: int) -> bytes:
+        data = bytearray()
+        while len(data) < count:
+            chunk = self.sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("the name server closed the connection")
+            data += chunk
+        return bytes(data)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def lookup(session: RemotingSession, namesrv: RmqProcess, topic: str) -> RemotingCommand:
+    header = GetRouteInfoRequestHeader(topic=topic)
+    return session.invoke(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, header)
+
+
+def test_route_lookups_are_answered_while_5000_topics_register(
+    rmq_processes: RmqProcesses,
+) -> None:
+    namesrv = rmq_processes.start_namesrv()
+    probe = RawBroker(namesrv, 0)
+    assert probe.register(["ScaleProbe"], 1).code == ResponseCode.SUCCESS
+    big = RawBroker(namesrv, 1)
+    topics = [f"ScaleTopic{i:05d}" for i in range(5000)]
+    # Every round a new DataVersion, so all topics are read; the bodies are built first so
+    # that this process's own JSON work does not delay the lookups it times.
+    bodies = [register_body(topics, counter) for counter in range(1, 6)]
+    registered: list[int] = []
+    failure: list[BaseException] = []
+
+    def register_rounds() -> None:
+        try:
+            for body in bodies:
+                registered.append(big.register_body(body).code)
+        except BaseException as exc:  # reported by the main thread
+            failure.append(exc)
+
+    with RemotingSession() as session:
+        assert lookup(session, namesrv, "ScaleProbe").code == ResponseCode.SUCCESS
+        registering = threading.Thread(target=register_rounds)
+        registering.start()
+        latencies: list[float] = []
+        while registering.is_alive():
+            start = time.monotonic()
+            response = lookup(session, namesrv, "ScaleProbe")
+            latencies.append(time.monotonic() - start)
+            assert response.code == ResponseCode.SUCCESS
+        registering.join()
+        assert not failure, failure
+        assert registered == [ResponseCode.SUCCESS] * 5
+        assert max(latencies) < 0.1, f"slowest of {len(latencies)} lookups: {max(latencies):.3f}s"
+        assert len(latencies) >= 10, f"only {len(latencies)} lookups overlapped the rounds"
+        assert lookup(session, namesrv, "ScaleTopic04999").code == ResponseCode.SUCCESS
+    probe.close()
+    big.close()
+
+
+def test_sigterm_during_a_mass_disconnect_stops_within_a_second(
+    rmq_processes: RmqProcesses,
+) -> None:
+    namesrv = rmq_processes.start_namesrv()
+    brokers = [RawBroker(namesrv, n) for n in range(100)]
+    for n, broker in enumerate(brokers):
+        topics = [f"B{n:03d}Topic{i:04d}" for i in range(2500)]  # 250,000 topics in all
+        assert broker.register(topics, 1).code == ResponseCode.SUCCESS
+    with RemotingSession() as session:
+        assert lookup(session, namesrv, "B099Topic2499").code == ResponseCode.SUCCESS
+    for broker in brokers:
+        broker.close()
+    start = time.monotonic()
+    namesrv.popen.send_signal(signal.SIGTERM)
+    code = namesrv.popen.wait(10)
+    elapsed = time.monotonic() - start
+    assert code == 0, namesrv.log_tail()
+    assert elapsed < 1.0, f"stopped {elapsed:.2f}s after SIGTERM\n{namesrv.log_tail()}"
