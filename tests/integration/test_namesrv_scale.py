@@ -123,8 +123,8 @@ def test_route_lookups_are_answered_while_5000_topics_register(
         registering.join()
         assert not failure, failure
         assert registered == [ResponseCode.SUCCESS] * 5
-        assert max(latencies) < 0.1, f"slowest of {len(latencies)} lookups: {max(latencies):.3f}s"
         assert len(latencies) >= 10, f"only {len(latencies)} lookups overlapped the rounds"
+        assert max(latencies) < 0.1, f"slowest of {len(latencies)} lookups: {max(latencies):.3f}s"
         assert lookup(session, namesrv, "ScaleTopic04999").code == ResponseCode.SUCCESS
     probe.close()
     big.close()
@@ -134,12 +134,12 @@ def test_sigterm_during_a_mass_disconnect_stops_within_a_second(
     rmq_processes: RmqProcesses,
 ) -> None:
     namesrv = rmq_processes.start_namesrv()
-    brokers = [RawBroker(namesrv, n) for n in range(100)]
+    brokers = [RawBroker(namesrv, n) for n in range(40)]
     for n, broker in enumerate(brokers):
-        topics = [f"B{n:03d}Topic{i:04d}" for i in range(2500)]  # 250,000 topics in all
+        topics = [f"B{n:02d}Topic{i:04d}" for i in range(2500)]  # 100,000 topics in all
         assert broker.register(topics, 1).code == ResponseCode.SUCCESS
     with RemotingSession() as session:
-        assert lookup(session, namesrv, "B099Topic2499").code == ResponseCode.SUCCESS
+        assert lookup(session, namesrv, "B39Topic2499").code == ResponseCode.SUCCESS
     for broker in brokers:
         broker.close()
     start = time.monotonic()

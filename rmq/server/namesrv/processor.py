@@ -13,8 +13,8 @@ them (spec §2.6): bean properties in alphabetical order, integer map keys bare
 to a request of version >= 4.9.4 or with `acceptStandardJsonOnly=true`: standard JSON (quoted
 and sorted keys, non-ASCII escaped), as Apache 4.9.4+ sends it (spec §2.8).
 
-REGISTER_BROKER bodies come in three forms (spec §2.5), told apart and decoded (in stages)
-by `RegisterBrokerBody.open_request`: a bare TopicConfigSerializeWrapper from brokers older
+REGISTER_BROKER bodies come in three forms (spec §2.5), told apart and decoded by
+`RegisterBrokerBody.open_request` (as `decode_request` does, in stages): a bare TopicConfigSerializeWrapper from brokers older
 than 3.0.11 (version < 37), a RegisterBrokerBody in JSON, or the zlib-compressed binary form
 (`compressed=true`).  A non-zero `bodyCrc32` header is checked against the body first.  A body
 that cannot be decoded (including a topic config without `topicName`, which Java would
@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
@@ -274,11 +273,6 @@ class NamesrvProcessor:
                     # back a broker that the close has just dropped.
                     return None
                 result = self._register(header, version, filters, topics, connection)
-                # The route table is most of what this process holds and lives long: taken
-                # out of the cyclic collector's generations, a full collection no longer
-                # walks it (at 250,000 topics such a pass held the loop for 300 ms).  Its
-                # objects do not form cycles, so reference counting still frees them.
-                gc.freeze()
         return self._registered(result)
 
     def _registered(self, result: RegisterBrokerResult) -> RemotingCommand:

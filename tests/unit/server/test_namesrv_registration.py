@@ -4,7 +4,6 @@ how a large topic table is read in slices, and what a registration still refresh
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -119,15 +118,7 @@ class Namesrv:
 
 
 @pytest.fixture
-def frozen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts gc.freeze calls, which then leave the test process's collector alone."""
-    calls: list[int] = []
-    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1))
-    return calls
-
-
-@pytest.fixture
-def namesrv(frozen: list[int]) -> Namesrv:
+def namesrv() -> Namesrv:
     return Namesrv()
 
 
@@ -309,12 +300,3 @@ def test_registrations_of_one_broker_apply_in_arrival_order(namesrv: Namesrv) ->
     assert namesrv.perm("T1") == 2  # the later registration's, applied last
     assert namesrv.perm("T9") == 4
     assert namesrv.processor._reading_topics == {}
-
-
-def test_the_route_table_leaves_the_collector_after_topics_are_applied(
-    namesrv: Namesrv, frozen: list[int]
-) -> None:
-    namesrv.register(json_body(many_topics(3), counter=1))
-    assert frozen == [1]
-    namesrv.register(json_body(many_topics(3), counter=1))  # unchanged: nothing new to keep
-    assert frozen == [1]
