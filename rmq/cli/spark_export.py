@@ -6,11 +6,16 @@ Parquet, JSON, CSV or ORC files with Spark.
                      [--master local[*]|spark://HOST:PORT] [--conf KEY=VALUE]... [--overwrite]
     rmq spark-export -n NAMESRV --topic T --out DIR [--starting-offsets earliest|latest|JSON]
                      [--ending-offsets latest|JSON] ...
+    rmq spark-export -n NAMESRV --topic T --follow --checkpoint DIR --out DIR [--trigger SECONDS]
+                     [--max-offsets-per-trigger N] ...
 
 With STORE_DIRs the export reads the store files (offline: the broker may be stopped, the
 directories may be copies); without them it pulls from the brokers of the name server given
 by -n (or $NAMESRV_ADDR, the profile, 127.0.0.1:9876).  The job itself is
 `rmq.spark.export.run_export`, the same one `spark-submit rmq/spark/export.py` runs.
+With --follow it is a Structured Streaming query into the files instead
+(`rmq.spark.follow`): one `rmq: batch N: ...` line per micro-batch on stderr, Ctrl-C stops it
+after the running batch (exit 130) and the same --checkpoint continues it.
 
 The master is --master, else $RMQ_SPARK_MASTER, else the one Spark's own configuration
 gives (spark.master in spark-defaults.conf or a --conf), else local[*]
@@ -46,7 +51,6 @@ from rmq.cli.main import CliState, command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.common.timeutil import parse_time
-from rmq.spark.job import DEFAULT_TRIGGER_SECONDS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -228,14 +232,16 @@ def spark_export(
         ),
     ] = None,
     trigger: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--trigger",
             min=0.0,
             metavar="SECONDS",
-            help="--follow: look for new messages every SECONDS (0: as soon as a batch ends).",
+            help="--follow: look for new messages every SECONDS (0: as soon as a batch ends). "
+            "Default: 5.",
+            show_default=False,
         ),
-    ] = DEFAULT_TRIGGER_SECONDS,
+    ] = None,
     max_offsets_per_trigger: Annotated[
         int | None,
         typer.Option(

@@ -8,9 +8,10 @@ with the checkpoint writes each micro-batch exactly once: a restart with the sam
 ``--checkpoint`` continues after the last batch written (its ``_spark_metadata`` log lists
 the files of finished batches; Spark's readers of the directory read only those).
 
-:func:`run_follow` starts the query with a processing-time trigger of ``trigger_seconds``
-and reports every micro-batch that read something, as ``batch N: R rows, offsets {...}``
-(the offsets the batch reached, the checkpoint's JSON).  Ctrl-C (SIGINT) stops the query
+:func:`run_follow` starts the query with a processing-time trigger of the job's
+``trigger`` seconds (none with 0: a batch starts as soon as the last ended) and reports
+every micro-batch that read something, as ``batch N: R rows, offsets {...}`` (the offsets
+the batch reached, the checkpoint's JSON).  Ctrl-C (SIGINT) stops the query
 once the running micro-batch is done (a second Ctrl-C at once): PySpark's own SIGINT handler,
 which cancels every running Spark job, is replaced while the query runs, so the batch is not
 cut short; the checkpoint then names what was written and a restart continues from there.
@@ -62,8 +63,8 @@ def start_query(spark: SparkSession, job: ExportJob) -> StreamingQuery:
         .option("checkpointLocation", job.checkpoint)
         .queryName("rmq-spark-export")
     )
-    if job.trigger_seconds > 0:
-        writer = writer.trigger(processingTime=f"{job.trigger_seconds} seconds")
+    if job.trigger > 0:
+        writer = writer.trigger(processingTime=f"{round(job.trigger * 1000)} milliseconds")
     if job.partition_by:
         writer = writer.partitionBy(*job.partition_by)
     return writer.start()

@@ -43,7 +43,7 @@ class ExportJob:
     broker_name: str | None = None
     follow: bool = False
     checkpoint: str | None = None
-    trigger_seconds: float = DEFAULT_TRIGGER_SECONDS
+    trigger_seconds: float | None = None
     max_offsets_per_trigger: int | None = None
 
     def __post_init__(self) -> None:
@@ -72,8 +72,14 @@ class ExportJob:
     def _check_follow(self) -> None:
         """A followed export: a stream from a running cluster with a checkpoint."""
         if not self.follow:
-            if self.checkpoint is not None or self.max_offsets_per_trigger is not None:
-                raise ValueError("a checkpoint and max offsets per trigger are for --follow only")
+            if (
+                self.checkpoint is not None
+                or self.max_offsets_per_trigger is not None
+                or self.trigger_seconds is not None
+            ):
+                raise ValueError(
+                    "a checkpoint, a trigger and max offsets per trigger are for --follow only"
+                )
             return
         if not self.namesrv:
             raise ValueError("--follow reads a running cluster: give a name server, not stores")
@@ -85,10 +91,15 @@ class ExportJob:
             raise ValueError("give --since or --starting-offsets, not both")
         if self.overwrite:
             raise ValueError("--follow adds to its output directory: drop --overwrite")
-        if self.trigger_seconds < 0:
+        if self.trigger_seconds is not None and self.trigger_seconds < 0:
             raise ValueError("the trigger interval cannot be negative")
         if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
             raise ValueError("max offsets per trigger must be 1 or more")
+
+    @property
+    def trigger(self) -> float:
+        """Seconds between a followed export's micro-batches."""
+        return DEFAULT_TRIGGER_SECONDS if self.trigger_seconds is None else self.trigger_seconds
 
     @property
     def online(self) -> bool:

@@ -16,6 +16,11 @@ private event loop and the RocketMQ tools group ``TOOLS_CONSUMER`` (what ``rmq c
 uses without ``-g``; nothing is committed), and check every bound on every message.  The
 rows are what consumers see: ``MessageExt``, whose properties include the MIN_OFFSET and
 MAX_OFFSET the client adds at pull time.
+
+Streams (:mod:`rmq.spark.stream`) use the same queue bounds and reads: :func:`stream_start`
+(where a new stream starts in each queue), :func:`stream_spans` (every queue's min and max
+offsets now, for each micro-batch's end) and :func:`commit_group_offsets` (the ``group``
+option: a finished batch's offsets committed as a consumer group's).
 """
 
 from __future__ import annotations
