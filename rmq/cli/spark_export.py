@@ -55,6 +55,7 @@ from rmq.common.timeutil import parse_time
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from rmq.spark.access import ClientAccess
     from rmq.spark.job import ExportJob, ExportResult
 
 FORMAT_CHOICES = ("parquet", "json", "csv", "orc")
@@ -285,6 +286,7 @@ def spark_export(
         checkpoint=checkpoint,
         trigger_seconds=trigger,
         max_offsets_per_trigger=max_offsets_per_trigger,
+        access=None if dirs else _access(ctx),
     )
     spark_settings = _settings(ctx, settings or [])
     _check_store_dirs(dirs)
@@ -297,9 +299,31 @@ def spark_export(
         _show(result, output)
 
 
-def _job(ctx: typer.Context, dirs: list[Path], **fields: Any) -> ExportJob:
+def _access(ctx: typer.Context) -> ClientAccess:
+    """The ACL keys and TLS the command resolved (flags, environment, profile), for the
+    executors: they connect to the brokers themselves."""
+    from rmq.cli.tlsoptions import client_tls_settings
+    from rmq.client.credentials import default_credentials
+    from rmq.spark.access import ClientAccess
+
+    credentials = default_credentials()
+    tls, ca = client_tls_settings(ctx.params.get("tls"), ctx.params.get("tls_ca"))
+    return ClientAccess(
+        credentials and credentials.access_key,
+        credentials and credentials.secret_key,
+        credentials and credentials.security_token,
+        tls,
+        ca.value or None,
+    )
+
+
+def _job(
+    ctx: typer.Context, dirs: list[Path], access: ClientAccess | None, **fields: Any
+) -> ExportJob:
     from rmq.spark.job import ExportJob
 
+    if access is not None:
+        fields["access"] = access
     try:
         return ExportJob(store_dirs=tuple(str(d) for d in dirs), **fields)
     except ValueError as exc:

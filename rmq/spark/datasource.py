@@ -18,7 +18,8 @@ uses depends on its options:
 * online (``namesrv``): one partition per queue, pulled by :mod:`rmq.spark.online`; options
   ``topic`` (required; several comma-separated), ``startingOffsets`` (default ``earliest``),
   ``endingOffsets`` (default ``latest``), ``startTimestamp`` / ``endTimestamp``,
-  ``failOnDataLoss`` (true), ``pullBatchSize`` (32).
+  ``failOnDataLoss`` (true), ``pullBatchSize`` (32), and ACL keys and TLS
+  (:mod:`rmq.spark.access`).
 
 Filters (``where``) are not pushed into the scan; Spark evaluates them on the rows read.
 Spark (4.0 to 4.3 at least) keeps one planned read, the reader with its partitions, per
@@ -49,6 +50,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rmq.spark.access import ClientAccess
 from rmq.spark.offline import (
     DEFAULT_MAX_PARTITION_BYTES,
     CommitlogRange,
@@ -181,11 +183,13 @@ class OnlineReader(_BoundedReader):
         self.fail_on_data_loss = parse_bool(
             options.get("failOnDataLoss"), "failOnDataLoss", default=True
         )
+        self.access = ClientAccess.of(options)
 
     def partitions(self) -> list[InputPartition]:
         if self.bounds.empty:
             return []
         assert self.bounds.topics is not None
+        self.access.apply()
         ranges = plan_queues(
             self.namesrv,
             sorted(self.bounds.topics),
@@ -197,6 +201,7 @@ class OnlineReader(_BoundedReader):
         return [InputPartition(part) for part in ranges]
 
     def _read(self, part: QueueRange) -> Iterator[Any]:
+        self.access.apply()
         return queue_batches(
             part,
             self.bounds,

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from rmq.spark.access import ClientAccess
 from rmq.spark.options import EARLIEST, parse_ending_offsets, parse_offsets
 
 FORMATS: Final = ("parquet", "json", "csv", "orc")
@@ -45,6 +46,8 @@ class ExportJob:
     checkpoint: str | None = None
     trigger_seconds: float | None = None
     max_offsets_per_trigger: int | None = None
+    access: ClientAccess = field(default_factory=ClientAccess)
+    """ACL keys and TLS of an online export (never in the repr: rmq.spark.access)."""
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -116,7 +119,10 @@ class ExportJob:
                 "startingTimestamp": self.since,
                 "maxOffsetsPerTrigger": self.max_offsets_per_trigger,
             }
-            return {key: str(value) for key, value in stream.items() if value not in (None, "")}
+            return {
+                **{key: str(value) for key, value in stream.items() if value not in (None, "")},
+                **self.access.to_options(),
+            }
         options = {
             "topics": ",".join(self.topics),
             "startTimestamp": self.since,
@@ -127,7 +133,10 @@ class ExportJob:
             "maxPartitionBytes": self.max_partition_bytes,
             "brokerName": self.broker_name,
         }
-        return {key: str(value) for key, value in options.items() if value not in (None, "")}
+        return {
+            **{key: str(value) for key, value in options.items() if value not in (None, "")},
+            **(self.access.to_options() if self.online else {}),
+        }
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ Columns (others are ignored, so the source's rows can be written back as they ar
   (``UNIQ_KEY``, ``KEYS``, ``MIN_OFFSET``...: what the source's rows carry) are dropped; the
   producer sets its own.
 
-Options: ``namesrv`` (required), ``topic``, ``producerGroup`` (default ``rmq-spark``).
+Options: ``namesrv`` (required), ``topic``, ``producerGroup`` (default ``rmq-spark``), ACL
+keys and TLS (:mod:`rmq.spark.access`).
 
 Each task sends its rows with one producer, up to :data:`IN_FLIGHT` sends at a time, and
 fails when a send fails (after the producer's own retries), which fails the write or the
@@ -46,6 +47,7 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringTy
 from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.common.msgconst import SYSTEM_PROPERTY_NAMES
+from rmq.spark.access import ClientAccess
 
 ROW_KEY_PROPERTY: Final = "SPARK_ROW_KEY"
 DEFAULT_PRODUCER_GROUP: Final = "rmq-spark"
@@ -74,6 +76,7 @@ class SinkOptions:
     topic: str | None
     group: str
     columns: tuple[str, ...]
+    access: ClientAccess
 
     @classmethod
     def of(cls, options: Any, schema: StructType) -> SinkOptions:
@@ -93,7 +96,8 @@ class SinkOptions:
                     f"column {name} is {fields[name].simpleString()}; it must be {kinds}"
                 )
         columns = tuple(name for name in _COLUMN_TYPES if name in fields)
-        return cls(namesrv, topic, options.get("producerGroup") or DEFAULT_PRODUCER_GROUP, columns)
+        group = options.get("producerGroup") or DEFAULT_PRODUCER_GROUP
+        return cls(namesrv, topic, group, columns, ClientAccess.of(options))
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ def message_of(values: Mapping[str, Any], default_topic: str | None, row_key: st
 def send_rows(options: SinkOptions, rows: Iterable[Any], key_prefix: str) -> int:
     """Send ``rows`` (pyspark Rows) with a producer of its own; the number sent.  Raises
     when a send fails."""
+    options.access.apply()
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(_send_rows(options, rows, key_prefix))

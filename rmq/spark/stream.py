@@ -17,7 +17,8 @@ Rows are those of the batch online read (:mod:`rmq.spark.schema`).  Options:
   read limit is ``ReadMaxRows``; a ``Trigger.AvailableNow`` reads everything);
 * ``minPartitions``: cut the queue ranges of a batch into at least this many partitions;
 * ``group``: also commit each finished batch's offsets as this consumer group's offsets,
-  so ``rmq group describe GROUP`` shows the stream's lag (the checkpoint stays the truth).
+  so ``rmq group describe GROUP`` shows the stream's lag (the checkpoint stays the truth);
+* ACL keys and TLS: :mod:`rmq.spark.access`.
 
 The offsets in the checkpoint are :mod:`rmq.spark.streamoffsets`' JSON.  On the driver,
 ``latestOffset`` asks the name server for the topics' queues (new queues and brokers join
@@ -43,6 +44,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from rmq.common.timeutil import parse_time
+from rmq.spark.access import ClientAccess
 from rmq.spark.online import (
     DEFAULT_PULL_BATCH_SIZE,
     DataLossError,
@@ -109,11 +111,13 @@ class StreamReader(DataSourceStreamReader):
         )
         self.group: str | None = options.get("group") or None
         self.bounds = ScanBounds(topics=frozenset(self.topics))
+        self.access = ClientAccess.of(options)
 
     # --- the driver ---------------------------------------------------------------------
 
     def initialOffset(self) -> dict[str, Any]:
         assert self.namesrv is not None
+        self.access.apply()
         return to_json(
             stream_start(
                 self.namesrv,
@@ -130,6 +134,7 @@ class StreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         assert self.namesrv is not None
         begin = from_json(start)
+        self.access.apply()
         spans = stream_spans(self.namesrv, self.topics)
         for topic, broker_name, queue_id in lost_queues(begin, spans):
             message = (
@@ -156,6 +161,7 @@ class StreamReader(DataSourceStreamReader):
     def commit(self, end: dict[str, Any]) -> None:
         if self.group is not None and self.namesrv is not None:
             try:
+                self.access.apply()
                 commit_group_offsets(self.namesrv, self.group, from_json(end))
             except Exception as exc:  # the checkpoint holds the offsets; the group only shows them
                 log.warning("cannot commit the offsets of group %s: %s", self.group, exc)
@@ -165,6 +171,7 @@ class StreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         from rmq.spark.datasource import queue_batches
 
+        self.access.apply()
         return queue_batches(
             partition.value,
             self.bounds,
