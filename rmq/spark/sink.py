@@ -2,7 +2,7 @@
 send each row as a message through rmq's producer (:class:`rmq.client.producer.Producer`).
 
     (df.selectExpr("'Orders' AS topic", "CAST(value AS BINARY) AS body", "id AS keys")
-       .write.format("rocketmq").option("namesrv", "ns:9876").save())
+       .write.format("rocketmq").mode("append").option("namesrv", "ns:9876").save())
 
 Columns (others are ignored, so the source's rows can be written back as they are):
 
@@ -122,11 +122,14 @@ def message_of(values: Mapping[str, Any], default_topic: str | None, row_key: st
         if value is not None and name not in SYSTEM_PROPERTY_NAMES
     }
     properties[ROW_KEY_PROPERTY] = row_key
+    keys = values.get("keys")
+    if isinstance(keys, list):
+        keys = [key for key in keys if key]
     return Message(
         topic,
         body.encode() if isinstance(body, str) else bytes(body),
         tags=values.get("tags") or None,
-        keys=values.get("keys") or None,
+        keys=keys or None,
         properties=properties,
     )
 

@@ -52,7 +52,8 @@ def test_keys_as_options_sign_the_sink_and_the_stream_and_stay_hidden(
 ) -> None:
     keys = {"accessKey": KEYS[0], "secretKey": KEYS[1]}
     rows = spark.createDataFrame([(f"acl {n}",) for n in range(12)], "body string")
-    sink = rows.write.format("rocketmq").option("namesrv", acl_namesrv.addr).option("topic", TOPIC)
+    sink = rows.write.format("rocketmq").mode("append").option("namesrv", acl_namesrv.addr)
+    sink = sink.option("topic", TOPIC)
     with pytest.raises(Exception, match=r"sending row \d+ to topic"):
         sink.save()  # unsigned: the broker refuses
     sink.options(**keys).save()

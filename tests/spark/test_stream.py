@@ -210,7 +210,8 @@ def test_the_sink_sends_rows_with_a_key_per_row(
     df = spark.createDataFrame(
         rows, "body binary, keys array<string>, tags string, properties map<string,string>"
     ).repartition(3)
-    df.write.format("rocketmq").option("namesrv", namesrv.addr).option("topic", topic).save()
+    writer = df.write.format("rocketmq").mode("append")
+    writer.option("namesrv", namesrv.addr).option("topic", topic).save()
     messages = pull_all(namesrv.addr, topic)
     assert len(messages) == 40
     by_n = {int(m.properties["n"]): m for m in messages}
