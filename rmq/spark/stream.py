@@ -55,6 +55,7 @@ from rmq.spark.online import (
 )
 from rmq.spark.options import LATEST, ScanBounds, parse_bool, parse_int, parse_offsets, topic_list
 from rmq.spark.streamoffsets import (
+    Positions,
     advance,
     from_json,
     lost_queues,
@@ -112,6 +113,7 @@ class StreamReader(DataSourceStreamReader):
         self.group: str | None = options.get("group") or None
         self.bounds = ScanBounds(topics=frozenset(self.topics))
         self.access = ClientAccess.of(options)
+        self._committed: Positions | None = None
 
     # --- the driver ---------------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class StreamReader(DataSourceStreamReader):
         assert self.namesrv is not None
         begin = from_json(start)
         self.access.apply()
+        self._commit_group(begin)  # every batch up to ``start`` is written
         spans = stream_spans(self.namesrv, self.topics)
         for topic, broker_name, queue_id in lost_queues(begin, spans):
             message = (
@@ -159,12 +162,20 @@ class StreamReader(DataSourceStreamReader):
         ]
 
     def commit(self, end: dict[str, Any]) -> None:
-        if self.group is not None and self.namesrv is not None:
-            try:
-                self.access.apply()
-                commit_group_offsets(self.namesrv, self.group, from_json(end))
-            except Exception as exc:  # the checkpoint holds the offsets; the group only shows them
-                log.warning("cannot commit the offsets of group %s: %s", self.group, exc)
+        self.access.apply()
+        self._commit_group(from_json(end))
+
+    def _commit_group(self, positions: Positions) -> None:
+        """Commit ``positions`` as the ``group``'s offsets, unless they were the last
+        committed.  Spark calls :meth:`commit` for a batch only once it plans the next, so
+        :meth:`latestOffset` commits its start too (what the batches before wrote)."""
+        if self.group is None or self.namesrv is None or positions == self._committed:
+            return
+        try:
+            commit_group_offsets(self.namesrv, self.group, positions)
+            self._committed = positions
+        except Exception as exc:  # the checkpoint holds the offsets; the group only shows them
+            log.warning("cannot commit the offsets of group %s: %s", self.group, exc)
 
     # --- the executors ------------------------------------------------------------------
 

@@ -172,9 +172,9 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
     sender.start()
     try:
         wait_for("three micro-batches", lambda: len(rows_per_batch(query)) >= 3)
-        first = rows_per_batch(query)
     finally:
         query.stop()
+    first = rows_per_batch(query)  # a batch the stop cut short is not among them
     assert all(rows <= 25 for rows in first.values()), first
     read_first = read_positions(spark, out)
     assert len(read_first) == len(set(read_first)) > 0
