@@ -306,12 +306,14 @@ def _access(ctx: typer.Context) -> ClientAccess:
     from rmq.client.credentials import default_credentials
     from rmq.spark.access import ClientAccess
 
-    credentials = default_credentials()
     tls, ca = client_tls_settings(ctx.params.get("tls"), ctx.params.get("tls_ca"))
+    credentials = default_credentials()
+    if credentials is None:
+        return ClientAccess(tls=tls, tls_ca=ca.value or None)
     return ClientAccess(
-        credentials and credentials.access_key,
-        credentials and credentials.secret_key,
-        credentials and credentials.security_token,
+        credentials.access_key,
+        credentials.secret_key,
+        credentials.security_token,
         tls,
         ca.value or None,
     )
