@@ -3,7 +3,8 @@
 * the source, under a running producer, into a Parquet sink with a checkpoint: every message
   exactly once by (brokerName, queueId, queueOffset) over several micro-batches capped by
   ``maxOffsetsPerTrigger``, also across a stop and a restart from the checkpoint; the
-  ``group`` option commits the offsets reached as the group's consumer offsets;
+  ``group`` option commits the offsets reached as the group's consumer offsets; queues
+  added to the topic while the stream runs are read from their first message;
 * the sink, batch and stream: the rows come back from the broker with their columns and a
   ``SPARK_ROW_KEY`` made of the write's id (the stream's query id and micro-batch), the
   partition and the row;
@@ -29,10 +30,12 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from rmq.client.admin import AdminClient
 from rmq.client.api import SendResult
 from rmq.client.consumer import MessageQueue, PullConsumer, PullStatus
 from rmq.client.message import Message
 from rmq.client.producer import Producer
+from rmq.remoting.bodies import TopicConfig
 from rmq.spark.sink import ROW_KEY_PROPERTY
 from tests.procs import RmqProcess, RmqProcesses
 from tests.spark.cluster import driver_env
@@ -197,6 +200,55 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
     assert bodies == {f"message {n}".encode() for n in range(150)}
     committed = group_offsets(namesrv.addr, topic)
     assert committed and all(mine == high for mine, high in committed.values()), committed
+
+
+def set_queues(namesrv: str, broker: RmqProcess, topic: str, queues: int) -> None:
+    async def run() -> None:
+        async with AdminClient(namesrv) as admin:
+            config = TopicConfig(topic_name=topic, read_queue_nums=queues, write_queue_nums=queues)
+            await admin.create_or_update_topic(config, broker_addr=broker.addr)
+
+    asyncio.run(asyncio.wait_for(run(), 30))
+
+
+def test_queues_added_to_a_topic_join_the_stream(
+    spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess, tmp_path: Path
+) -> None:
+    topic = "StreamGrowing"
+    set_queues(namesrv.addr, broker, topic, 2)
+    wait_for("the route", lambda: len(send(namesrv.addr, topic, range(1))) == 1)
+    sent = send(namesrv.addr, topic, range(1, 20))
+    query = (
+        spark.readStream.format("rocketmq")
+        .option("namesrv", namesrv.addr)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("brokerName", "queueId", "queueOffset")
+        .writeStream.format("memory")
+        .queryName("stream_growing")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+        set_queues(namesrv.addr, broker, topic, 4)
+        more: list[SendResult] = []
+        wait_for(
+            "sends to the new queues",
+            lambda: (
+                bool(more.extend(send(namesrv.addr, topic, range(4))))
+                or {r.message_queue.queue_id for r in more} >= {2, 3}
+            ),
+        )
+        query.processAllAvailable()
+        rows = spark.table("stream_growing").collect()
+    finally:
+        query.stop()
+    read = [(row.brokerName, row.queueId, row.queueOffset) for row in rows]
+    assert len(read) == len(set(read))
+    assert set(read) == positions(sent) | positions(more)
+    assert {queue_id for _broker, queue_id, _offset in read} == {0, 1, 2, 3}
 
 
 def test_the_sink_sends_rows_with_a_key_per_row(
