@@ -167,8 +167,8 @@ class StreamReader(DataSourceStreamReader):
 
     def _commit_group(self, positions: Positions) -> None:
         """Commit ``positions`` as the ``group``'s offsets, unless they were the last
-        committed.  Spark calls :meth:`commit` for a batch only once it plans the next, so
-        :meth:`latestOffset` commits its start too (what the batches before wrote)."""
+        committed.  :meth:`latestOffset` commits its start too (every batch before it is
+        written), so the group is current whenever Spark calls :meth:`commit`."""
         if self.group is None or self.namesrv is None or positions == self._committed:
             return
         try:
