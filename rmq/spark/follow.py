@@ -30,7 +30,7 @@ from types import FrameType
 from typing import Any, Final
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from rmq.spark.datasource import FORMAT
 from rmq.spark.export import format_options, prepare

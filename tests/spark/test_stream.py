@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from rmq.client.admin import AdminClient
 from rmq.client.api import SendResult
@@ -114,6 +114,10 @@ def rows_per_batch(query: StreamingQuery) -> dict[int, int]:
     return {p.batchId: p.numInputRows for p in query.recentProgress if p.numInputRows}
 
 
+def batches_at_least(query: StreamingQuery, count: int) -> Callable[[], bool]:
+    return lambda: len(rows_per_batch(query)) >= count
+
+
 def pull_all(namesrv: str, topic: str) -> list[Any]:
     """Every message of ``topic``, pulled queue by queue."""
 
@@ -176,7 +180,7 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
     query = start()
     sender.start()
     try:
-        wait_for("three micro-batches", lambda: len(rows_per_batch(query)) >= 3)
+        wait_for("three micro-batches", batches_at_least(query, 3))
     finally:
         query.stop()
     first = rows_per_batch(query)  # a batch the stop cut short is not among them
@@ -235,13 +239,12 @@ def test_queues_added_to_a_topic_join_the_stream(
         query.processAllAvailable()
         set_queues(namesrv.addr, broker, topic, 4)
         more: list[SendResult] = []
-        wait_for(
-            "sends to the new queues",
-            lambda: (
-                bool(more.extend(send(namesrv.addr, topic, range(4))))
-                or {r.message_queue.queue_id for r in more} >= {2, 3}
-            ),
-        )
+
+        def sent_to_new_queues() -> bool:
+            more.extend(send(namesrv.addr, topic, range(4)))
+            return {r.message_queue.queue_id for r in more} >= {2, 3}
+
+        wait_for("sends to the new queues", sent_to_new_queues)
         query.processAllAvailable()
         rows = spark.table("stream_growing").collect()
     finally:
@@ -422,7 +425,7 @@ def test_a_long_stream_under_load_loses_and_repeats_nothing(
                 sent += sender.finish()
                 query.processAllAvailable()
             else:
-                wait_for("two batches", lambda q=query: len(rows_per_batch(q)) >= 2)
+                wait_for("two batches", batches_at_least(query, 2))
         finally:
             query.stop()
     everything = read_positions(spark, out)
