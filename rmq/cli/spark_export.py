@@ -6,11 +6,16 @@ Parquet, JSON, CSV or ORC files with Spark.
                      [--master local[*]|spark://HOST:PORT] [--conf KEY=VALUE]... [--overwrite]
     rmq spark-export -n NAMESRV --topic T --out DIR [--starting-offsets earliest|latest|JSON]
                      [--ending-offsets latest|JSON] ...
+    rmq spark-export -n NAMESRV --topic T --follow --checkpoint DIR --out DIR [--trigger SECONDS]
+                     [--max-offsets-per-trigger N] ...
 
 With STORE_DIRs the export reads the store files (offline: the broker may be stopped, the
 directories may be copies); without them it pulls from the brokers of the name server given
 by -n (or $NAMESRV_ADDR, the profile, 127.0.0.1:9876).  The job itself is
 `rmq.spark.export.run_export`, the same one `spark-submit rmq/spark/export.py` runs.
+With --follow it is a Structured Streaming query into the files instead
+(`rmq.spark.follow`): one `rmq: batch N: ...` line per micro-batch on stderr, Ctrl-C stops it
+after the running batch (exit 130) and the same --checkpoint continues it.
 
 The master is --master, else $RMQ_SPARK_MASTER, else the one Spark's own configuration
 gives (spark.master in spark-defaults.conf or a --conf), else local[*]
@@ -33,13 +38,14 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
 
-from rmq.cli.errors import EXIT_USAGE, RmqError, option_value
+from rmq.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, RmqError, option_value
 from rmq.cli.inspect.group import BrokerNameOption
 from rmq.cli.main import CliState, command_app
 from rmq.cli.output import OutputFormat, OutputOption, render, resolve_output
@@ -47,6 +53,9 @@ from rmq.cli.settings import NamesrvOption, resolve_namesrv
 from rmq.common.timeutil import parse_time
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from rmq.spark.access import ClientAccess
     from rmq.spark.job import ExportJob, ExportResult
 
 FORMAT_CHOICES = ("parquet", "json", "csv", "orc")
@@ -206,6 +215,44 @@ def spark_export(
         ),
     ] = None,
     broker_name: BrokerNameOption = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            help="Online: keep exporting new messages (a Spark stream) until Ctrl-C; "
+            "needs --checkpoint.",
+        ),
+    ] = False,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint",
+            metavar="DIR",
+            help="--follow: Spark's checkpoint directory; the same one continues a stopped export.",
+            show_default=False,
+        ),
+    ] = None,
+    trigger: Annotated[
+        float | None,
+        typer.Option(
+            "--trigger",
+            min=0.0,
+            metavar="SECONDS",
+            help="--follow: look for new messages every SECONDS (0: as soon as a batch ends). "
+            "Default: 5.",
+            show_default=False,
+        ),
+    ] = None,
+    max_offsets_per_trigger: Annotated[
+        int | None,
+        typer.Option(
+            "--max-offsets-per-trigger",
+            min=1,
+            metavar="N",
+            help="--follow: at most N messages per micro-batch.",
+            show_default=False,
+        ),
+    ] = None,
     output: OutputOption = None,
 ) -> None:
     """Export messages to Parquet, JSON, CSV or ORC files with Spark.
@@ -235,20 +282,50 @@ def spark_export(
         overwrite=overwrite,
         max_partition_bytes=max_partition_bytes,
         broker_name=broker_name,
+        follow=follow,
+        checkpoint=checkpoint,
+        trigger_seconds=trigger,
+        max_offsets_per_trigger=max_offsets_per_trigger,
+        access=None if dirs else _access(ctx),
     )
     spark_settings = _settings(ctx, settings or [])
     _check_store_dirs(dirs)
-    if "://" not in out and Path(out).exists() and not overwrite:
+    if not follow and "://" not in out and Path(out).exists() and not overwrite:
         raise RmqError(f"{out} already exists", "pass --overwrite to replace it")
     _require_spark()
     state = ctx.find_object(CliState)
     result = _run(job, master, spark_settings, debug=state is not None and state.debug)
-    _show(result, output)
+    if result is not None:
+        _show(result, output)
 
 
-def _job(ctx: typer.Context, dirs: list[Path], **fields: Any) -> ExportJob:
+def _access(ctx: typer.Context) -> ClientAccess:
+    """The ACL keys and TLS the command resolved (flags, environment, profile), for the
+    executors: they connect to the brokers themselves."""
+    from rmq.cli.tlsoptions import client_tls_settings
+    from rmq.client.credentials import default_credentials
+    from rmq.spark.access import ClientAccess
+
+    tls, ca = client_tls_settings(ctx.params.get("tls"), ctx.params.get("tls_ca"))
+    credentials = default_credentials()
+    if credentials is None:
+        return ClientAccess(tls=tls, tls_ca=ca.value or None)
+    return ClientAccess(
+        credentials.access_key,
+        credentials.secret_key,
+        credentials.security_token,
+        tls,
+        ca.value or None,
+    )
+
+
+def _job(
+    ctx: typer.Context, dirs: list[Path], access: ClientAccess | None, **fields: Any
+) -> ExportJob:
     from rmq.spark.job import ExportJob
 
+    if access is not None:
+        fields["access"] = access
     try:
         return ExportJob(store_dirs=tuple(str(d) for d in dirs), **fields)
     except ValueError as exc:
@@ -266,9 +343,11 @@ def _settings(ctx: typer.Context, texts: list[str]) -> dict[str, str]:
 
 def _run(
     job: ExportJob, master: str | None, settings: dict[str, str], *, debug: bool
-) -> ExportResult:
+) -> ExportResult | None:
     """Start Spark quietly (`rmq.spark.quiet`; all its logs with --debug) and run the job,
-    its phases and tasks on a progress bar when stderr is a terminal, else as lines."""
+    its phases and tasks on a progress bar when stderr is a terminal, else as lines.  A
+    followed export (`rmq.spark.follow`) reports each micro-batch as a line and returns
+    nothing; Ctrl-C ends it after the running batch with exit status 130."""
     from rmq.cli.progress import Progress
     from rmq.spark.export import run_export
     from rmq.spark.failures import SparkJobError, explain
@@ -276,7 +355,7 @@ def _run(
     from rmq.spark.session import build_session, resolve_master
     from rmq.spark.stages import watch_stages
 
-    with Progress("starting Spark", unit="tasks") as bar:
+    with Progress("starting Spark", unit="tasks", when=not job.follow) as bar:
 
         def progress(text: str) -> None:
             if bar.enabled:
@@ -308,12 +387,27 @@ def _run(
         if not debug:
             spark.sparkContext.setLogLevel(QUIET_LEVEL)
         try:
+            if job.follow:
+                _follow(spark, job, progress)
+                return None
             if not bar.enabled:
                 return run_export(spark, job, progress)
             with watch_stages(spark, bar):
                 return run_export(spark, job, progress)
         except SparkJobError as exc:
             raise RmqError(f"Spark export failed: {exc.message}", exc.hint) from exc
+
+
+def _follow(spark: SparkSession, job: ExportJob, progress: Callable[[str], None]) -> None:
+    from rmq.spark.follow import run_follow
+
+    progress(f"following {', '.join(job.topics)} on {job.namesrv} into {job.out}")
+    result = run_follow(spark, job, progress)
+    progress(
+        f"stopped after {result.batches} micro-batches ({result.rows} rows); run the same "
+        f"command to continue from the checkpoint {job.checkpoint}"
+    )
+    raise typer.Exit(EXIT_INTERRUPTED if result.interrupted else 0)
 
 
 def _show(result: ExportResult, output: OutputFormat | None) -> None:

@@ -32,7 +32,7 @@ import typer
 
 from rmq.cli.clusteroptions import add_to_cluster_commands
 from rmq.cli.errors import EXIT_USAGE, RmqError, exception_chain
-from rmq.cli.settings import resolve
+from rmq.cli.settings import Resolved, resolve
 
 TLS_ENV = "RMQ_TLS"
 TLS_CA_ENV = "RMQ_TLS_CA"
@@ -130,8 +130,9 @@ def _applying_tls(callback: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def apply_client_tls(tls_flag: bool | None, ca_flag: str | None) -> None:
-    """Resolve --tls / --tls-ca and make the clients the command creates use TLS if asked."""
+def client_tls_settings(tls_flag: bool | None, ca_flag: str | None) -> tuple[bool, Resolved]:
+    """Resolve --tls / --tls-ca (flags, environment, profile): whether to connect over TLS
+    and the CA file to verify servers with (its value "" for none), with its source."""
     ca = resolve(ca_flag, flag="--tls-ca", envs=(TLS_CA_ENV,), key="tls_ca", default="")
     enabled = resolve(
         None if tls_flag is None else str(tls_flag).lower(),
@@ -145,7 +146,13 @@ def apply_client_tls(tls_flag: bool | None, ca_flag: str | None) -> None:
         raise RmqError(
             f"{enabled.source} gives tls={enabled.value!r}", "use true or false", EXIT_USAGE
         )
-    if not ca.value and wanted not in ("1", "true", "yes", "on"):
+    return bool(ca.value) or wanted in ("1", "true", "yes", "on"), ca
+
+
+def apply_client_tls(tls_flag: bool | None, ca_flag: str | None) -> None:
+    """Resolve --tls / --tls-ca and make the clients the command creates use TLS if asked."""
+    enabled, ca = client_tls_settings(tls_flag, ca_flag)
+    if not enabled:
         return
     from rmq.common.configfields import ConfigError
     from rmq.remoting import tls

@@ -12,6 +12,10 @@ Credentials come from the caller (`ClientInstance(..., credentials=...)`,
 (`use_default_credentials`): the command line resolves `--access-key` / `--secret-key` once
 per command and sets it, so every producer, consumer and admin client the command creates
 signs.  The secret key never appears in `repr` (logs, tracebacks of `--debug`).
+
+`use_tls(enabled, ca_file)` is the client side of `rmq.remoting.tls` for callers that do not
+import the remoting layer (the Spark data source): clients created afterwards connect over
+TLS, or in plain.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rmq.remoting import tls
 from rmq.remoting.aclsign import sign_request
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.command import RemotingCommand
@@ -65,3 +70,15 @@ def rpc_hook(
 def remoting_client(credentials: SessionCredentials | None = None) -> RemotingClient:
     """A `RemotingClient` whose requests are signed with `credentials` (or the default)."""
     return RemotingClient(rpc_hook=rpc_hook(credentials))
+
+
+def use_tls(enabled: bool, ca_file: str | None = None) -> None:
+    """Make clients created from now on connect over TLS when `enabled` or given `ca_file`
+    (then only to servers whose chain that PEM file vouches for; else to any, as Apache's
+    client does without `tls.client.authServer`), else in plain."""
+    if ca_file:
+        tls.use_client_tls(tls.verifying_client_context(ca_file))
+    elif enabled:
+        tls.use_client_tls(tls.client_context(tls.TlsSettings()))
+    else:
+        tls.use_client_tls(None)

@@ -18,7 +18,8 @@ uses depends on its options:
 * online (``namesrv``): one partition per queue, pulled by :mod:`rmq.spark.online`; options
   ``topic`` (required; several comma-separated), ``startingOffsets`` (default ``earliest``),
   ``endingOffsets`` (default ``latest``), ``startTimestamp`` / ``endTimestamp``,
-  ``failOnDataLoss`` (true), ``pullBatchSize`` (32).
+  ``failOnDataLoss`` (true), ``pullBatchSize`` (32), and ACL keys and TLS
+  (:mod:`rmq.spark.access`).
 
 Filters (``where``) are not pushed into the scan; Spark evaluates them on the rows read.
 Spark (4.0 to 4.3 at least) keeps one planned read, the reader with its partitions, per
@@ -27,6 +28,9 @@ planned last: a filter pushed into one query would narrow the next query on the 
 DataFrame too, and both sides of a self-join would read what one side asked for.  The
 options are fixed per DataFrame, so they are what narrows the scan (docs/spark.md, "What the
 options save").
+
+Streams (``spark.readStream``) are :mod:`rmq.spark.stream`'s; writes (``df.write`` and
+``df.writeStream``: rows sent to topics through rmq's producer) are :mod:`rmq.spark.sink`'s.
 """
 
 from __future__ import annotations
@@ -36,9 +40,17 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
+from rmq.spark.access import ClientAccess
 from rmq.spark.offline import (
     DEFAULT_MAX_PARTITION_BYTES,
     CommitlogRange,
@@ -76,11 +88,39 @@ class RocketMQDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        if schema != SCHEMA:
-            raise ValueError("the rocketmq source has a fixed schema; do not set one")
+        _check_schema(schema)
         if self.options.get("namesrv"):
             return OnlineReader(self.options)
         return OfflineReader(self.options)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from rmq.spark.stream import StreamReader
+
+        _check_schema(schema)
+        return StreamReader(self.options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from rmq.spark.sink import BatchWriter
+
+        return BatchWriter(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from rmq.spark.sink import StreamWriter
+
+        return StreamWriter(self.options, schema)
+
+
+def _check_schema(schema: StructType) -> None:
+    if schema != SCHEMA:
+        raise ValueError("the rocketmq source has a fixed schema; do not set one")
+
+
+def queue_batches(
+    part: QueueRange, bounds: ScanBounds, *, batch_size: int, fail_on_data_loss: bool
+) -> Iterator[Any]:
+    """Arrow batches of the messages of one queue range (batch and stream reads)."""
+    messages = read_queue(part, bounds, batch_size=batch_size, fail_on_data_loss=fail_on_data_loss)
+    return record_batches((msg.record, msg.broker_name, msg.body) for msg in messages)
 
 
 class _BoundedReader(DataSourceReader):
@@ -143,11 +183,13 @@ class OnlineReader(_BoundedReader):
         self.fail_on_data_loss = parse_bool(
             options.get("failOnDataLoss"), "failOnDataLoss", default=True
         )
+        self.access = ClientAccess.of(options)
 
     def partitions(self) -> list[InputPartition]:
         if self.bounds.empty:
             return []
         assert self.bounds.topics is not None
+        self.access.apply()
         ranges = plan_queues(
             self.namesrv,
             sorted(self.bounds.topics),
@@ -159,10 +201,10 @@ class OnlineReader(_BoundedReader):
         return [InputPartition(part) for part in ranges]
 
     def _read(self, part: QueueRange) -> Iterator[Any]:
-        messages = read_queue(
+        self.access.apply()
+        return queue_batches(
             part,
             self.bounds,
             batch_size=self.batch_size,
             fail_on_data_loss=self.fail_on_data_loss,
         )
-        return record_batches((msg.record, msg.broker_name, msg.body) for msg in messages)

@@ -64,7 +64,7 @@ _PARQUET_OPTIONS: Final = {"parquet.enable.dictionary#body": "false"}
 costs 10-25 % of the export (bench/spark_bench.py)."""
 
 
-def _format_options(job: ExportJob, *, writing: bool) -> dict[str, str]:
+def format_options(job: ExportJob, *, writing: bool) -> dict[str, str]:
     if job.format == "csv":
         return _CSV_OPTIONS
     return _PARQUET_OPTIONS if job.format == "parquet" and writing else {}
@@ -102,7 +102,7 @@ def _export(spark: SparkSession, job: ExportJob, progress: Progress) -> ExportRe
     writer = (
         rows.write.format(job.format)
         .mode("overwrite" if job.overwrite else "errorifexists")
-        .options(**_format_options(job, writing=True))
+        .options(**format_options(job, writing=True))
     )
     if job.partition_by:
         writer = writer.partitionBy(*job.partition_by)
@@ -118,7 +118,7 @@ def _export(spark: SparkSession, job: ExportJob, progress: Progress) -> ExportRe
     written = (
         spark.read.format(job.format)
         .schema(rows.schema)
-        .options(**_format_options(job, writing=False))
+        .options(**format_options(job, writing=False))
         .load(job.out)
         .select("topic")
     )

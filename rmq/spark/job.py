@@ -2,7 +2,8 @@
 ``rmq spark-export`` reports bad options even where pyspark is not installed.
 
 :class:`ExportJob` is what ``rmq spark-export`` and ``spark-submit rmq/spark/export.py`` both
-build from their command lines and :func:`rmq.spark.export.run_export` runs;
+build from their command lines and :func:`rmq.spark.export.run_export` runs (with
+``follow``, :func:`rmq.spark.follow.run_follow`: a stream into files);
 :class:`ExportResult` is what the run wrote; :func:`parse_settings` reads the Spark settings
 both take as ``--conf KEY=VALUE``.
 """
@@ -13,11 +14,14 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from rmq.spark.access import ClientAccess
 from rmq.spark.options import EARLIEST, parse_ending_offsets, parse_offsets
 
 FORMATS: Final = ("parquet", "json", "csv", "orc")
 DATE_COLUMN: Final = "date"
 PARTITION_COLUMNS: Final = ("topic", DATE_COLUMN, "brokerName", "queueId")
+DEFAULT_TRIGGER_SECONDS: Final = 5.0
+"""How often a followed export (``--follow``) looks for new messages."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,12 @@ class ExportJob:
     overwrite: bool = False
     max_partition_bytes: int | None = None
     broker_name: str | None = None
+    follow: bool = False
+    checkpoint: str | None = None
+    trigger_seconds: float | None = None
+    max_offsets_per_trigger: int | None = None
+    access: ClientAccess = field(default_factory=ClientAccess)
+    """ACL keys and TLS of an online export (never in the repr: rmq.spark.access)."""
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -55,18 +65,64 @@ class ExportJob:
             parse_ending_offsets(self.ending_offsets)
         elif self.starting_offsets is not None or self.ending_offsets is not None:
             raise ValueError("starting and ending offsets are for online exports only")
+        self._check_follow()
         unknown = [column for column in self.partition_by if column not in PARTITION_COLUMNS]
         if unknown:
             raise ValueError(
                 f"cannot partition by {', '.join(unknown)}: use {', '.join(PARTITION_COLUMNS)}"
             )
 
+    def _check_follow(self) -> None:
+        """A followed export: a stream from a running cluster with a checkpoint."""
+        if not self.follow:
+            if (
+                self.checkpoint is not None
+                or self.max_offsets_per_trigger is not None
+                or self.trigger_seconds is not None
+            ):
+                raise ValueError(
+                    "a checkpoint, a trigger and max offsets per trigger are for --follow only"
+                )
+            return
+        if not self.namesrv:
+            raise ValueError("--follow reads a running cluster: give a name server, not stores")
+        if not self.checkpoint:
+            raise ValueError("--follow needs a checkpoint directory (--checkpoint)")
+        if self.until is not None or self.ending_offsets is not None:
+            raise ValueError("--follow has no end: drop --until and --ending-offsets")
+        if self.since is not None and self.starting_offsets is not None:
+            raise ValueError("give --since or --starting-offsets, not both")
+        if self.overwrite:
+            raise ValueError("--follow adds to its output directory: drop --overwrite")
+        if self.trigger_seconds is not None and self.trigger_seconds < 0:
+            raise ValueError("the trigger interval cannot be negative")
+        if self.max_offsets_per_trigger is not None and self.max_offsets_per_trigger < 1:
+            raise ValueError("max offsets per trigger must be 1 or more")
+
+    @property
+    def trigger(self) -> float:
+        """Seconds between a followed export's micro-batches."""
+        return DEFAULT_TRIGGER_SECONDS if self.trigger_seconds is None else self.trigger_seconds
+
     @property
     def online(self) -> bool:
         return self.namesrv is not None
 
     def reader_options(self) -> dict[str, str]:
-        """The options of the ``rocketmq`` read."""
+        """The options of the ``rocketmq`` read (a stream's with ``follow``)."""
+        if self.follow:
+            stream = {
+                "topics": ",".join(self.topics),
+                "namesrv": self.namesrv,
+                "startingOffsets": self.starting_offsets
+                or (None if self.since is not None else "earliest"),
+                "startingTimestamp": self.since,
+                "maxOffsetsPerTrigger": self.max_offsets_per_trigger,
+            }
+            return {
+                **{key: str(value) for key, value in stream.items() if value not in (None, "")},
+                **self.access.to_options(),
+            }
         options = {
             "topics": ",".join(self.topics),
             "startTimestamp": self.since,
@@ -77,7 +133,10 @@ class ExportJob:
             "maxPartitionBytes": self.max_partition_bytes,
             "brokerName": self.broker_name,
         }
-        return {key: str(value) for key, value in options.items() if value not in (None, "")}
+        return {
+            **{key: str(value) for key, value in options.items() if value not in (None, "")},
+            **(self.access.to_options() if self.online else {}),
+        }
 
 
 @dataclass(frozen=True)

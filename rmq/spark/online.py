@@ -16,19 +16,25 @@ private event loop and the RocketMQ tools group ``TOOLS_CONSUMER`` (what ``rmq c
 uses without ``-g``; nothing is committed), and check every bound on every message.  The
 rows are what consumers see: ``MessageExt``, whose properties include the MIN_OFFSET and
 MAX_OFFSET the client adds at pull time.
+
+Streams (:mod:`rmq.spark.stream`) use the same queue bounds and reads: :func:`stream_start`
+(where a new stream starts in each queue), :func:`stream_spans` (every queue's min and max
+offsets now, for each micro-batch's end) and :func:`commit_group_offsets` (the ``group``
+option: a finished batch's offsets committed as a consumer group's).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from rmq.client.consumer import MessageExt, MessageQueue, PullConsumer, PullStatus
 from rmq.common.naming import TOOLS_CONSUMER_GROUP
 from rmq.spark.options import EARLIEST, LATEST, NO_LIMIT, QueueOffsets, ScanBounds
+from rmq.spark.streamoffsets import Positions, QueueKey, Span
 
 log = logging.getLogger("rmq.spark")
 
@@ -78,19 +84,10 @@ async def _plan(
     ranges = []
     async with PullConsumer(TOOLS_CONSUMER_GROUP, namesrv) as consumer:
         for topic in topics:
-            for mq in await consumer.fetch_subscribe_message_queues(topic):
-                # A queue the broker has never written answers -1.
-                low = max(await consumer.min_offset(mq), 0)
-                high = max(await consumer.max_offset(mq), low)
-                where = f"queue {mq.queue_id} of {topic} on {mq.broker_name}"
-                start = _resolve(starting.of(topic, mq.broker_name, mq.queue_id), low, high)
+            for mq, low, high in await _spans(consumer, topic):
+                requested = _resolve(starting.of(topic, mq.broker_name, mq.queue_id), low, high)
+                start = _checked_start(mq, requested, low, fail_on_data_loss=fail_on_data_loss)
                 end = _resolve(ending.of(topic, mq.broker_name, mq.queue_id), low, high)
-                if start < low:
-                    message = f"{where}: offsets {start}..{low - 1} are no longer stored"
-                    if fail_on_data_loss:
-                        raise DataLossError(f"{message}; set failOnDataLoss=false to skip them")
-                    log.warning("%s; reading from %d", message, low)
-                    start = low
                 if bounds.min_timestamp > 0:
                     start = await _first_stored_at_or_after(
                         consumer, mq, bounds.min_timestamp, start, end
@@ -104,6 +101,32 @@ async def _plan(
                         QueueRange(namesrv, topic, mq.broker_name, mq.queue_id, start, end)
                     )
     return ranges
+
+
+async def _spans(consumer: PullConsumer, topic: str) -> list[tuple[MessageQueue, int, int]]:
+    """Each readable queue of ``topic`` with its min and max offsets."""
+    spans = []
+    for mq in await consumer.fetch_subscribe_message_queues(topic):
+        # A queue the broker has never written answers -1.
+        low = max(await consumer.min_offset(mq), 0)
+        spans.append((mq, low, max(await consumer.max_offset(mq), low)))
+    return spans
+
+
+def _checked_start(mq: MessageQueue, start: int, low: int, *, fail_on_data_loss: bool) -> int:
+    """``start``, or ``low`` (with a warning) when messages from ``start`` on are gone and
+    ``fail_on_data_loss`` is false; DataLossError when it is true."""
+    if start >= low:
+        return start
+    message = f"{_where(mq)}: offsets {start}..{low - 1} are no longer stored"
+    if fail_on_data_loss:
+        raise DataLossError(f"{message}; set failOnDataLoss=false to skip them")
+    log.warning("%s; reading from %d", message, low)
+    return low
+
+
+def _where(mq: MessageQueue) -> str:
+    return f"queue {mq.queue_id} of {mq.topic} on {mq.broker_name}"
 
 
 def _resolve(offset: int, low: int, high: int) -> int:
@@ -172,3 +195,69 @@ def read_queue(
     finally:
         loop.run_until_complete(consumer.shutdown())
         loop.close()
+
+
+# --- streams (rmq.spark.stream): positions for Spark's checkpoint -------------------------
+
+
+def stream_start(
+    namesrv: str,
+    topics: Sequence[str],
+    starting: QueueOffsets,
+    since: int | None,
+    *,
+    fail_on_data_loss: bool,
+) -> Positions:
+    """Where a new stream starts in each queue: ``starting`` resolved against the queue's
+    min and max offsets, or, with ``since`` (epoch ms), the first message stored at or
+    after it (the max offset when none is)."""
+    return asyncio.run(_stream_start(namesrv, topics, starting, since, fail_on_data_loss))
+
+
+async def _stream_start(
+    namesrv: str,
+    topics: Sequence[str],
+    starting: QueueOffsets,
+    since: int | None,
+    fail_on_data_loss: bool,
+) -> Positions:
+    positions: Positions = {}
+    async with PullConsumer(TOOLS_CONSUMER_GROUP, namesrv) as consumer:
+        for topic in topics:
+            for mq, low, high in await _spans(consumer, topic):
+                if since is None:
+                    requested = _resolve(starting.of(topic, mq.broker_name, mq.queue_id), low, high)
+                    start = _checked_start(mq, requested, low, fail_on_data_loss=fail_on_data_loss)
+                else:
+                    start = await _first_stored_at_or_after(consumer, mq, since, low, high)
+                positions[topic, mq.broker_name, mq.queue_id] = start
+    return positions
+
+
+def stream_spans(namesrv: str, topics: Sequence[str]) -> dict[QueueKey, Span]:
+    """Every readable queue of ``topics`` now (the routes asked afresh, so new queues and
+    brokers show) with its min and max offsets."""
+    return asyncio.run(_stream_spans(namesrv, topics))
+
+
+async def _stream_spans(namesrv: str, topics: Sequence[str]) -> dict[QueueKey, Span]:
+    spans: dict[QueueKey, Span] = {}
+    async with PullConsumer(TOOLS_CONSUMER_GROUP, namesrv) as consumer:
+        for topic in topics:
+            for mq, low, high in await _spans(consumer, topic):
+                spans[topic, mq.broker_name, mq.queue_id] = (low, high)
+    return spans
+
+
+def commit_group_offsets(namesrv: str, group: str, positions: Mapping[QueueKey, int]) -> None:
+    """Commit ``positions`` as consumer group ``group``'s offsets (UPDATE_CONSUMER_OFFSET to
+    each queue's broker), so the group's lag shows what the stream has yet to read."""
+    asyncio.run(_commit_group_offsets(namesrv, group, positions))
+
+
+async def _commit_group_offsets(
+    namesrv: str, group: str, positions: Mapping[QueueKey, int]
+) -> None:
+    async with PullConsumer(group, namesrv) as consumer:
+        for (topic, broker_name, queue_id), offset in sorted(positions.items()):
+            await consumer.update_consume_offset(MessageQueue(topic, broker_name, queue_id), offset)

@@ -145,6 +145,10 @@ def test_the_job_runs_under_spark_submit(store: Path, tmp_path: Path) -> None:
         (["STORE", "--out", "x", "--partition-by", "body"], "cannot partition by body"),
         (["STORE", "--out", "x", "--format", "avro"], "'avro' is not one of"),
         (["STORE", "--out", "x", "--conf", "spark.x"], "a Spark setting is KEY=VALUE"),
+        (["--out", "x", "-t", "T", "--follow"], "needs a checkpoint directory"),
+        (["STORE", "--out", "x", "--follow", "--checkpoint", "c"], "reads a running cluster"),
+        (["--out", "x", "-t", "T", "--checkpoint", "c"], "for --follow only"),
+        (["--out", "x", "-t", "T", "--follow", "--checkpoint", "c", "--until", "0"], "no end"),
     ],
 )
 def test_bad_command_lines_fail_before_spark_starts(
