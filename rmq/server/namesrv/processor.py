@@ -16,8 +16,9 @@ and sorted keys, non-ASCII escaped), as Apache 4.9.4+ sends it (spec §2.8).
 REGISTER_BROKER bodies come in three forms (spec §2.5), told apart and decoded by
 `RegisterBrokerBody.open_request` (as `decode_request` does, in stages): a bare
 TopicConfigSerializeWrapper from brokers older than 3.0.11 (version < 37), a
-RegisterBrokerBody in JSON, or the zlib-compressed binary form (`compressed=true`).  A non-zero `bodyCrc32` header is checked against the body first.  A body
-that cannot be decoded (including a topic config without `topicName`, which Java would
+RegisterBrokerBody in JSON, or the zlib-compressed binary form (`compressed=true`).  A
+non-zero `bodyCrc32` header is checked against the body first.  A body that cannot be
+decoded (including a topic config without `topicName`, which Java would
 register under a null topic name) is answered with SYSTEM_ERROR and the broker stays as it
 was.
 
