@@ -431,6 +431,26 @@ async def _undone_msgs(admin: AdminClient, group: str, *, offline: bool) -> list
     return undone
 
 
+async def pull_one(admin: AdminClient, addr: str, mq: MessageQueue, offset: int) -> api.PullResult:
+    """PULL_MESSAGE of one message of `mq` at `offset` from the broker at `addr`, as the tools
+    consumer group (no offset committed): how the admin tools read a queue's store times."""
+    header = PullMessageRequestHeader(
+        consumer_group=TOOLS_CONSUMER_GROUP,
+        topic=mq.topic,
+        queue_id=mq.queue_id,
+        queue_offset=offset,
+        max_msg_nums=1,
+        sys_flag=PULL_SUBSCRIPTION,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        subscription="*",
+        sub_version=0,
+        expression_type="TAG",
+        bname=mq.broker_name,
+    )
+    return await api.pull_message(admin.remoting, addr, header, admin.timeout)
+
+
 async def _delay(admin: AdminClient, mq: MessageQueue, last_timestamp: int) -> int:
     """Store time of the queue's newest message minus the group's last consume time (0 when
     the group never consumed or the message cannot be read)."""
@@ -448,25 +468,10 @@ async def _delay(admin: AdminClient, mq: MessageQueue, last_timestamp: int) -> i
         )
         if addr is None:
             return 0
-        remoting = admin.remoting
-        max_offset = await api.get_max_offset(remoting, addr, mq, admin.timeout)
+        max_offset = await api.get_max_offset(admin.remoting, addr, mq, admin.timeout)
         if max_offset <= 0:
             return 0
-        header = PullMessageRequestHeader(
-            consumer_group=TOOLS_CONSUMER_GROUP,
-            topic=mq.topic,
-            queue_id=mq.queue_id,
-            queue_offset=max_offset - 1,
-            max_msg_nums=1,
-            sys_flag=PULL_SUBSCRIPTION,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            subscription="*",
-            sub_version=0,
-            expression_type="TAG",
-            bname=mq.broker_name,
-        )
-        result = await api.pull_message(remoting, addr, header, admin.timeout)
+        result = await pull_one(admin, addr, mq, max_offset - 1)
     except (ClientError, RemotingError):
         return 0
     if result.status is not api.PullStatus.FOUND or result.body is None:
