@@ -22,11 +22,29 @@ from tests.conformance.clusters import Cluster
 from tests.conformance.test_rmq_tools import rmq_cli
 from tests.ports import free_port
 
-SECTION = "rmq tools against both clusters"
-CASE = "rmq exporter: /metrics series names and label sets"
+SECTION = "rmq exporter against both clusters"
+CASE = "/metrics series names and label sets after the same produce and consume"
 TOPIC = "ConfExporter"
 GROUP = "ConfExporterGroup"
 PMDT = "rocketmq_brokeruntime_pmdt_"
+EXPECTED = {
+    "rocketmq_broker_tps",
+    "rocketmq_broker_qps",
+    "rocketmq_producer_offset",
+    "rocketmq_topic_retry_offset",
+    "rocketmq_producer_tps",
+    "rocketmq_producer_message_size",
+    "rocketmq_consumer_tps",
+    "rocketmq_consumer_message_size",
+    "rocketmq_consumer_offset",
+    "rocketmq_group_diff",
+    "rocketmq_group_count",
+    "rocketmq_group_get_latency_by_storetime",
+    "rocketmq_brokeruntime_msg_put_total_today_now",
+    "rocketmq_brokeruntime_put_tps10",
+    "rocketmq_brokeruntime_commitlogdir_capacity_total",
+}
+"""Series each cluster must show for the comparison to mean something."""
 
 
 def _series(cluster: Cluster) -> Any:
