@@ -155,6 +155,17 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
         ("rmq monitor --interval 30", "Every group's lag every 30 s."),
         ("rmq monitor --rounds 1 -o json", "One round, as JSON."),
     ),
+    "rmq-exporter": (
+        ("rmq exporter", "Serve /metrics on 127.0.0.1:5557, collected every minute."),
+        (
+            "rmq exporter -n 127.0.0.1:9876 --port 9100 --interval 15s",
+            "Serve on port 9100, collecting every 15 s.",
+        ),
+        (
+            "rmq exporter --host 0.0.0.0 --expire-after 5m",
+            "Listen on every address; keep a series 5 minutes after its last report.",
+        ),
+    ),
     "rmq-message": (("rmq message by-key Orders order-1", "Find messages by key."),),
     "rmq-message-get": (
         (f"rmq message get {_MSG_ID} -o json", "The message an offset message id names."),

@@ -20,7 +20,9 @@ from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 
-app = command_app(help="Serve the cluster's metrics to Prometheus in rocketmq-exporter's names.")
+app = command_app(
+    help="Serve the cluster's metrics to Prometheus with the RocketMQ exporter's names and labels."
+)
 
 DEFAULT_PORT = 5557
 
@@ -62,7 +64,8 @@ def exporter(
         ),
     ] = "60s",
 ) -> int:
-    """Serve the cluster's metrics to Prometheus in rocketmq-exporter's names.
+    """Serve the cluster's metrics to Prometheus with the RocketMQ exporter's names and
+    labels.
 
     GET /metrics answers Prometheus text with rocketmq-exporter's metric names and labels
     (rocketmq_broker_tps, rocketmq_group_diff, rocketmq_brokeruntime_* and the rest), all

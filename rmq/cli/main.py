@@ -125,7 +125,8 @@ SUMMARIES: dict[str, str] = {
     "group": "Consumer groups: members, lag and offsets.",
     "producer": "The producers connected to the brokers.",
     "monitor": "Print every consumer group's lag and members, round after round.",
-    "exporter": "Serve the cluster's metrics to Prometheus in rocketmq-exporter's names.",
+    "exporter": "Serve the cluster's metrics to Prometheus with the RocketMQ exporter's names "
+    "and labels.",
     "message": "Look messages up, resend them, probe sends.",
     "broker-config": "Read and change broker configuration.",
     "namesrv-config": "Read and change name server configuration.",
