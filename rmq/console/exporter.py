@@ -5,7 +5,7 @@ An `Exporter` owns a `MetricStore`, the collection loop and the HTTP server:
 * `run(stop)` is a coroutine: with one `AdminClient`, a round (`rmq.console.collect`) at
   once and then every `interval` seconds after the previous one started (at once when a
   round took longer), until `stop` is set.  A round that fails as a whole (no name server
-  answers) is logged and leaves the store as it was, so its series age out after
+  answers) is logged and committed as an empty round, so the series age out after
   `expire_after` seconds like any series no round reports;
 * `serve()` starts the standard library's `ThreadingHTTPServer` on its own thread: `GET
   /metrics` answers the store's text (Prometheus format 0.0.4), `GET /` a line pointing
@@ -25,7 +25,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from rmq.console.metrics import CONTENT_TYPE, DEFAULT_EXPIRE_AFTER, MetricStore
+from rmq.console.metrics import CONTENT_TYPE, DEFAULT_EXPIRE_AFTER, MetricStore, Round
 
 log = logging.getLogger(__name__)
 
@@ -130,9 +130,11 @@ class Exporter:
                     await asyncio.gather(work, return_exceptions=True)
                     return
                 try:
-                    self.store.commit(work.result())
+                    collected = work.result()
                 except Exception as exc:
                     log.warning("metrics round failed: %s", exc)
+                    collected = Round()
+                self.store.commit(collected)
                 self.rounds += 1
                 wait = max(0.0, self.interval - (time.monotonic() - started))
                 try:

@@ -4,7 +4,8 @@ This module owns what `/metrics` shows: every family's name, help and label name
 rocketmq-exporter (apache/rocketmq-exporter, the collector `RMQMetricsCollector`) writes them,
 so a Grafana dashboard built on that exporter works unchanged; the store of the collected
 series, each kept until `expire_after` seconds pass without a round reporting it (the
-exporter's `outOfTimeSeconds`, 60 s); and the text exposition format 0.0.4.
+exporter's `outOfTimeSeconds`, 60 s; a series of the latest round stays until the next
+round, so a slow round never blanks it out); and the text exposition format 0.0.4.
 
 All families are gauges and every family is written, with its HELP and TYPE lines, even when
 it has no series (as the exporter does).  A round of collection (`rmq.console.collect`)
@@ -188,9 +189,13 @@ class Round:
 
 
 class MetricStore:
-    """The series last collected, each with the time it was last reported; thread-safe.
+    """The series collected, each with the time a round last reported it; thread-safe.
 
-    `clock` is a monotonic clock in seconds (replaceable in tests)."""
+    A series the latest round reported stays (however long the next round takes: a round
+    slower than the one before must not blank the series out between the two); one the
+    latest round did not report goes `expire_after` seconds after the round that last
+    reported it.  A round that failed as a whole is committed as an empty round, so its
+    series age out.  `clock` is a monotonic clock in seconds (replaceable in tests)."""
 
     def __init__(
         self,
@@ -201,6 +206,7 @@ class MetricStore:
         self._clock = clock
         self._lock = threading.Lock()
         self._series: dict[SeriesKey, tuple[float, float]] = {}
+        self._latest: frozenset[SeriesKey] = frozenset()
 
     def commit(self, collected: Round) -> None:
         """Take a round's samples: each series it reports gets its new value and time."""
@@ -208,10 +214,15 @@ class MetricStore:
         with self._lock:
             for key, value in collected.samples.items():
                 self._series[key] = (value, now)
+            self._latest = frozenset(collected.samples)
             self._drop_expired(now)
 
     def _drop_expired(self, now: float) -> None:
-        expired = [k for k, (_, at) in self._series.items() if now - at >= self.expire_after]
+        expired = [
+            key
+            for key, (_, at) in self._series.items()
+            if now - at >= self.expire_after and key not in self._latest
+        ]
         for key in expired:
             del self._series[key]
 

@@ -5,6 +5,8 @@ only its own series while scrapes keep answering."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 import urllib.error
@@ -24,7 +26,14 @@ Sample = tuple[str, dict[str, str], float]
 class Exporter:
     """A running `rmq exporter` and its URL."""
 
-    def __init__(self, namesrv: str, *, interval: str = "1s", expire_after: str = "60s") -> None:
+    def __init__(
+        self,
+        namesrv: str,
+        *,
+        interval: str = "1s",
+        expire_after: str = "60s",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.process = subprocess.Popen(
             rmq_command(
@@ -41,6 +50,7 @@ class Exporter:
                 ]
             ),
             stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
         )
         assert self.process.stderr is not None
         line = self.process.stderr.readline().decode()
@@ -85,9 +95,15 @@ def standalone(module_processes: RmqProcesses) -> StandaloneProcess:
     return module_processes.start_standalone()
 
 
+SECRET = "exporter-secret-key-0123456789"
+
+
 @pytest.fixture
 def exporter(standalone: StandaloneProcess) -> Iterator[Exporter]:
-    running = Exporter(standalone.namesrv_addr, interval="1s", expire_after="4s")
+    # Signing keys the exporter must use and never show (the broker has no ACL: it ignores
+    # the signature).
+    keys = {"RMQ_ACCESS_KEY": "exporterAccess", "RMQ_SECRET_KEY": SECRET}
+    running = Exporter(standalone.namesrv_addr, interval="1s", expire_after="4s", env=keys)
     try:
         yield running
     finally:
@@ -113,6 +129,8 @@ def test_series_names_labels_and_lag(
         "the group's lag after 5 of 20 messages",
     )
     text = exporter.scrape()[0]
+    assert SECRET not in text
+    assert "exporterAccess" not in text
     for family in FAMILIES:  # every family, as the exporter writes them, even without series
         assert f"# TYPE {family.name} gauge\n" in text
     for name, labels, _ in samples:  # every series has exactly its family's labels
@@ -137,8 +155,12 @@ def test_series_names_labels_and_lag(
     runtime = {"cluster": "DefaultCluster", "brokerIP": standalone.addr, "des": "V4_9_8"}
     put_total = value(samples, "rocketmq_brokeruntime_msg_put_total_today_now", **runtime)
     assert put_total is not None and put_total >= 20
-    retry = value(samples, "rocketmq_topic_retry_offset", **broker, topic=f"%RETRY%{group}")
-    assert retry == 0
+    retry = {**broker, "topic": f"%RETRY%{group}"}  # listed once the broker registers it
+    exporter.wait_for(
+        lambda s: value(s, "rocketmq_topic_retry_offset", **retry) == 0,
+        "the retry topic's offset",
+        timeout=60,
+    )
 
     cli(standalone, tmp_path, "consume", topic, "-g", group, "-c", "15")
     samples = exporter.wait_for(
@@ -195,6 +217,9 @@ def test_a_broker_down_costs_only_its_series(rmq_processes: RmqProcesses, tmp_pa
         running.scrape()
         assert time.monotonic() - started < 1.0  # the scrape does not wait for the rounds
         assert running.process.poll() is None
+        namesrv.kill()  # now no round gets anything: every series ages out, scrapes answer
+        running.wait_for(lambda s: s == [], "every series gone with the name server")
+        assert running.process.poll() is None
     finally:
         assert running.stop() == 0
 
@@ -217,7 +242,27 @@ def test_port_in_use_is_one_line_error(tmp_path: Path) -> None:
     assert bad.stderr.startswith("rmq: error: --interval: ")
 
 
+def test_any_free_port_and_ctrl_c(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        rmq_command(["exporter", "-n", "127.0.0.1:1", "--port", "0"]), stderr=subprocess.PIPE
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline().decode()
+    assert line.startswith("rmq exporter: serving http://127.0.0.1:"), line
+    port = int(line.rsplit(":", 1)[1].split("/")[0])
+    assert port > 0
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        assert answer.status == 200  # no name server answers: the families, no series
+        assert parse_samples(answer.read().decode()) == []
+    process.send_signal(signal.SIGINT)
+    assert process.wait(15) == 130
+
+
 def test_only_metrics_is_served(exporter: Exporter) -> None:
+    head = urllib.request.Request(f"http://127.0.0.1:{exporter.port}/metrics", method="HEAD")
+    with urllib.request.urlopen(head, timeout=5) as answer:
+        assert answer.status == 200
+        assert answer.read() == b""
     with pytest.raises(urllib.error.HTTPError) as missing:
         urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}/admin", timeout=5)
     assert missing.value.code == 404

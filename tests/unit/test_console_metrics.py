@@ -16,22 +16,27 @@ class Clock:
         return self.now
 
 
+def _count(group: str, value: float) -> Round:
+    collected = Round()
+    collected.add("rocketmq_group_count", {"group": group, "caddr": "", "localaddr": ""}, value)
+    return collected
+
+
 def test_a_series_expires_after_the_window_without_a_report() -> None:
     clock = Clock()
     store = MetricStore(expire_after=60, clock=clock)
-    first = Round()
-    first.add("rocketmq_group_count", {"group": "g", "caddr": "", "localaddr": ""}, 2)
+    first = _count("g", 2)
     first.add("rocketmq_group_count", {"group": "h", "caddr": "", "localaddr": ""}, 1)
     store.commit(first)
     clock.now += 30
-    second = Round()
-    second.add("rocketmq_group_count", {"group": "g", "caddr": "", "localaddr": ""}, 3)
-    store.commit(second)
-    clock.now += 29.9
+    store.commit(_count("g", 3))  # h is no longer reported
+    clock.now += 29.5
     assert len(store.snapshot()) == 2
-    clock.now += 0.1  # 60 s after h's last report; g was reported 30 s later
+    clock.now += 0.5  # 60 s after h's last report
     assert store.snapshot() == {("rocketmq_group_count", ("", "", "g")): 3.0}
-    clock.now += 30
+    clock.now += 300  # g stays while the latest round is the one that reported it
+    assert store.snapshot() == {("rocketmq_group_count", ("", "", "g")): 3.0}
+    store.commit(Round())  # a round that reported nothing (it failed as a whole)
     assert store.snapshot() == {}
 
 
