@@ -272,3 +272,69 @@ def test_only_metrics_is_served(exporter: Exporter) -> None:
     with pytest.raises(urllib.error.HTTPError) as posted:
         urllib.request.urlopen(request, timeout=5)
     assert posted.value.code == 501
+
+
+CLIENT_FAMILIES = {family.name for family in FAMILIES if family.name.startswith("rocketmq_client_")}
+
+
+def members(samples: list[Sample], group: str) -> list[tuple[dict[str, str], float]]:
+    """The group's `rocketmq_group_count` series with members (caddr set)."""
+    return [
+        (ls, v)
+        for n, ls, v in samples
+        if n == "rocketmq_group_count" and ls["group"] == group and ls["caddr"]
+    ]
+
+
+def test_online_members_and_their_rates(
+    standalone: StandaloneProcess, exporter: Exporter, tmp_path: Path
+) -> None:
+    topic, group = unique("ExpLive"), unique("ExpLiveGroup")
+    cli(standalone, tmp_path, "topic", "create", topic, "-r", "2", "-w", "2")
+    consumer = subprocess.Popen(
+        rmq_command(["consume", topic, "-g", group, "-n", standalone.namesrv_addr]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    try:
+        samples = exporter.wait_for(
+            lambda s: (
+                [v for _, v in members(s, group)] == [1]
+                and value(s, "rocketmq_client_consumer_pull_tps", group=group, topic=topic)
+                is not None
+            ),
+            "the online member and its rates",
+        )
+        ((member, _),) = members(samples, group)
+        assert member["caddr"].startswith("127.0.0.1:")
+        assert member["localaddr"] != ""
+        rates = [
+            (n, ls)
+            for n, ls, _ in samples
+            if n in CLIENT_FAMILIES and ls["group"] == group and ls["topic"] == topic
+        ]
+        assert {n for n, _ in rates} == CLIENT_FAMILIES
+        assert {ls["clientId"] for _, ls in rates} == {member["localaddr"]}
+        assert {ls["clientAddr"] for _, ls in rates} == {member["caddr"]}
+        cli(standalone, tmp_path, "produce", topic, data=b"a\nb\nc\n")
+        exporter.wait_for(
+            lambda s: (
+                value(s, "rocketmq_consumer_offset", topic=topic, group=group) == 3
+                and value(
+                    s, "rocketmq_group_diff", group=group, topic=topic, countOfOnlineConsumers="1"
+                )
+                == 0
+            ),
+            "the online member's progress",
+        )
+    finally:
+        consumer.terminate()
+        consumer.wait(15)
+    exporter.wait_for(
+        lambda s: (
+            not members(s, group) and value(s, "rocketmq_group_count", group=group, caddr="") == 0
+        ),
+        "the member gone",
+        timeout=60,
+    )
