@@ -91,7 +91,6 @@ class Exporter:
         self.port = port
         self.interval = interval
         self.store = MetricStore(expire_after)
-        self.rounds = 0
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -135,7 +134,6 @@ class Exporter:
                     log.warning("metrics round failed: %s", exc)
                     collected = Round()
                 self.store.commit(collected)
-                self.rounds += 1
                 wait = max(0.0, self.interval - (time.monotonic() - started))
                 try:
                     await asyncio.wait_for(stop.wait(), wait)
