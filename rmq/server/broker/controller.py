@@ -43,9 +43,11 @@ every                                       does
 local midnight                              roll the day totals of the runtime info
 ==========================================  ==============================================
 
-Topics and groups are written by their managers on every change; a topic change the name
-servers must learn (UPDATE_AND_CREATE_TOPIC, auto-creation) schedules a registration, and
-registrations requested close together are coalesced.  Every message the store dispatches to
+Topics and groups are written by their managers by group commit, and every handler's answer
+waits for the write covering the changes it made (:func:`~.configmanager.commit_before_answer`);
+a topic change the name servers must learn schedules a registration (the changed topic alone
+for UPDATE_AND_CREATE_TOPIC, the whole table for auto-creation), and registrations requested
+close together are coalesced.  Every message the store dispatches to
 a consume queue wakes the pulls parked on that queue: once the store has started, its
 ``arrival_listener`` is the hold service's ``notify_message_arriving``.
 
@@ -72,6 +74,7 @@ from rmq.runtime import run_until_signal
 from rmq.server.broker.acl.files import WATCH_INTERVAL as ACL_WATCH_INTERVAL
 from rmq.server.broker.acl.service import AclService, acl_service
 from rmq.server.broker.acl.service import unguarded as _unguarded
+from rmq.server.broker.configmanager import commit_before_answer
 from rmq.server.broker.context import build_broker_context
 from rmq.server.broker.out.registration import BrokerRegistration
 from rmq.server.broker.processor.adminprocessor import AdminProcessor
@@ -144,6 +147,7 @@ class BrokerController:
             self.broker_addr,
             on_master=context.set_master,
         )
+        context.topic_config_manager.on_increment = self.registration.request_increment
         netty = configs.server
         idle_timeout = float(netty.server_channel_max_idle_time_seconds)
         limits = flow_limits(netty)
@@ -175,11 +179,13 @@ class BrokerController:
         )
         self.acl: AclService | None = acl_service(context) if configs.broker.acl_enable else None
         guard = self.acl.guard if self.acl is not None else _unguarded
+        metadata = (context.topic_config_manager, context.subscription_group_manager)
         for processor in (*processors, *((self.acl,) if self.acl is not None else ())):
             for code, handler in processor.handlers().items():
-                self.server.register(code, guard(handler))
+                guarded = guard(commit_before_answer(handler, metadata))
+                self.server.register(code, guarded)
                 if code not in MAIN_PORT_ONLY:
-                    self.fast_server.register(code, guard(handler))
+                    self.fast_server.register(code, guarded)
         for server in (self.server, self.fast_server):
             server.register_default(guard(self.admin_processor.not_supported))
             server.on_connection_closed(self._connection_closed)
@@ -263,6 +269,8 @@ class BrokerController:
                 await self._cleanup
         context.consumer_offset_manager.persist()
         context.consumer_filter_manager.persist()
+        await context.topic_config_manager.flush()
+        await context.subscription_group_manager.flush()
         context.topic_config_manager.persist()
         context.subscription_group_manager.persist()
         await asyncio.to_thread(context.store.shutdown)
