@@ -45,9 +45,7 @@ def topic_request(index: int) -> RemotingCommand:
 
 def group_request(index: int) -> RemotingCommand:
     config = SubscriptionGroupConfig(group_name=f"crash-group-{index}", retry_max_times=index % 9)
-    return create_request(
-        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode()
-    )
+    return create_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.encode())
 
 
 async def create_until_killed(broker: RmqProcess) -> tuple[set[int], set[int]]:

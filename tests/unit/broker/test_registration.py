@@ -276,9 +276,11 @@ def test_requests_made_during_a_round_share_one_more_round(
     real_register_all = registration.register_all
     forced: list[bool] = []
 
-    async def counting_register_all(*, force: bool = True) -> Any:
+    async def counting_register_all(
+        *, force: bool = True, topics: list[TopicConfig] | None = None
+    ) -> Any:
         forced.append(force)
-        return await real_register_all(force=force)
+        return await real_register_all(force=force, topics=topics)
 
     registration.register_all = counting_register_all  # type: ignore[method-assign]
 
@@ -339,7 +341,7 @@ def test_an_increment_registers_the_changed_topic_alone(
         manager.on_increment = registration.request_increment
         add_topic(registration, new, queues=2)
         await registration.wait_idle()
-        header, body = registration.registration([manager.topic_config_table[new]])
+        _header, body = registration.registration([manager.topic_config_table[new]])
         wrapper = json.loads(body)["topicConfigSerializeWrapper"]
         assert list(wrapper["topicConfigTable"]) == [new]
         assert wrapper["dataVersion"]["counter"] == manager.data_version.counter
