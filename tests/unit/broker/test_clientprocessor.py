@@ -303,6 +303,38 @@ def test_a_closed_connection_notifies_the_members_left(broker: BrokerContext) ->
     run(scenario())
 
 
+def test_members_leaving_in_one_turn_cost_one_notification_each(broker: BrokerContext) -> None:
+    """Thirty connections of a group closing in the same turn of the event loop: the member
+    left is told once, not thirty times."""
+
+    async def scenario() -> None:
+        async with Serving(broker) as serving:
+            staying = Member(serving, "stay")
+            await staying.heartbeat()
+            leaving = [Member(serving, f"leave-{index}") for index in range(30)]
+            for member in leaving:
+                await member.heartbeat()
+            await until(lambda: len(staying.notified) == 31)
+            group_info = broker.client_manager.consumer_group_info(GROUP)
+            assert group_info is not None
+            closing = [
+                channel for channel, info in group_info.channels.items() if info.client_id != "stay"
+            ]
+            for channel in closing:  # as the server's callbacks run when they all close
+                serving.client_processor.channel_closed(channel)
+            assert broker.client_manager.consumer_ids(GROUP) == ["stay"]
+            await until(lambda: len(staying.notified) == 32)
+            notified_before = [len(member.notified) for member in leaving]
+            for member in leaving:
+                await member.close()
+            await asyncio.sleep(0.05)
+            assert len(staying.notified) == 32
+            assert [len(member.notified) for member in leaving] == notified_before
+            await staying.close()
+
+    run(scenario())
+
+
 def test_groups_with_notification_off_are_not_told(broker: BrokerContext) -> None:
     broker.subscription_group_manager.update(
         SubscriptionGroupConfig(group_name=GROUP, notify_consumer_ids_changed_enable=False)

@@ -24,9 +24,11 @@ current, after Apache's ``ClientManageProcessor`` and ``ConsumerManageProcessor`
 Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes
 a consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED
 (oneway, header ``consumerGroup``) so that every member rebalances at once.
-:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: each notification is
-written by its own task, so a consumer that does not read never delays a heartbeat answer,
-and a failed write is only logged.  :meth:`ClientProcessor.channel_closed` is the broker's
+:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes of one turn
+of the event loop are coalesced, so each channel still open gets one notification per group
+for all of them (hundreds of consumers leaving together cost one notification each to the
+rest, not one per departure); each notification is written by its own task, so a consumer
+that does not read never delays a heartbeat answer, and a failed write is only logged.  :meth:`ClientProcessor.channel_closed` is the broker's
 connection-closed callback for client connections.  Silent clients are dropped by the
 ClientManager's own scan (``scan_not_active_channels``), which the broker runs every 10 s;
 the connection it closes then comes back through ``channel_closed``.
@@ -82,6 +84,8 @@ class ClientProcessor:
         self.context = context
         self.rebalance_lock_manager = RebalanceLockManager()
         self._notifications: set[asyncio.Task[None]] = set()
+        self._pending_notifications: dict[str, dict[ClientChannel, None]] = {}
+        self._flush_scheduled = False
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -96,13 +100,33 @@ class ClientProcessor:
     # -- membership notifications ---------------------------------------------------------
 
     def notify_consumer_ids_changed(self, group: str, channels: Iterable[ClientChannel]) -> None:
-        """Send NOTIFY_CONSUMER_IDS_CHANGED for ``group`` to each of ``channels`` (oneway)."""
+        """Send NOTIFY_CONSUMER_IDS_CHANGED for ``group`` to each of ``channels`` (oneway).
+
+        Notifications are coalesced per turn of the event loop: the changes of one turn (500
+        consumers of a group disconnecting together) notify each channel still open once per
+        group, not once per change."""
+        pending = self._pending_notifications.get(group)
+        if pending is None:
+            pending = self._pending_notifications[group] = {}
+        pending.update(dict.fromkeys(channels))
+        if not pending:
+            return
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_notifications)
+
+    def _flush_notifications(self) -> None:
+        self._flush_scheduled = False
+        pending, self._pending_notifications = self._pending_notifications, {}
         loop = asyncio.get_running_loop()
-        for channel in channels:
-            # The ClientManager only holds the connections this processor registered.
-            task = loop.create_task(self._notify(cast(Connection, channel), group))
-            self._notifications.add(task)
-            task.add_done_callback(self._notifications.discard)
+        for group, channels in pending.items():
+            for channel in channels:
+                if channel.closed:
+                    continue
+                # The ClientManager only holds the connections this processor registered.
+                task = loop.create_task(self._notify(cast(Connection, channel), group))
+                self._notifications.add(task)
+                task.add_done_callback(self._notifications.discard)
 
     async def _notify(self, connection: Connection, group: str) -> None:
         request = create_request(
