@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -321,7 +321,7 @@ def test_members_leaving_in_one_turn_cost_one_notification_each(broker: BrokerCo
                 channel for channel, info in group_info.channels.items() if info.client_id != "stay"
             ]
             for channel in closing:  # as the server's callbacks run when they all close
-                serving.client_processor.channel_closed(channel)
+                serving.client_processor.channel_closed(cast(Connection, channel))
             assert broker.client_manager.consumer_ids(GROUP) == ["stay"]
             await until(lambda: len(staying.notified) == 32)
             notified_before = [len(member.notified) for member in leaving]

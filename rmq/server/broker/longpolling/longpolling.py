@@ -19,10 +19,10 @@ the outcome, then runs the pull once more and answers whatever it finds (Apache'
 * by cancellation of the waiting handler (server shutdown): the request removes itself.
 
 Parked requests are keyed by (topic, queue id), and indexed by connection too, so a closing
-connection drops its own requests without a scan of all the others; each is an asyncio future that resolves to
-True (run the pull again) or False (drop it).  Arrivals are ignored while ``longPollingEnable``
-is off (Apache's store stops reporting them then): the pull processor parks requests for
-``shortPollingTimeMills`` and they are simply answered when that expires.
+connection drops its own requests without a scan of all the others; each is an asyncio future
+that resolves to True (run the pull again) or False (drop it).  Arrivals are ignored while
+``longPollingEnable`` is off (Apache's store stops reporting them then): the pull processor
+parks requests for ``shortPollingTimeMills`` and they are simply answered when that expires.
 :meth:`~PullRequestHoldService.check_hold_requests` compares every parked request with the
 store's max offsets (Apache runs it every 5 s) for arrivals that were not reported.
 

@@ -21,17 +21,18 @@ current, after Apache's ``ClientManageProcessor`` and ``ConsumerManageProcessor`
 * LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumers' queue locks, kept by a
   :class:`~rmq.server.broker.client.rebalancelock.RebalanceLockManager` (60 s expiry).
 
-Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes
-a consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED
+Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes a
+consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED
 (oneway, header ``consumerGroup``) so that every member rebalances at once.
-:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes of one turn
-of the event loop are coalesced, so each channel still open gets one notification per group
-for all of them (hundreds of consumers leaving together cost one notification each to the
-rest, not one per departure); each notification is written by its own task, so a consumer
-that does not read never delays a heartbeat answer, and a failed write is only logged.  :meth:`ClientProcessor.channel_closed` is the broker's
-connection-closed callback for client connections.  Silent clients are dropped by the
-ClientManager's own scan (``scan_not_active_channels``), which the broker runs every 10 s;
-the connection it closes then comes back through ``channel_closed``.
+:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes of one
+turn of the event loop are coalesced, so each channel still open gets one notification per
+group for all of them (hundreds of consumers leaving together cost one notification each to
+the rest, not one per departure); each notification is written by its own task, so a
+consumer that does not read never delays a heartbeat answer, and a failed write is only
+logged.  :meth:`ClientProcessor.channel_closed` is the broker's connection-closed callback
+for client connections.  Silent clients are dropped by the ClientManager's own scan
+(``scan_not_active_channels``), which the broker runs every 10 s; the connection it closes
+then comes back through ``channel_closed``.
 """
 
 from __future__ import annotations
