@@ -14,8 +14,8 @@ after the other through the raw remoting protocol by the same code (rmq's Remoti
   subscribed to one topic) and then a long-polling PULL_MESSAGE that stays parked; the time
   from the first connection to the last heartbeat answered, per client;
 * C consumers disconnecting at once: all their connections closed together while another
-  client asks GET_MAX_OFFSET every 5 ms; the slowest answer it got from just before the
-  closes until 3 s after, and the broker's anonymous resident memory (RssAnon) before the
+  client (a process of its own) asks GET_MAX_OFFSET every 5 ms; the slowest answer it got
+  from just before the closes until 3 s after, and the broker's anonymous resident memory (RssAnon) before the
   consumers joined and 3 s after they left.
 
     python bench/broker_scale.py [--topics N] [--groups N] [--all-groups M] [--clients C]
@@ -36,6 +36,7 @@ import datetime
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -253,26 +254,18 @@ async def consumer_churn(side: Cluster, clients: int) -> dict[str, float]:
     join_ms = (time.perf_counter() - began) * 1000 / clients
     await asyncio.sleep(1.0)  # the join's notifications delivered
 
-    slowest = 0.0
-    stop_probe = asyncio.Event()
-
-    async def probe() -> None:
-        nonlocal slowest
-        request = GetMaxOffsetRequestHeader(topic=TOPIC, queue_id=0)
-        async with RemotingClient() as client:
-            while not stop_probe.is_set():
-                answer = await invoke(
-                    client, addr, create_request(RequestCode.GET_MAX_OFFSET, request)
-                )
-                slowest = max(slowest, answer)
-                await asyncio.sleep(PROBE_PERIOD)
-
-    prober = asyncio.create_task(probe())
+    prober = subprocess.Popen(
+        [sys.executable, __file__, "--probe", addr],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert prober.stdout is not None and prober.stdin is not None
+    prober.stdout.readline()  # "ready": the probe has its first answer
     await asyncio.sleep(0.2)
     await asyncio.gather(*(consumer.close() for consumer in consumers))
     await asyncio.sleep(SETTLE)
-    stop_probe.set()
-    await prober
+    slowest = float(prober.communicate("stop\n", timeout=30)[0])
     for pull in pulls:
         pull.cancel()
         with contextlib.suppress(BaseException):
@@ -301,6 +294,24 @@ async def measure(side: Cluster, args: argparse.Namespace) -> dict[str, float]:
     figures.update(await consumer_churn(side, args.clients))
     progress(f"{side.kind}: {figures}")
     return figures
+
+
+async def probe(addr: str) -> None:
+    """GET_MAX_OFFSET every PROBE_PERIOD until stdin has a line; prints "ready" after the
+    first answer, then the slowest answer (ms).  Runs in a process of its own, so the
+    bench's own work while the consumers close does not count."""
+    loop = asyncio.get_running_loop()
+    stop_reading = loop.run_in_executor(None, sys.stdin.readline)
+    header = GetMaxOffsetRequestHeader(topic=TOPIC, queue_id=0)
+    slowest = 0.0
+    async with RemotingClient() as client:
+        await invoke(client, addr, create_request(RequestCode.GET_MAX_OFFSET, header))
+        print("ready", flush=True)
+        while not stop_reading.done():
+            answer = await invoke(client, addr, create_request(RequestCode.GET_MAX_OFFSET, header))
+            slowest = max(slowest, answer)
+            await asyncio.sleep(PROBE_PERIOD)
+    print(slowest, flush=True)
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -371,7 +382,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=500)
     parser.add_argument("--only", choices=("apache", "rmq"), help="one side only (no report)")
     parser.add_argument("--no-write", action="store_true", help="leave docs/benchmarks.md alone")
+    parser.add_argument("--probe", metavar="ADDR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.probe:
+        asyncio.run(probe(args.probe))
+        return 0
     kinds: tuple[str, ...] = (args.only,) if args.only else ("apache", "rmq")
     if "apache" in kinds:
         ensure_built()

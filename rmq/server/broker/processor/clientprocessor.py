@@ -22,15 +22,16 @@ current, after Apache's ``ClientManageProcessor`` and ``ConsumerManageProcessor`
   :class:`~rmq.server.broker.client.rebalancelock.RebalanceLockManager` (60 s expiry).
 
 Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes a
-consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED
-(oneway, header ``consumerGroup``) so that every member rebalances at once.
-:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes of one
-turn of the event loop are coalesced, so each channel still open gets one notification per
-group for all of them (hundreds of consumers leaving together cost one notification each to
-the rest, not one per departure); each notification is written by its own task, so a
-consumer that does not read never delays a heartbeat answer, and a failed write is only
-logged.  :meth:`ClientProcessor.channel_closed` is the broker's connection-closed callback
-for client connections.  Silent clients are dropped by the ClientManager's own scan
+consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED (oneway,
+header ``consumerGroup``) so that every member rebalances at once.
+:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes made within
+50 ms are coalesced, so each channel still open then gets one notification per group for all
+of them (hundreds of consumers leaving together cost one notification each to the
+rest, not one per departure); each notification is encoded once per group and written to each
+connection at once, or, while a consumer leaves earlier frames unread, by a task of its own,
+so that consumer never delays a heartbeat answer; a failed write is only logged.
+:meth:`ClientProcessor.channel_closed` is the broker's connection-closed callback for client
+connections.  Silent clients are dropped by the ClientManager's own scan
 (``scan_not_active_channels``), which the broker runs every 10 s; the connection it closes
 then comes back through ``channel_closed``.
 """
@@ -57,6 +58,7 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.errors import RemotingError
+from rmq.remoting.frame import encode_frame
 from rmq.remoting.headers import (
     GetConsumerListByGroupRequestHeader,
     GetConsumerListByGroupResponseHeader,
@@ -72,6 +74,18 @@ if TYPE_CHECKING:
     from rmq.server.broker.context import BrokerContext
 
 log = logging.getLogger("rmq.broker")
+
+NOTIFY_COALESCE_S = 0.05
+"""How long membership changes are gathered before their NOTIFY_CONSUMER_IDS_CHANGED go out:
+a consumer learns of a change at most this much later, and a group that hundreds of
+consumers join or leave together costs each member a few notifications, not hundreds."""
+
+
+def _notification(group: str) -> RemotingCommand:
+    return create_request(
+        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+        NotifyConsumerIdsChangedRequestHeader(consumer_group=group),
+    )
 
 
 def _body(request: RemotingCommand) -> bytes | bytearray | memoryview:
@@ -103,9 +117,9 @@ class ClientProcessor:
     def notify_consumer_ids_changed(self, group: str, channels: Iterable[ClientChannel]) -> None:
         """Send NOTIFY_CONSUMER_IDS_CHANGED for ``group`` to each of ``channels`` (oneway).
 
-        Notifications are coalesced per turn of the event loop: the changes of one turn (500
-        consumers of a group disconnecting together) notify each channel still open once per
-        group, not once per change."""
+        Notifications are coalesced over :data:`NOTIFY_COALESCE_S`: the changes made within
+        it (500 consumers of a group disconnecting or joining together) notify each channel
+        still open at its end once per group, not once per change."""
         pending = self._pending_notifications.get(group)
         if pending is None:
             pending = self._pending_notifications[group] = {}
@@ -114,28 +128,32 @@ class ClientProcessor:
             return
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_notifications)
+            asyncio.get_running_loop().call_later(NOTIFY_COALESCE_S, self._flush_notifications)
 
     def _flush_notifications(self) -> None:
         self._flush_scheduled = False
         pending, self._pending_notifications = self._pending_notifications, {}
         loop = asyncio.get_running_loop()
         for group, channels in pending.items():
+            frame: bytes | None = None
             for channel in channels:
                 if channel.closed:
                     continue
                 # The ClientManager only holds the connections this processor registered.
-                task = loop.create_task(self._notify(cast(Connection, channel), group))
+                connection = cast(Connection, channel)
+                if frame is None:
+                    request = _notification(group)
+                    request.mark_oneway()
+                    frame = encode_frame(request)
+                if connection.send_frame_nowait(frame):
+                    continue
+                task = loop.create_task(self._notify(connection, group))
                 self._notifications.add(task)
                 task.add_done_callback(self._notifications.discard)
 
     async def _notify(self, connection: Connection, group: str) -> None:
-        request = create_request(
-            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-            NotifyConsumerIdsChangedRequestHeader(consumer_group=group),
-        )
         try:
-            await connection.send_oneway(request)
+            await connection.send_oneway(_notification(group))
         except RemotingError as exc:
             log.warning(
                 "notify consumer ids changed of group %s to %s failed: %s", group, connection, exc
