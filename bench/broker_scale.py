@@ -15,8 +15,8 @@ after the other through the raw remoting protocol by the same code (rmq's Remoti
   from the first connection to the last heartbeat answered, per client;
 * C consumers disconnecting at once: all their connections closed together while another
   client (a process of its own) asks GET_MAX_OFFSET every 5 ms; the slowest answer it got
-  from just before the closes until 3 s after, and the broker's anonymous resident memory (RssAnon) before the
-  consumers joined and 3 s after they left.
+  from just before the closes until 3 s after, and the broker's anonymous resident memory
+  (RssAnon) before the consumers joined and 3 s after they left.
 
     python bench/broker_scale.py [--topics N] [--groups N] [--all-groups M] [--clients C]
                                  [--no-write]
