@@ -32,8 +32,8 @@ and writes them by group commit:
   changes arriving together cost far fewer than N writes;
 * the file text and the compact body of GET_ALL_* are assembled from per-entry texts cached
   until the entry changes (entries are values: a change stores a new object), so a change
-  costs the encoding of one entry plus a string join, and the compact body is kept until the
-  next change.
+  costs the encoding of one entry plus a string join, done on the worker thread from a copy
+  of the table taken on the loop; the compact body is kept until the next change.
 
 Without a running event loop (offline tools, tests) a change is written at once.  The name
 servers compare the topic table's version to decide whether a registration carries news.
@@ -196,9 +196,10 @@ class VersionedConfigManager(ConfigManager[B]):
         loop = asyncio.get_running_loop()
         while self._written < self._changes:
             target = self._changes
+            items = list(self._entries().items())
+            version = self._data_version
             try:
-                text = self.render_file()
-                await loop.run_in_executor(None, persist_config_text, self.path, text)
+                await loop.run_in_executor(None, self._write_file, items, version)
             except OSError as exc:
                 log.error("cannot persist the %s to %s: %s", self.content, self.path, exc)
             except Exception:
@@ -232,19 +233,27 @@ class VersionedConfigManager(ConfigManager[B]):
     def render_file(self) -> str:
         """The file's text, as ``fastjson.dumps(snapshot().to_json(), pretty=True)`` writes
         it, assembled from each entry's cached pretty text."""
+        return self._render_file(list(self._entries().items()), self._data_version)
+
+    def _write_file(self, items: list[tuple[str, Body]], version: DataVersion) -> None:
+        """Render and replace the file (on a worker thread: ``items`` is a copy of the table,
+        its entries are values, and only the write in progress uses the pretty cache)."""
+        persist_config_text(self.path, self._render_file(items, version))
+
+    def _render_file(self, items: list[tuple[str, Body]], version: DataVersion) -> str:
         cache = self._pretty
         parts = []
-        for name, entry in self._entries().items():
+        for name, entry in items:
             cached = cache.get(name)
             if cached is None or cached[0] is not entry:
                 text = fastjson.dumps(entry.to_json(), pretty=True).replace("\n", "\n\t\t")
                 cached = cache[name] = (entry, "\n\t\t" + _quote(name) + ":" + text)
             parts.append(cached[1])
         if len(cache) > len(parts):
-            self._prune(cache)
-        version = fastjson.dumps(self._data_version.to_json(), pretty=True).replace("\n", "\n\t")
+            _prune(cache, items)
+        version_text = fastjson.dumps(version.to_json(), pretty=True).replace("\n", "\n\t")
         table = "{" + ",".join(parts) + "\n\t}" if parts else "{}"
-        return f'{{\n\t"dataVersion":{version},\n\t"{self.table_key}":{table}\n}}'
+        return f'{{\n\t"dataVersion":{version_text},\n\t"{self.table_key}":{table}\n}}'
 
     def encoded_body(self) -> bytes:
         """The snapshot body in compact fastjson (GET_ALL_*), assembled from each entry's
@@ -252,26 +261,46 @@ class VersionedConfigManager(ConfigManager[B]):
         encoded = self._encoded
         if encoded is not None and encoded[0] == self._changes:
             return encoded[1]
+        changes = self._changes
+        data = self._render_body(list(self._entries().items()), self._data_version)
+        self._encoded = (changes, data)
+        return data
+
+    async def encoded_body_async(self) -> bytes:
+        """:meth:`encoded_body`, assembled on a worker thread when it is not kept, so a
+        large table does not hold up the event loop."""
+        encoded = self._encoded
+        if encoded is not None and encoded[0] == self._changes:
+            return encoded[1]
+        changes = self._changes
+        items = list(self._entries().items())
+        data = await asyncio.get_running_loop().run_in_executor(
+            None, self._render_body, items, self._data_version
+        )
+        if self._changes == changes:
+            self._encoded = (changes, data)
+        return data
+
+    def _render_body(self, items: list[tuple[str, Body]], version: DataVersion) -> bytes:
         cache = self._compact
         parts = []
-        for name, entry in self._entries().items():
+        for name, entry in items:
             cached = cache.get(name)
             if cached is None or cached[0] is not entry:
                 cached = cache[name] = (entry, _quote(name) + ":" + fastjson.dumps(entry.to_json()))
             parts.append(cached[1])
         if len(cache) > len(parts):
-            self._prune(cache)
-        version = fastjson.dumps(self._data_version.to_json())
-        text = f'{{"dataVersion":{version},"{self.table_key}":{{{",".join(parts)}}}}}'
-        data = text.encode("utf-8", "replace")
-        self._encoded = (self._changes, data)
-        return data
+            _prune(cache, items)
+        version_text = fastjson.dumps(version.to_json())
+        text = f'{{"dataVersion":{version_text},"{self.table_key}":{{{",".join(parts)}}}}}'
+        return text.encode("utf-8", "replace")
 
-    def _prune(self, cache: dict[str, tuple[Body, str]]) -> None:
-        """Drop the cached texts of deleted entries."""
-        entries = self._entries()
-        for name in [name for name in cache if name not in entries]:
-            del cache[name]
+
+def _prune(cache: dict[str, tuple[Body, str]], items: list[tuple[str, Body]]) -> None:
+    """Drop the cached texts of entries no longer in the table."""
+    names = {name for name, _ in items}
+    for name in [name for name in cache if name not in names]:
+        cache.pop(name, None)
 
 
 def _quote(name: str) -> str:

@@ -237,7 +237,7 @@ class AdminProcessor:
     async def get_all_topic_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        body = self.context.topic_config_manager.encoded_body()
+        body = await self.context.topic_config_manager.encoded_body_async()
         return _success(GetAllTopicConfigResponseHeader(), body)
 
     async def get_topic_stats_info(
@@ -299,7 +299,8 @@ class AdminProcessor:
     async def get_all_subscription_group(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        return _success(body=self.context.subscription_group_manager.encoded_body())
+        body = await self.context.subscription_group_manager.encoded_body_async()
+        return _success(body=body)
 
     # -- offsets -------------------------------------------------------------------------
 
