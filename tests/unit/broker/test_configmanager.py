@@ -69,8 +69,8 @@ def test_the_cached_body_is_kept_until_the_next_change(tmp_path: Path) -> None:
 
 
 def test_concurrent_changes_share_writes(tmp_path: Path) -> None:
-    """1,000 creates issued together, each waiting for its write: far fewer writes than
-    creates, every waiter released only when the file holds its topic."""
+    """1,000 creates issued together, each waiting for its write: one or two writes, every
+    waiter released only when the file holds its topic."""
     manager = topics(tmp_path)
     count = 1000
 
@@ -86,7 +86,7 @@ def test_concurrent_changes_share_writes(tmp_path: Path) -> None:
 
     asyncio.run(main())
     assert manager.changes == count
-    assert 1 <= manager.writes <= count // 10
+    assert 1 <= manager.writes <= 2
     stored = fastjson.loads((tmp_path / "topics.json").read_text())
     assert {f"topic-{index}" for index in range(count)} <= set(stored["topicConfigTable"])
     assert stored["dataVersion"]["counter"] == manager.data_version.counter
