@@ -26,12 +26,12 @@ consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHA
 header ``consumerGroup``) so that every member rebalances at once.
 :meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes made within
 50 ms are coalesced, so each channel still open then gets one notification per group for all
-of them (hundreds of consumers leaving together cost one notification each to the
-rest, not one per departure); each notification is encoded once per group and written to each
-connection at once, or, while a consumer leaves earlier frames unread, by a task of its own,
-so that consumer never delays a heartbeat answer; a failed write is only logged.
-:meth:`ClientProcessor.channel_closed` is the broker's connection-closed callback for client
-connections.  Silent clients are dropped by the ClientManager's own scan
+of them (hundreds of consumers leaving together cost one notification each to the rest, not
+one per departure); each notification is encoded once per group and written to each
+connection, 64 in a turn of the event loop, or, while a consumer leaves earlier frames unread,
+by a task of its own, so that consumer never delays a heartbeat answer; a failed write is only
+logged.  :meth:`ClientProcessor.channel_closed` is the broker's connection-closed callback for
+client connections.  Silent clients are dropped by the ClientManager's own scan
 (``scan_not_active_channels``), which the broker runs every 10 s; the connection it closes
 then comes back through ``channel_closed``.
 """
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
@@ -79,6 +80,8 @@ NOTIFY_COALESCE_S = 0.05
 """How long membership changes are gathered before their NOTIFY_CONSUMER_IDS_CHANGED go out:
 a consumer learns of a change at most this much later, and a group that hundreds of
 consumers join or leave together costs each member a few notifications, not hundreds."""
+NOTIFY_BATCH = 64
+"""Notifications written in one turn of the event loop before other work gets a turn."""
 
 
 def _notification(group: str) -> RemotingCommand:
@@ -101,6 +104,8 @@ class ClientProcessor:
         self._notifications: set[asyncio.Task[None]] = set()
         self._pending_notifications: dict[str, dict[ClientChannel, None]] = {}
         self._flush_scheduled = False
+        self._outgoing: deque[tuple[Connection, str, bytes]] = deque()
+        self._sending = False
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -133,23 +138,32 @@ class ClientProcessor:
     def _flush_notifications(self) -> None:
         self._flush_scheduled = False
         pending, self._pending_notifications = self._pending_notifications, {}
-        loop = asyncio.get_running_loop()
         for group, channels in pending.items():
-            frame: bytes | None = None
-            for channel in channels:
-                if channel.closed:
-                    continue
-                # The ClientManager only holds the connections this processor registered.
-                connection = cast(Connection, channel)
-                if frame is None:
-                    request = _notification(group)
-                    request.mark_oneway()
-                    frame = encode_frame(request)
-                if connection.send_frame_nowait(frame):
-                    continue
-                task = loop.create_task(self._notify(connection, group))
-                self._notifications.add(task)
-                task.add_done_callback(self._notifications.discard)
+            request = _notification(group)
+            request.mark_oneway()
+            frame = encode_frame(request)
+            # The ClientManager only holds the connections this processor registered.
+            self._outgoing.extend((cast(Connection, channel), group, frame) for channel in channels)
+        if self._outgoing and not self._sending:
+            self._sending = True
+            self._send_some()
+
+    def _send_some(self) -> None:
+        """Write up to NOTIFY_BATCH notifications, then let the loop serve others before the
+        next batch: notifying hundreds of members never holds up the broker for long."""
+        outgoing = self._outgoing
+        loop = asyncio.get_running_loop()
+        for _ in range(min(NOTIFY_BATCH, len(outgoing))):
+            connection, group, frame = outgoing.popleft()
+            if connection.closed or connection.send_frame_nowait(frame):
+                continue
+            task = loop.create_task(self._notify(connection, group))
+            self._notifications.add(task)
+            task.add_done_callback(self._notifications.discard)
+        if outgoing:
+            loop.call_soon(self._send_some)
+        else:
+            self._sending = False
 
     async def _notify(self, connection: Connection, group: str) -> None:
         try:
