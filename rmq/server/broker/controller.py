@@ -63,6 +63,7 @@ import contextlib
 import datetime
 import inspect
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 
 from rmq.common.config import FAST_PORT_OFFSET, BrokerConfigs, BrokerRole
@@ -105,6 +106,8 @@ HOLD_CHECK_INTERVAL_S = 5.0
 CLIENT_SCAN_INTERVAL_S = 10.0
 CONSUMER_FILTER_PERSIST_INTERVAL_S = 10.0
 FIRST_CLEANUP_DELAY_S = 60.0
+CLOSE_BATCH = 32
+"""Closed connections cleaned up in one turn of the event loop."""
 MAIN_PORT_ONLY = frozenset({RequestCode.PULL_MESSAGE})
 """The request codes the fast port (``listenPort - 2``) does not serve."""
 
@@ -190,6 +193,8 @@ class BrokerController:
             server.register_default(guard(self.admin_processor.not_supported))
             server.on_connection_closed(self._connection_closed)
         self._timers: list[asyncio.Task[None]] = []
+        self._closed_connections: deque[Connection] = deque()
+        self._forgetting = False
         self._cleanup: asyncio.Future[CleanupResult] | None = None
 
     def _register_broker(self) -> None:
@@ -356,8 +361,27 @@ class BrokerController:
     # -- connections ---------------------------------------------------------------------
 
     def _connection_closed(self, connection: Connection) -> None:
-        self.context.pull_hold.channel_closed(connection)
-        self.client_processor.channel_closed(connection)
+        """Forget a closed connection's parked pulls and client registrations; hundreds
+        closing together are handled CLOSE_BATCH to a turn of the event loop, so the broker
+        goes on answering the others meanwhile."""
+        self._closed_connections.append(connection)
+        if not self._forgetting:
+            self._forgetting = True
+            asyncio.get_running_loop().call_soon(self._forget_closed)
+
+    def _forget_closed(self) -> None:
+        closed = self._closed_connections
+        for _ in range(min(CLOSE_BATCH, len(closed))):
+            connection = closed.popleft()
+            try:
+                self.context.pull_hold.channel_closed(connection)
+                self.client_processor.channel_closed(connection)
+            except Exception:
+                log.exception("cleaning up after %s failed", connection)
+        if closed:
+            asyncio.get_running_loop().call_soon(self._forget_closed)
+        else:
+            self._forgetting = False
 
 
 async def run_broker(
