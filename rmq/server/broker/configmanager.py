@@ -21,9 +21,9 @@ and writes them by group commit:
 * a change calls :meth:`~VersionedConfigManager.next_data_version`, which bumps the version
   (counter + 1, stamped now) and numbers the change (:attr:`~VersionedConfigManager.changes`).
   If no write is running, one starts; changes made while a write runs are all covered by the
-  single write after it.  A write assembles the file's text on the event loop and replaces
-  the file (temporary file, fsync, rename, fsync of the directory) in a worker thread, so the
-  loop never waits for the disk;
+  single write after it.  A write takes a copy of the table on the event loop, then
+  assembles the file's text and replaces the file (temporary file, fsync, rename, fsync of
+  the directory) in a worker thread, so the loop never waits for the disk;
 * :meth:`~VersionedConfigManager.wait_written` returns once the write covering a change has
   completed, and :func:`commit_before_answer` wraps a request handler so that its answer
   waits for the changes it made.  A request that creates a topic or group is therefore
