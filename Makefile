@@ -61,9 +61,11 @@ stress: $(VENV)/.test-installed
 		$(call PARALLEL,$(STRESS_WORKERS))
 
 # rmq beside Apache RocketMQ (bench/versus_apache.py: Apache's jars and tools, the C++ client of
-# the test extras), then rmq's own benchmarks (bench/run_all.py); both write docs/benchmarks.md.
+# the test extras; bench/broker_scale.py: metadata and client churn at scale), then rmq's own
+# benchmarks (bench/run_all.py); all write docs/benchmarks.md.
 bench: apache $(VENV)/.test-installed
 	$(BIN)/python bench/versus_apache.py
+	$(BIN)/python bench/broker_scale.py
 	$(BIN)/python bench/run_all.py
 
 # Apache RocketMQ 4.9.8 beside rmq (docs/conformance.md): Maven copies the jars named by

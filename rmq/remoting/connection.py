@@ -412,6 +412,17 @@ class Connection(asyncio.Protocol):
         request.mark_oneway()
         await self._write(request)
 
+    def send_frame_nowait(self, frame: bytes) -> bool:
+        """Write an encoded oneway request (:func:`~rmq.remoting.frame.encode_frame` of a
+        command marked oneway) at once, so that one frame can go to many connections; False,
+        writing nothing, while the peer leaves earlier frames unread or the connection is
+        closing (the caller then uses :meth:`send_oneway`)."""
+        transport = self._transport
+        if self._writable is not None or transport is None or transport.is_closing():
+            return False
+        self._send_frame(transport, [frame], len(frame))
+        return True
+
     async def send_response(self, request: RemotingCommand, response: RemotingCommand) -> None:
         """Answer `request`: `response` gets its opaque and serialize type.  A response for a
         connection that has closed meanwhile is dropped."""

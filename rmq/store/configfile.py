@@ -4,10 +4,12 @@ The broker keeps its metadata as fastjson text in pretty format, and rewrites a 
 every change.  :func:`persist_config_text` does that so a crash at any moment leaves either
 the old or the new content under the file's name, never a mix:
 
-1. write the new text to ``<file>.tmp`` and ``fsync`` it;
-2. copy the current content of ``<file>`` (if any) to ``<file>.bak`` and ``fsync`` it;
+1. make ``<file>.bak`` the current ``<file>`` (if any): a hard link to it, put in place by
+   ``os.replace`` (the content is not written again: it was synced when it was written as
+   ``<file>``); on a file system without hard links, a synced copy;
+2. write the new text to ``<file>.tmp`` and ``fsync`` it;
 3. ``os.replace`` the temporary file over ``<file>`` (atomic on POSIX) and ``fsync`` the
-   directory so the rename itself is durable.
+   directory so both renames are durable.
 
 Apache writes the same three files (``MixAll.string2File``) but deletes the old file before
 renaming, which leaves a window with no ``<file>``; the loader covers that window by falling
@@ -26,6 +28,7 @@ offset) -- unless the caller says ``start_empty_on_damage`` (the broker's rmq-on
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable
@@ -66,15 +69,30 @@ def persist_config_text(path: str | os.PathLike[str], text: str) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + TMP_SUFFIX)
+    _keep_backup(target)
     _write_synced(tmp, text.encode("utf-8"))
-    try:
-        previous = target.read_bytes()
-    except FileNotFoundError:
-        previous = None
-    if previous is not None:
-        _write_synced(backup_path(target), previous)
     os.replace(tmp, target)
     _fsync_directory(target.parent)
+
+
+def _keep_backup(target: Path) -> None:
+    """Make ``<target>.bak`` the current content of ``target`` (nothing when it is missing)."""
+    backup = backup_path(target)
+    link = backup.with_name(backup.name + TMP_SUFFIX)
+    with contextlib.suppress(FileNotFoundError):
+        link.unlink()
+    try:
+        os.link(target, link)
+    except FileNotFoundError:
+        return
+    except OSError:  # no hard links here: copy
+        try:
+            previous = target.read_bytes()
+        except FileNotFoundError:
+            return
+        _write_synced(backup, previous)
+        return
+    os.replace(link, backup)
 
 
 def persist_config(path: str | os.PathLike[str], value: Any) -> None:

@@ -16,8 +16,9 @@ broker.
 ``storePathRootDir`` (not started: the controller starts it in a worker thread) with
 ``brokerIP1:listenPort`` as its store host, sizes the consume-queue extension's bloom filter as
 Apache does (the consumer filter manager's) and points the managers at the store's ``config/``
-directory.  A topic the name servers must learn (created by an admin request, on send or on
-heartbeat) calls ``register_broker`` through the topic manager's ``on_register`` hook.
+directory.  A topic the name servers must learn (created on send or on heartbeat) calls
+``register_broker`` through the topic manager's ``on_register`` hook; the controller points
+its ``on_increment`` hook (UPDATE_AND_CREATE_TOPIC) at a registration of that topic alone.
 """
 
 from __future__ import annotations

@@ -43,9 +43,11 @@ every                                       does
 local midnight                              roll the day totals of the runtime info
 ==========================================  ==============================================
 
-Topics and groups are written by their managers on every change; a topic change the name
-servers must learn (UPDATE_AND_CREATE_TOPIC, auto-creation) schedules a registration, and
-registrations requested close together are coalesced.  Every message the store dispatches to
+Topics and groups are written by their managers by group commit, and every handler's answer
+waits for the write covering the changes it made (:func:`~.configmanager.commit_before_answer`);
+a topic change the name servers must learn schedules a registration (the changed topic alone
+for UPDATE_AND_CREATE_TOPIC, the whole table for auto-creation), and registrations requested
+close together are coalesced.  Every message the store dispatches to
 a consume queue wakes the pulls parked on that queue: once the store has started, its
 ``arrival_listener`` is the hold service's ``notify_message_arriving``.
 
@@ -61,6 +63,7 @@ import contextlib
 import datetime
 import inspect
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 
 from rmq.common.config import FAST_PORT_OFFSET, BrokerConfigs, BrokerRole
@@ -72,6 +75,7 @@ from rmq.runtime import run_until_signal
 from rmq.server.broker.acl.files import WATCH_INTERVAL as ACL_WATCH_INTERVAL
 from rmq.server.broker.acl.service import AclService, acl_service
 from rmq.server.broker.acl.service import unguarded as _unguarded
+from rmq.server.broker.configmanager import commit_before_answer
 from rmq.server.broker.context import build_broker_context
 from rmq.server.broker.out.registration import BrokerRegistration
 from rmq.server.broker.processor.adminprocessor import AdminProcessor
@@ -102,6 +106,8 @@ HOLD_CHECK_INTERVAL_S = 5.0
 CLIENT_SCAN_INTERVAL_S = 10.0
 CONSUMER_FILTER_PERSIST_INTERVAL_S = 10.0
 FIRST_CLEANUP_DELAY_S = 60.0
+CLOSE_BATCH = 32
+"""Closed connections cleaned up in one turn of the event loop."""
 MAIN_PORT_ONLY = frozenset({RequestCode.PULL_MESSAGE})
 """The request codes the fast port (``listenPort - 2``) does not serve."""
 
@@ -144,6 +150,7 @@ class BrokerController:
             self.broker_addr,
             on_master=context.set_master,
         )
+        context.topic_config_manager.on_increment = self.registration.request_increment
         netty = configs.server
         idle_timeout = float(netty.server_channel_max_idle_time_seconds)
         limits = flow_limits(netty)
@@ -175,15 +182,19 @@ class BrokerController:
         )
         self.acl: AclService | None = acl_service(context) if configs.broker.acl_enable else None
         guard = self.acl.guard if self.acl is not None else _unguarded
+        metadata = (context.topic_config_manager, context.subscription_group_manager)
         for processor in (*processors, *((self.acl,) if self.acl is not None else ())):
             for code, handler in processor.handlers().items():
-                self.server.register(code, guard(handler))
+                guarded = guard(commit_before_answer(handler, metadata))
+                self.server.register(code, guarded)
                 if code not in MAIN_PORT_ONLY:
-                    self.fast_server.register(code, guard(handler))
+                    self.fast_server.register(code, guarded)
         for server in (self.server, self.fast_server):
             server.register_default(guard(self.admin_processor.not_supported))
             server.on_connection_closed(self._connection_closed)
         self._timers: list[asyncio.Task[None]] = []
+        self._closed_connections: deque[Connection] = deque()
+        self._forgetting = False
         self._cleanup: asyncio.Future[CleanupResult] | None = None
 
     def _register_broker(self) -> None:
@@ -263,6 +274,8 @@ class BrokerController:
                 await self._cleanup
         context.consumer_offset_manager.persist()
         context.consumer_filter_manager.persist()
+        await context.topic_config_manager.flush()
+        await context.subscription_group_manager.flush()
         context.topic_config_manager.persist()
         context.subscription_group_manager.persist()
         await asyncio.to_thread(context.store.shutdown)
@@ -348,8 +361,27 @@ class BrokerController:
     # -- connections ---------------------------------------------------------------------
 
     def _connection_closed(self, connection: Connection) -> None:
-        self.context.pull_hold.channel_closed(connection)
-        self.client_processor.channel_closed(connection)
+        """Forget a closed connection's parked pulls and client registrations; hundreds
+        closing together are handled CLOSE_BATCH to a turn of the event loop, so the broker
+        goes on answering the others meanwhile."""
+        self._closed_connections.append(connection)
+        if not self._forgetting:
+            self._forgetting = True
+            asyncio.get_running_loop().call_soon(self._forget_closed)
+
+    def _forget_closed(self) -> None:
+        closed = self._closed_connections
+        for _ in range(min(CLOSE_BATCH, len(closed))):
+            connection = closed.popleft()
+            try:
+                self.context.pull_hold.channel_closed(connection)
+                self.client_processor.channel_closed(connection)
+            except Exception:
+                log.exception("cleaning up after %s failed", connection)
+        if closed:
+            asyncio.get_running_loop().call_soon(self._forget_closed)
+        else:
+            self._forgetting = False
 
 
 async def run_broker(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -38,6 +38,7 @@ from rmq.remoting.headers import (
     UnregisterClientRequestHeader,
 )
 from rmq.server.broker.context import BrokerContext
+from rmq.server.broker.processor.clientprocessor import NOTIFY_COALESCE_S
 from tests.unit.broker.helpers import TOPIC, Serving, heartbeat_request, run, until
 from tests.unit.remoting.wire import cpp_request
 
@@ -293,11 +294,44 @@ def test_a_closed_connection_notifies_the_members_left(broker: BrokerContext) ->
         async with Serving(broker) as serving:
             staying, leaving = Member(serving, "stay"), Member(serving, "leave")
             await staying.heartbeat()
+            await until(lambda: len(staying.notified) == 1)
             await leaving.heartbeat()
             await until(lambda: len(staying.notified) == 2)
             await leaving.close()
             await until(lambda: len(staying.notified) == 3)
             assert broker.client_manager.consumer_ids(GROUP) == ["stay"]
+            await staying.close()
+
+    run(scenario())
+
+
+def test_members_leaving_together_cost_one_notification_each(broker: BrokerContext) -> None:
+    """Thirty connections of a group closing together: the member left is told once, not
+    thirty times."""
+
+    async def scenario() -> None:
+        async with Serving(broker) as serving:
+            staying = Member(serving, "stay")
+            await staying.heartbeat()
+            leaving = [Member(serving, f"leave-{index}") for index in range(30)]
+            for member in leaving:
+                await member.heartbeat()
+            await until(lambda: all(member.notified for member in leaving))
+            await asyncio.sleep(2 * NOTIFY_COALESCE_S)  # the joins' notifications are out
+            told = len(staying.notified)
+            group_info = broker.client_manager.consumer_group_info(GROUP)
+            assert group_info is not None
+            closing = [
+                channel for channel, info in group_info.channels.items() if info.client_id != "stay"
+            ]
+            for channel in closing:  # as the server's callbacks run when they all close
+                serving.client_processor.channel_closed(cast(Connection, channel))
+            assert broker.client_manager.consumer_ids(GROUP) == ["stay"]
+            await until(lambda: len(staying.notified) == told + 1)
+            await asyncio.sleep(2 * NOTIFY_COALESCE_S)
+            assert len(staying.notified) == told + 1
+            for member in leaving:
+                await member.close()
             await staying.close()
 
     run(scenario())
@@ -330,6 +364,7 @@ def test_a_silent_client_is_disconnected_by_the_scan_without_notifications(
         async with Serving(broker) as serving:
             silent, talking = Member(serving, "silent"), Member(serving, "talking")
             await talking.heartbeat()
+            await until(lambda: len(talking.notified) == 1)
             await silent.heartbeat()
             await until(lambda: len(talking.notified) == 2)
             broker.client_manager.channel_expired_timeout_ms = 1_000
@@ -339,7 +374,7 @@ def test_a_silent_client_is_disconnected_by_the_scan_without_notifications(
             closed = broker.client_manager.scan_not_active_channels()
             assert len(closed) == 2
             await until(lambda: not serving.server.connections)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(2 * NOTIFY_COALESCE_S)
             assert len(talking.notified) == 2
             assert broker.client_manager.consumer_ids(GROUP) == []
             for member in (silent, talking):

@@ -194,3 +194,39 @@ def test_short_polling_holds_for_the_short_polling_time_whatever_arrives(tmp_pat
 
     with serving_broker(tmp_path, long_polling_enable=False, short_polling_time_mills=300) as b:
         run(scenario(b))
+
+
+def test_a_closed_connection_drops_its_own_pulls_only(broker: BrokerContext) -> None:
+    """Pulls are indexed by connection: closing one drops its pulls on every queue, leaves
+    the others parked, and nothing of a released pull stays indexed."""
+    hold = broker.pull_hold
+
+    class FakeConnection:
+        pass
+
+    async def scenario() -> None:
+        one, two = FakeConnection(), FakeConnection()
+        parked = {
+            (name, queue_id): asyncio.create_task(
+                hold.hold(connection, TOPIC, queue_id, 0, None, HOLD_MS)  # type: ignore[arg-type]
+            )
+            for name, connection in (("one", one), ("two", two))
+            for queue_id in range(3)
+        }
+        await until(lambda: hold.held_count() == 6)
+        hold.channel_closed(one)  # type: ignore[arg-type]
+        for queue_id in range(3):
+            assert await parked["one", queue_id] is False
+        assert hold.held_count() == 3
+        assert not any(task.done() for key, task in parked.items() if key[0] == "two")
+        put(broker, queue_id=1)
+        await until(lambda: parked["two", 1].done())
+        assert parked["two", 1].result() is True
+        assert hold.held_count() == 2
+        hold.channel_closed(two)  # type: ignore[arg-type]
+        assert await parked["two", 0] is False
+        assert await parked["two", 2] is False
+        assert hold.held_count() == 0
+        assert hold._by_connection == {}
+
+    run(scenario())

@@ -276,9 +276,11 @@ def test_requests_made_during_a_round_share_one_more_round(
     real_register_all = registration.register_all
     forced: list[bool] = []
 
-    async def counting_register_all(*, force: bool = True) -> Any:
+    async def counting_register_all(
+        *, force: bool = True, topics: list[TopicConfig] | None = None
+    ) -> Any:
         forced.append(force)
-        return await real_register_all(force=force)
+        return await real_register_all(force=force, topics=topics)
 
     registration.register_all = counting_register_all  # type: ignore[method-assign]
 
@@ -311,3 +313,47 @@ def test_an_unreachable_name_server_is_logged_not_fatal(
 
     run(work)
     assert f"register broker to name server {dead} failed" in caplog.text
+
+
+def test_an_increment_registers_the_changed_topic_alone(
+    tmp_path: Path, namesrv: RmqProcess
+) -> None:
+    """UPDATE_AND_CREATE_TOPIC's registration (registerIncrementBrokerData): one topic and
+    the table's data version; the name server keeps the topics registered before."""
+    name = unique("broker")
+    old, new = unique("old"), unique("new")
+    registration = make_registration(tmp_path, namesrv.addr, name)
+    manager = registration.topic_config_manager
+    add_topic(registration, old)
+    sent: list[list[str] | None] = []
+    real_register_all = registration.register_all
+
+    async def recording_register_all(
+        *, force: bool = True, topics: list[TopicConfig] | None = None
+    ) -> Any:
+        sent.append(None if topics is None else [topic.topic_name for topic in topics])
+        return await real_register_all(force=force, topics=topics)
+
+    registration.register_all = recording_register_all  # type: ignore[method-assign]
+
+    async def work(client: RemotingClient) -> None:
+        await registration.register_all()
+        manager.on_increment = registration.request_increment
+        add_topic(registration, new, queues=2)
+        await registration.wait_idle()
+        _header, body = registration.registration([manager.topic_config_table[new]])
+        wrapper = json.loads(body)["topicConfigSerializeWrapper"]
+        assert list(wrapper["topicConfigTable"]) == [new]
+        assert wrapper["dataVersion"]["counter"] == manager.data_version.counter
+        for topic, queues in ((old, 4), (new, 2)):
+            found = await route(client, namesrv.addr, topic)
+            assert found is not None
+            assert [(q.broker_name, q.read_queue_nums) for q in found.queue_datas] == [
+                (name, queues)
+            ]
+        # The name server holds the new version: a periodic round has nothing to send.
+        assert await registration.register_all(force=False) == []
+        await registration.unregister()
+
+    run(work)
+    assert sent == [None, [new], None]

@@ -177,11 +177,11 @@ def test_a_new_master_starts_a_round_at_once(pair: tuple[BrokerContext, BrokerCo
 
     async def scenario() -> None:
         slave.set_master(MASTER_ADDR, "10.0.0.9:10912")
-        await until(lambda: "SyncTopic" in slave.topic_config_manager.topic_config_table, 5)
+        await until(lambda: len(wire.asked) == 4, 5)
         await sync.close()
 
     run(scenario())
-    assert len(wire.asked) == 4
+    assert "SyncTopic" in slave.topic_config_manager.topic_config_table
 
 
 def test_offsets_committed_between_rounds_reach_the_slave_at_the_next_round_only(

@@ -18,10 +18,11 @@ the outcome, then runs the pull once more and answers whatever it finds (Apache'
   to answer, so the request is dropped;
 * by cancellation of the waiting handler (server shutdown): the request removes itself.
 
-Parked requests are keyed by (topic, queue id); each is an asyncio future that resolves to
-True (run the pull again) or False (drop it).  Arrivals are ignored while ``longPollingEnable``
-is off (Apache's store stops reporting them then): the pull processor parks requests for
-``shortPollingTimeMills`` and they are simply answered when that expires.
+Parked requests are keyed by (topic, queue id), and indexed by connection too, so a closing
+connection drops its own requests without a scan of all the others; each is an asyncio future
+that resolves to True (run the pull again) or False (drop it).  Arrivals are ignored while
+``longPollingEnable`` is off (Apache's store stops reporting them then): the pull processor
+parks requests for ``shortPollingTimeMills`` and they are simply answered when that expires.
 :meth:`~PullRequestHoldService.check_hold_requests` compares every parked request with the
 store's max offsets (Apache runs it every 5 s) for arrivals that were not reported.
 
@@ -64,6 +65,7 @@ class PullRequestHoldService:
         self._store = store
         self._broker_config = broker_config
         self._held: dict[tuple[str, int], dict[_HeldPull, None]] = {}
+        self._by_connection: dict[Connection, dict[_HeldPull, tuple[str, int]]] = {}
 
     async def hold(
         self,
@@ -89,6 +91,7 @@ class PullRequestHoldService:
             connection, pull_from_offset, tags_filter, record_filter, loop.create_future()
         )
         self._held.setdefault(key, {})[held] = None
+        self._by_connection.setdefault(connection, {})[held] = key
         timer = loop.call_later(max(timeout_ms, 0) / 1000, held.release, True)
         try:
             return await held.outcome
@@ -102,6 +105,11 @@ class PullRequestHoldService:
             queue_requests.pop(held, None)
             if not queue_requests:
                 del self._held[key]
+        parked = self._by_connection.get(held.connection)
+        if parked is not None:
+            parked.pop(held, None)
+            if not parked:
+                del self._by_connection[held.connection]
 
     def notify_message_arriving(
         self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None
@@ -150,13 +158,13 @@ class PullRequestHoldService:
 
     def channel_closed(self, connection: Connection) -> None:
         """Drop every request parked by ``connection``: nobody is left to answer."""
-        dropped = 0
-        for key, queue_requests in list(self._held.items()):
-            for held in list(queue_requests):
-                if held.connection is connection:
-                    self._forget(key, held)
-                    held.release(False)
-                    dropped += 1
+        parked = self._by_connection.pop(connection, None)
+        if not parked:
+            return
+        dropped = len(parked)
+        for held, key in parked.items():
+            self._forget(key, held)
+            held.release(False)
         if dropped:
             log.debug("dropped %d pull requests parked by %s", dropped, connection)
 

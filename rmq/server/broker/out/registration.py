@@ -21,7 +21,15 @@ changes apply):
   (``TopicConfigManager.update_order_topic_config``).
 * :meth:`BrokerRegistration.request` schedules a round and coalesces bursts: requests made
   while a round runs become one more round after it (a send that auto-creates twenty topics
-  costs two registrations, not twenty).  Rounds never overlap.  Without ``force`` a round
+  costs two registrations, not twenty).  Rounds never overlap.
+* :meth:`BrokerRegistration.request_increment` registers one created or updated topic
+  (UPDATE_AND_CREATE_TOPIC), as Apache's ``registerIncrementBrokerData``: REGISTER_BROKER
+  whose topic table holds only that topic (with ``brokerPermission`` as its perm while the
+  broker is not both readable and writable) and the table's current data version, sent to
+  every name server without asking first.  The name servers add or update the topics a
+  registration lists and keep the others, so the cost no longer grows with the table.
+  Increments requested while a round runs are sent together in one registration after it;
+  a pending full round covers them.  Without ``force`` a round
   first asks every name server (QUERY_DATA_VERSION) whether it holds the current data version
   and registers only if one does not, as Apache does when ``forceRegister=false``.
 * :meth:`BrokerRegistration.run_periodically` starts a round 10 s after start and then every
@@ -40,7 +48,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from rmq.common.config import BrokerConfig, MessageStoreConfig, NettyClientConfig
-from rmq.remoting.bodies import DataVersion, KVTable, RegisterBrokerBody, body_crc32
+from rmq.remoting.bodies import (
+    DataVersion,
+    KVTable,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    body_crc32,
+)
 from rmq.remoting.client import RemotingClient
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request
@@ -52,7 +67,7 @@ from rmq.remoting.headers import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
-from rmq.server.broker.topic.topicconfig import TopicConfigManager
+from rmq.server.broker.topic.topicconfig import TopicConfigManager, restricted
 
 log = logging.getLogger("rmq.broker")
 
@@ -115,6 +130,7 @@ class BrokerRegistration:
         self.client = RemotingClient(connect_timeout=client_config.connect_timeout_millis / 1000)
         self._pending = False
         self._pending_force = False
+        self._pending_topics: dict[str, TopicConfig] = {}
         self._round: asyncio.Task[None] | None = None
 
     @property
@@ -127,6 +143,14 @@ class BrokerRegistration:
         """Schedule a registration round; bursts of requests share rounds."""
         self._pending = True
         self._pending_force = self._pending_force or force
+        self._start_round()
+
+    def request_increment(self, config: TopicConfig) -> None:
+        """Schedule the registration of ``config`` alone (see the module docstring)."""
+        self._pending_topics[config.topic_name] = config
+        self._start_round()
+
+    def _start_round(self) -> None:
         if self._round is None or self._round.done():
             self._round = asyncio.get_running_loop().create_task(self._drain())
 
@@ -136,11 +160,16 @@ class BrokerRegistration:
             await asyncio.shield(self._round)
 
     async def _drain(self) -> None:
-        while self._pending:
+        while self._pending or self._pending_topics:
             force = self._pending_force
-            self._pending = self._pending_force = False
+            topics = self._pending_topics
+            self._pending_topics = {}
             try:
-                await self.register_all(force=force)
+                if self._pending:
+                    self._pending = self._pending_force = False
+                    await self.register_all(force=force)
+                else:
+                    await self.register_all(topics=list(topics.values()))
             except Exception:
                 log.exception("registration with the name servers failed")
 
@@ -155,12 +184,23 @@ class BrokerRegistration:
 
     # -- one round -----------------------------------------------------------------------
 
-    def registration(self) -> tuple[RegisterBrokerRequestHeader, bytes]:
-        """The REGISTER_BROKER header and body of the broker's current topic table."""
+    def registration(
+        self, topics: list[TopicConfig] | None = None
+    ) -> tuple[RegisterBrokerRequestHeader, bytes]:
+        """The REGISTER_BROKER header and body of the broker's current topic table, or of
+        ``topics`` alone with the table's data version."""
         config = self.broker_config
-        wrapper = self.topic_config_manager.topic_config_wrapper(
-            broker_permission=config.broker_permission
-        )
+        manager = self.topic_config_manager
+        if topics is None:
+            wrapper = manager.topic_config_wrapper(broker_permission=config.broker_permission)
+        else:
+            wrapper = TopicConfigSerializeWrapper(
+                topic_config_table={
+                    topic.topic_name: restricted(topic, config.broker_permission)
+                    for topic in topics
+                },
+                data_version=manager.data_version,
+            )
         body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper, filter_server_list=[])
         data = body.encode(compressed=config.compressed_register)
         header = RegisterBrokerRequestHeader(
@@ -174,17 +214,20 @@ class BrokerRegistration:
         )
         return header, data
 
-    async def register_all(self, *, force: bool = True) -> list[RegisterBrokerResult]:
+    async def register_all(
+        self, *, force: bool = True, topics: list[TopicConfig] | None = None
+    ) -> list[RegisterBrokerResult]:
         """Register with every name server now; the answers of those that accepted.
 
         Without ``force``, only when a name server does not hold the current data version.
+        With ``topics``, only those topics are sent (an increment; always sent).
         """
         addresses = namesrv_addresses(self.broker_config.namesrv_addr)
         if not addresses:
             return []
-        if not force and not await self.need_register(addresses):
+        if topics is None and not force and not await self.need_register(addresses):
             return []
-        header, body = self.registration()
+        header, body = self.registration(topics)
         timeout = self.broker_config.register_broker_timeout_mills / 1000
 
         async def register(addr: str) -> RegisterBrokerResult:
@@ -269,6 +312,7 @@ class BrokerRegistration:
 
     async def _stop_rounds(self) -> None:
         self._pending = False
+        self._pending_topics = {}
         if self._round is not None:
             self._round.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -237,8 +237,8 @@ class AdminProcessor:
     async def get_all_topic_config(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        wrapper = self.context.topic_config_manager.topic_config_wrapper()
-        return _success(GetAllTopicConfigResponseHeader(), wrapper.encode())
+        body = await self.context.topic_config_manager.encoded_body_async()
+        return _success(GetAllTopicConfigResponseHeader(), body)
 
     async def get_topic_stats_info(
         self, connection: Connection, request: RemotingCommand
@@ -299,8 +299,8 @@ class AdminProcessor:
     async def get_all_subscription_group(
         self, connection: Connection, request: RemotingCommand
     ) -> RemotingCommand:
-        wrapper = self.context.subscription_group_manager.subscription_group_wrapper()
-        return _success(body=wrapper.encode())
+        body = await self.context.subscription_group_manager.encoded_body_async()
+        return _success(body=body)
 
     # -- offsets -------------------------------------------------------------------------
 

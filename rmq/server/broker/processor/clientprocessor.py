@@ -21,21 +21,26 @@ current, after Apache's ``ClientManageProcessor`` and ``ConsumerManageProcessor`
 * LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumers' queue locks, kept by a
   :class:`~rmq.server.broker.client.rebalancelock.RebalanceLockManager` (60 s expiry).
 
-Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes
-a consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED
-(oneway, header ``consumerGroup``) so that every member rebalances at once.
-:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: each notification is
-written by its own task, so a consumer that does not read never delays a heartbeat answer,
-and a failed write is only logged.  :meth:`ClientProcessor.channel_closed` is the broker's
-connection-closed callback for client connections.  Silent clients are dropped by the
-ClientManager's own scan (``scan_not_active_channels``), which the broker runs every 10 s;
-the connection it closes then comes back through ``channel_closed``.
+Membership changes.  Whenever a heartbeat, an unregistration or a closed connection changes a
+consumer group, the channels the ClientManager names get NOTIFY_CONSUMER_IDS_CHANGED (oneway,
+header ``consumerGroup``) so that every member rebalances at once.
+:meth:`ClientProcessor.notify_consumer_ids_changed` does the sending: the changes made within
+50 ms are coalesced, so each channel still open then gets one notification per group for all
+of them (hundreds of consumers leaving together cost one notification each to the rest, not
+one per departure); each notification is encoded once per group and written to each
+connection, 64 in a turn of the event loop, or, while a consumer leaves earlier frames unread,
+by a task of its own, so that consumer never delays a heartbeat answer; a failed write is only
+logged.  :meth:`ClientProcessor.channel_closed` is the broker's connection-closed callback for
+client connections.  Silent clients are dropped by the ClientManager's own scan
+(``scan_not_active_channels``), which the broker runs every 10 s; the connection it closes
+then comes back through ``channel_closed``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
@@ -54,6 +59,7 @@ from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand, create_request, create_response
 from rmq.remoting.connection import Connection, Handler
 from rmq.remoting.errors import RemotingError
+from rmq.remoting.frame import encode_frame
 from rmq.remoting.headers import (
     GetConsumerListByGroupRequestHeader,
     GetConsumerListByGroupResponseHeader,
@@ -70,6 +76,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker")
 
+NOTIFY_COALESCE_S = 0.05
+"""How long membership changes are gathered before their NOTIFY_CONSUMER_IDS_CHANGED go out:
+a consumer learns of a change at most this much later, and a group that hundreds of
+consumers join or leave together costs each member a few notifications, not hundreds."""
+NOTIFY_BATCH = 64
+"""Notifications written in one turn of the event loop before other work gets a turn."""
+
+
+def _notification(group: str) -> RemotingCommand:
+    return create_request(
+        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+        NotifyConsumerIdsChangedRequestHeader(consumer_group=group),
+    )
+
 
 def _body(request: RemotingCommand) -> bytes | bytearray | memoryview:
     return request.body if request.body is not None else b""
@@ -82,6 +102,10 @@ class ClientProcessor:
         self.context = context
         self.rebalance_lock_manager = RebalanceLockManager()
         self._notifications: set[asyncio.Task[None]] = set()
+        self._pending_notifications: dict[str, dict[ClientChannel, None]] = {}
+        self._flush_scheduled = False
+        self._outgoing: deque[tuple[Connection, str, bytes]] = deque()
+        self._sending = False
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -96,21 +120,54 @@ class ClientProcessor:
     # -- membership notifications ---------------------------------------------------------
 
     def notify_consumer_ids_changed(self, group: str, channels: Iterable[ClientChannel]) -> None:
-        """Send NOTIFY_CONSUMER_IDS_CHANGED for ``group`` to each of ``channels`` (oneway)."""
-        loop = asyncio.get_running_loop()
-        for channel in channels:
+        """Send NOTIFY_CONSUMER_IDS_CHANGED for ``group`` to each of ``channels`` (oneway).
+
+        Notifications are coalesced over :data:`NOTIFY_COALESCE_S`: the changes made within
+        it (500 consumers of a group disconnecting or joining together) notify each channel
+        still open at its end once per group, not once per change."""
+        pending = self._pending_notifications.get(group)
+        if pending is None:
+            pending = self._pending_notifications[group] = {}
+        pending.update(dict.fromkeys(channels))
+        if not pending:
+            return
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_later(NOTIFY_COALESCE_S, self._flush_notifications)
+
+    def _flush_notifications(self) -> None:
+        self._flush_scheduled = False
+        pending, self._pending_notifications = self._pending_notifications, {}
+        for group, channels in pending.items():
+            request = _notification(group)
+            request.mark_oneway()
+            frame = encode_frame(request)
             # The ClientManager only holds the connections this processor registered.
-            task = loop.create_task(self._notify(cast(Connection, channel), group))
+            self._outgoing.extend((cast(Connection, channel), group, frame) for channel in channels)
+        if self._outgoing and not self._sending:
+            self._sending = True
+            self._send_some()
+
+    def _send_some(self) -> None:
+        """Write up to NOTIFY_BATCH notifications, then let the loop serve others before the
+        next batch: notifying hundreds of members never holds up the broker for long."""
+        outgoing = self._outgoing
+        loop = asyncio.get_running_loop()
+        for _ in range(min(NOTIFY_BATCH, len(outgoing))):
+            connection, group, frame = outgoing.popleft()
+            if connection.closed or connection.send_frame_nowait(frame):
+                continue
+            task = loop.create_task(self._notify(connection, group))
             self._notifications.add(task)
             task.add_done_callback(self._notifications.discard)
+        if outgoing:
+            loop.call_soon(self._send_some)
+        else:
+            self._sending = False
 
     async def _notify(self, connection: Connection, group: str) -> None:
-        request = create_request(
-            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-            NotifyConsumerIdsChangedRequestHeader(consumer_group=group),
-        )
         try:
-            await connection.send_oneway(request)
+            await connection.send_oneway(_notification(group))
         except RemotingError as exc:
             log.warning(
                 "notify consumer ids changed of group %s to %s failed: %s", group, connection, exc

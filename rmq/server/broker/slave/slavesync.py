@@ -140,6 +140,7 @@ class SlaveSynchronizer:
         manager = self.context.topic_config_manager
         if manager.data_version != wrapper.data_version:
             manager.take_over(wrapper)
+            await manager.wait_written()
             log.info("updated the slave's topic config from the master %s", master)
 
     async def _sync_consumer_offsets(self, master: str) -> None:
@@ -163,4 +164,5 @@ class SlaveSynchronizer:
         manager = self.context.subscription_group_manager
         if manager.data_version != wrapper.data_version:
             manager.take_over(wrapper)
+            await manager.wait_written()
             log.info("updated the slave's subscription groups from the master %s", master)

@@ -12,9 +12,10 @@ notify consumers of membership changes), its :class:`DataVersion` and the file. 
   group is created with the defaults when the broker's ``autoCreateSubscriptionGroup`` is on,
   or always for a system consumer group (``CID_RMQ_SYS_*``).  Without ``auto_create`` it is a
   plain lookup, for admin requests.
-* Every change bumps the DataVersion and rewrites the file whole
-  (:class:`~rmq.server.broker.configmanager.VersionedConfigManager`: atomically, the previous
-  content kept as ``.bak``); a failed write is logged and the change stays in memory.
+* Every change bumps the DataVersion and schedules a rewrite of the file
+  (:class:`~rmq.server.broker.configmanager.VersionedConfigManager`: group commit,
+  atomically, the previous content kept as ``.bak``; the request that made the change is
+  answered once it is written); a failed write is logged and the change stays in memory.
 
 The table is used from the broker's event loop only, so there are no locks.  Stored configs
 are treated as values: an update puts the new object in the table.
@@ -58,6 +59,7 @@ class SubscriptionGroupManager(VersionedConfigManager[SubscriptionGroupWrapper])
     """The subscription-group table of one broker, persisted to ``subscriptionGroup.json``."""
 
     content = "subscription groups"
+    table_key = "subscriptionGroupTable"
 
     def __init__(self, broker_config: BrokerConfig, path: str | os.PathLike[str]) -> None:
         super().__init__(path, SubscriptionGroupWrapper, self.subscription_group_wrapper)
@@ -76,6 +78,9 @@ class SubscriptionGroupManager(VersionedConfigManager[SubscriptionGroupWrapper])
 
     def _clear(self) -> None:
         self._table.clear()
+
+    def _entries(self) -> Mapping[str, SubscriptionGroupConfig]:
+        return self._table
 
     # -- lookups -------------------------------------------------------------------------
 

@@ -13,15 +13,19 @@ queues and which perm.
   entries replace those (a topic the operator changed keeps its stored settings) and whose
   DataVersion becomes the table's.  The cluster name, broker name, reply topic and enabled
   trace topic join the fixed system topics of :mod:`rmq.common.naming` for this broker.
-* Every change bumps the DataVersion (counter + 1, stamped now) and rewrites the file whole
-  (:class:`~rmq.server.broker.configmanager.VersionedConfigManager`: atomically, previous
-  content kept as ``.bak``); a failed write is logged and the change stays in memory, as in
+* Every change bumps the DataVersion (counter + 1, stamped now) and schedules a rewrite of
+  the file (:class:`~rmq.server.broker.configmanager.VersionedConfigManager`: group commit,
+  atomically, previous content kept as ``.bak``; the request that made the change is answered
+  once it is written); a failed write is logged and the change stays in memory, as in
   Apache.  :meth:`TopicConfigManager.next_data_version` does the same without a change to the
   table: UPDATE_BROKER_CONFIG calls it when ``brokerPermission`` changes, so that the name
   servers take the next registration's topic perms.
 * A change the name servers must learn about (a topic created on send, on heartbeat or on
-  send-back, or by UPDATE_AND_CREATE_TOPIC) calls :attr:`TopicConfigManager.on_register` with
-  the new config once the file is written; the broker re-registers from there.  Deleting a
+  send-back) calls :attr:`TopicConfigManager.on_register` with the new config; the broker
+  re-registers its whole table from there (Apache's ``registerBrokerAll``).  A topic created
+  or updated by UPDATE_AND_CREATE_TOPIC calls :attr:`TopicConfigManager.on_increment`
+  instead: the broker registers that topic alone with the new data version (Apache's
+  ``registerIncrementBrokerData``).  Deleting a
   topic and the order flags learnt from a registration answer do not.
 * Auto-creation on send follows spec §2.2: a topic unknown here is created from its template
   topic (``defaultTopic`` of the send header, normally ``TBW102``) when the template carries
@@ -87,10 +91,24 @@ def _topic(name: str, queue_nums: int, perm: int = DEFAULT_TOPIC_PERM) -> TopicC
     )
 
 
+def restricted(config: TopicConfig, broker_permission: int) -> TopicConfig:
+    """``config`` as a registration lists it: unchanged while the broker is readable and
+    writable, else with only its queue counts and the broker's perm."""
+    if broker_permission & (PERM_READ | PERM_WRITE) == PERM_READ | PERM_WRITE:
+        return config
+    return TopicConfig(
+        topic_name=config.topic_name,
+        read_queue_nums=config.read_queue_nums,
+        write_queue_nums=config.write_queue_nums,
+        perm=broker_permission,
+    )
+
+
 class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
     """The topic table of one broker, persisted to ``topics.json``."""
 
     content = "topics"
+    table_key = "topicConfigTable"
 
     def __init__(
         self,
@@ -98,9 +116,11 @@ class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
         path: str | os.PathLike[str],
         *,
         on_register: RegisterHook | None = None,
+        on_increment: RegisterHook | None = None,
     ) -> None:
         super().__init__(path, TopicConfigSerializeWrapper, self.topic_config_wrapper)
         self.on_register = on_register
+        self.on_increment = on_increment
         self._broker_config = broker_config
         self._table: dict[str, TopicConfig] = {}
         self._broker_topics = self._create_broker_topics()
@@ -150,11 +170,15 @@ class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
     def _clear(self) -> None:
         self._table.clear()
 
-    def _put_and_register(self, config: TopicConfig) -> None:
+    def _entries(self) -> Mapping[str, TopicConfig]:
+        return self._table
+
+    def _put_and_register(self, config: TopicConfig, *, increment: bool = False) -> None:
         self._table[config.topic_name] = config
         self.next_data_version()
-        if self.on_register is not None:
-            self.on_register(config)
+        hook = self.on_increment if increment and self.on_increment else self.on_register
+        if hook is not None:
+            hook(config)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -191,15 +215,7 @@ class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
         """
         table = dict(self._table)
         if broker_permission & (PERM_READ | PERM_WRITE) != PERM_READ | PERM_WRITE:
-            table = {
-                name: TopicConfig(
-                    topic_name=name,
-                    read_queue_nums=config.read_queue_nums,
-                    write_queue_nums=config.write_queue_nums,
-                    perm=broker_permission,
-                )
-                for name, config in table.items()
-            }
+            table = {name: restricted(config, broker_permission) for name, config in table.items()}
         return TopicConfigSerializeWrapper(
             topic_config_table=table, data_version=self._data_version
         )
@@ -225,7 +241,7 @@ class TopicConfigManager(VersionedConfigManager[TopicConfigSerializeWrapper]):
             log.info("create new topic %s", config)
         else:
             log.info("update topic config, old: %s new: %s", old, config)
-        self._put_and_register(config)
+        self._put_and_register(config, increment=True)
 
     def delete(self, topic: str) -> bool:
         """Remove a topic (DELETE_TOPIC_IN_BROKER); False when it did not exist.
