@@ -51,12 +51,21 @@ CONFORMANCE_WORKERS ?= 2
 STRESS_WORKERS ?= 0
 PARALLEL = $(if $(filter 0,$(1)),,-n $(1) --dist loadfile)
 
+# The suites start Python processes by the thousand (every broker, name server and CLI call of
+# a test).  Where PYTHONDONTWRITEBYTECODE is set, as some CI environments set it, each of them
+# would compile rmq's sources again (a quarter of a CLI-heavy module's CPU time): the suites
+# write the bytecode first, and the processes they start keep what changes after.
+unexport PYTHONDONTWRITEBYTECODE
+BYTECODE = $(BIN)/python -m compileall -q -j 0 rmq tests >/dev/null
+
 unit: $(VENV)/.test-installed $(MAN_STAMP)
+	$(BYTECODE)
 	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance $(call PARALLEL,$(TEST_WORKERS))
 
 test: lint unit
 
 stress: $(VENV)/.test-installed
+	$(BYTECODE)
 	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress --ignore=tests/conformance \
 		$(call PARALLEL,$(STRESS_WORKERS))
 
@@ -93,11 +102,13 @@ apache: $(DRIVERS)/classes/.stamp
 # The differential suite: every scenario against Apache's servers and against rmq's; the run
 # fails when its matrix differs from the committed docs/conformance.md.
 conformance: apache $(VENV)/.test-installed
+	$(BYTECODE)
 	RMQ_CONFORMANCE_MATRIX=check $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance \
 		$(call PARALLEL,$(CONFORMANCE_WORKERS))
 
 # Rewrite docs/conformance.md from a full run (review the diff before committing it).
 conformance-matrix: apache $(VENV)/.test-installed
+	$(BYTECODE)
 	RMQ_CONFORMANCE_MATRIX=write $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance \
 		$(call PARALLEL,$(CONFORMANCE_WORKERS))
 
