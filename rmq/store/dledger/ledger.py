@@ -241,9 +241,11 @@ class Ledger:
                     truncate_pos,
                 )
             self._truncate_stream(self.data, truncate_pos)
-            first = self.data.files[0]
+            files = self.data.files
             if self.begin_index == -1 or (
-                first.file_from_offset < truncate_pos and first.view[0:4] == bytes(4)
+                files
+                and files[0].file_from_offset < truncate_pos
+                and files[0].view[0:4] == bytes(4)
             ):
                 self._first_pos = entry.pos  # the data now starts with this entry
             if not existed:

@@ -140,6 +140,13 @@ def test_truncate_on_an_empty_follower_rebuilds_from_the_leaders_begin(tmp_path:
     assert sorted(os.listdir(tmp_path / "data")) == [f"{1000:020d}"]
 
 
+def test_truncate_at_the_first_entry_on_an_empty_follower_writes_it(tmp_path: Path) -> None:
+    ledger = open_ledger(tmp_path)
+    first = Entry(0, 1, 0, b"first")
+    assert ledger.truncate(first) == 0
+    assert (ledger.begin_index, ledger.end_index, ledger.get(0)) == (0, 0, first)
+
+
 def test_committed_index_moves_forward_only_and_stops_at_the_end(tmp_path: Path) -> None:
     ledger = open_ledger(tmp_path)
     entries = [ledger.append_as_leader(1, b"x" * n) for n in range(1, 4)]
