@@ -16,9 +16,13 @@ from rmq.server.broker.dledger.node import DLedgerNode
 from rmq.server.broker.dledger.protocol import (
     Code,
     DLedgerRequestCode,
+    PushType,
+    base,
     decode_body,
+    push_request,
     request_command,
 )
+from rmq.store.dledger.entry import Entry
 from tests.ports import free_port
 from tests.unit.broker.helpers import run, until
 
@@ -247,3 +251,67 @@ def test_a_single_node_group_commits_alone(tmp_path: Path) -> None:
             await stop_all(nodes)
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_a_leader_that_steps_down_answers_its_waiting_appends_term_changed(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        nodes = await started(configs(tmp_path))
+        try:
+            leader = await one_leader(nodes)
+            for node in nodes:
+                if node is not leader:
+                    await node.stop()
+            waiting = leader.append_entry(b"never committed")
+            leader.elector.to_candidate(leader.term)
+            answer = await asyncio.wait_for(waiting, 1.0)
+            assert (answer["code"], answer["index"]) == (Code.TERM_CHANGED, -1)
+        finally:
+            await stop_all(nodes)
+
+    run(scenario(), timeout=60)
+
+
+def test_a_follower_answers_held_appends_when_a_compare_arrives_and_pull_is_unsupported(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        cfgs = configs(tmp_path)
+        node = DLedgerNode(cfgs[1])
+        await node.start()
+        try:
+            node.member.term = 3
+            node.elector.to_follower(3, "n0")
+            head = base(GROUP, "n0", "n1", leader_id="n0", term=3)
+            ahead = asyncio.ensure_future(
+                node.pusher.handle_push(
+                    push_request(head, PushType.APPEND, -1, Entry(4, 3, 900, b"x"))
+                )
+            )
+            await asyncio.sleep(0)
+            assert not ahead.done()
+            repeated = await node.pusher.handle_push(
+                push_request(head, PushType.APPEND, -1, Entry(4, 3, 900, b"x"))
+            )
+            assert repeated["code"] == Code.REPEATED_PUSH
+            compare = await node.pusher.handle_push(
+                push_request(head, PushType.COMPARE, -1, Entry(0, 3, 0, b"y"))
+            )
+            assert (compare["code"], compare["beginIndex"], compare["endIndex"]) == (
+                Code.INCONSISTENT_STATE,
+                -1,
+                -1,
+            )
+            held = await asyncio.wait_for(ahead, 1.0)
+            assert (held["code"], held["index"]) == (Code.INCONSISTENT_STATE, 4)
+            async with RemotingClient() as client:
+                request = request_command(
+                    DLedgerRequestCode.PULL, {"group": GROUP, "remoteId": "n1"}
+                )
+                response = await client.invoke(cfgs[1].address, request, 3.0)
+                assert decode_body(response.body)["code"] == Code.UNSUPPORTED
+        finally:
+            await node.stop()
+
+    run(scenario(), timeout=30)

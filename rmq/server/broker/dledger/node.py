@@ -95,7 +95,7 @@ class DLedgerNode:
             server.register(int(code), self._wrap(handler))
         await server.start()
         self._server = server
-        self._client = RemotingClient()
+        self._client = RemotingClient(ssl_context=None)  # DLedger's RPC is plain TCP
         self.pusher.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
