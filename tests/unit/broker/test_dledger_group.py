@@ -315,3 +315,31 @@ def test_a_follower_answers_held_appends_when_a_compare_arrives_and_pull_is_unsu
             await node.stop()
 
     run(scenario(), timeout=30)
+
+
+def test_leadership_transfer_over_the_rpc_moves_the_leader(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        nodes = await started(configs(tmp_path))
+        try:
+            leader = await one_leader(nodes)
+            assert (await leader.append(b"before"))["code"] == Code.SUCCESS
+            target = next(n for n in nodes if n is not leader)
+            lid, tid = leader.config.self_id, target.config.self_id
+            request = base(GROUP, None, lid, term=leader.term)
+            request.update(transferId=lid, transfereeId=tid)
+            async with RemotingClient() as client:
+                response = await client.invoke(
+                    leader.config.address,
+                    request_command(DLedgerRequestCode.LEADERSHIP_TRANSFER, request),
+                    5.0,
+                )
+            answer = decode_body(response.body)
+            assert answer["code"] == Code.SUCCESS
+            assert await one_leader(nodes) is target
+            assert target.term == answer["term"] > 0
+            assert (await target.append(b"after"))["code"] == Code.SUCCESS
+            await until(lambda: all(n.ledger.committed_index == 1 for n in nodes), 5.0)
+        finally:
+            await stop_all(nodes)
+
+    run(scenario(), timeout=60)
