@@ -22,8 +22,8 @@ match, and cuts the data and index streams after the last good entry.  The commi
 comes back from the checkpoint, capped at the end of the log; entries after it stay (the
 leader commits or truncates them).
 
-Threads: one writer (the node) under :attr:`Ledger.lock`; readers of committed entries may
-run on any thread.
+Threads: one writer (the node) under :attr:`Ledger.lock`; :meth:`Ledger.flush` may run on
+another thread; readers of committed entries may run on any thread.
 """
 
 from __future__ import annotations
@@ -106,6 +106,9 @@ class Ledger:
         self.data = MappedFileQueue(data_dir or os.path.join(base_dir, "data"), data_file_size)
         self.index = MappedFileQueue(os.path.join(base_dir, "index"), index_file_size)
         self.lock = threading.RLock()
+        self._flush_guard = threading.Lock()
+        """Held by :meth:`flush` (which may run on another thread) and around truncation, so
+        a flush never records as durable a position a truncation has just moved back."""
         self.begin_index = -1
         self.end_index = -1
         self.end_term = -1
@@ -240,7 +243,8 @@ class Ledger:
                     self.data.max_offset(),
                     truncate_pos,
                 )
-            self._truncate_stream(self.data, truncate_pos)
+            with self._flush_guard:
+                self._truncate_stream(self.data, truncate_pos)
             files = self.data.files
             if self.begin_index == -1 or (
                 files
@@ -253,7 +257,8 @@ class Ledger:
                 at = self._write(mapped, encode_entry(entry))
                 if at != entry.pos:
                     raise LedgerError("DISK_ERROR", f"entry {entry.index} at {at}, not {entry.pos}")
-            self._truncate_stream(self.index, entry.index * INDEX_UNIT_SIZE)
+            with self._flush_guard:
+                self._truncate_stream(self.index, entry.index * INDEX_UNIT_SIZE)
             self._append_index(entry)
             self.end_index = entry.index
             self.end_term = entry.term
@@ -469,8 +474,10 @@ class Ledger:
     # -- flushing and closing ------------------------------------------------------------
 
     def flush(self) -> None:
-        self.data.flush()
-        self.index.flush()
+        """Write both streams' new bytes to disk (safe on any thread)."""
+        with self._flush_guard:
+            self.data.flush()
+            self.index.flush()
 
     def close(self) -> None:
         """Flush both streams, write the checkpoint and unmap."""

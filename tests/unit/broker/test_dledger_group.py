@@ -343,3 +343,26 @@ def test_leadership_transfer_over_the_rpc_moves_the_leader(tmp_path: Path) -> No
             await stop_all(nodes)
 
     run(scenario(), timeout=60)
+
+
+def test_appended_entries_reach_the_disk_without_waiting_for_the_checkpoint(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        nodes = await started(configs(tmp_path, size=1))
+        try:
+            node = nodes[0]
+            await until(lambda: node.role is Role.LEADER, 5.0)
+            assert (await node.append(b"durable"))["code"] == Code.SUCCESS
+            data, index = node.ledger.data, node.ledger.index
+            await until(
+                lambda: (
+                    data.flushed_where == data.max_offset() == 55
+                    and index.flushed_where == index.max_offset() == 32
+                ),
+                1.0,
+            )
+        finally:
+            await stop_all(nodes)
+
+    run(scenario(), timeout=30)

@@ -52,6 +52,8 @@ from rmq.store.dledger.ledger import AppendHook, Ledger, LedgerError, node_dir
 log = logging.getLogger("rmq.broker.dledger")
 
 MAINTAIN_INTERVAL = 0.01
+FLUSH_INTERVAL = 0.01
+"""DLedger's flushFileInterval: the data and index files are msync'ed this often, off the loop."""
 PREFERRED_LEADER_CHECK = 1.0
 
 
@@ -69,6 +71,9 @@ class DLedgerNode:
         self._server: RemotingServer | None = None
         self._client: RemotingClient | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
+        """Every loop checks it: a cancellation that ``asyncio.wait_for`` swallows (Python
+        3.11 loses one that arrives as the awaited call completes) must not keep a loop alive."""
         self.elector: Elector
         self.pusher: Pusher
 
@@ -101,10 +106,12 @@ class DLedgerNode:
         self._tasks = [
             loop.create_task(self._maintain_loop()),
             loop.create_task(self._checkpoint_loop()),
+            loop.create_task(self._flush_loop()),
             loop.create_task(self._preferred_leader_loop()),
         ]
 
     async def stop(self) -> None:
+        self._stopped = True
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -142,7 +149,7 @@ class DLedgerNode:
     # -- loops ------------------------------------------------------------------------------
 
     async def _maintain_loop(self) -> None:
-        while True:
+        while not self._stopped:
             try:
                 await self.elector.maintain()
             except asyncio.CancelledError:
@@ -151,17 +158,28 @@ class DLedgerNode:
                 log.exception("[%s] election step failed", self.config.self_id)
             await asyncio.sleep(MAINTAIN_INTERVAL)
 
+    async def _flush_loop(self) -> None:
+        ledger = self.ledger
+        while not self._stopped:
+            await asyncio.sleep(FLUSH_INTERVAL)
+            if ledger.data.flushed_where < ledger.data.max_offset() or (
+                ledger.index.flushed_where < ledger.index.max_offset()
+            ):
+                try:
+                    await asyncio.to_thread(ledger.flush)
+                except Exception:
+                    log.exception("[%s] flush failed", self.config.self_id)
+
     async def _checkpoint_loop(self) -> None:
-        while True:
+        while not self._stopped:
             await asyncio.sleep(self.config.check_point_interval)
             try:
-                self.ledger.flush()
                 self.ledger.persist_checkpoint()
             except Exception:
                 log.exception("[%s] checkpoint failed", self.config.self_id)
 
     async def _preferred_leader_loop(self) -> None:
-        while True:
+        while not self._stopped:
             await asyncio.sleep(PREFERRED_LEADER_CHECK)
             with contextlib.suppress(Exception):
                 await self._check_preferred_leader()

@@ -95,6 +95,7 @@ class Pusher:
         ]
         self._held: dict[int, tuple[Body, asyncio.Future[Body], float]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped = False  # checked by every loop, as in the node
         self._last_abnormal_check = self._now()
 
     # -- tasks ---------------------------------------------------------------------------
@@ -111,6 +112,7 @@ class Pusher:
             self._spawn(self._dispatch_loop(dispatcher))
 
     async def stop(self) -> None:
+        self._stopped = True
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -186,7 +188,7 @@ class Pusher:
             self.on_committed()
 
     async def _checker_loop(self) -> None:
-        while True:
+        while not self._stopped:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._checker_wake.wait(), IDLE_WAIT)
             self._checker_wake.clear()
@@ -257,7 +259,7 @@ class Pusher:
         return push_request(head, kind, self.ledger.committed_index, entry)
 
     async def _dispatch_loop(self, d: _Dispatcher) -> None:
-        while True:
+        while not self._stopped:
             try:
                 if self._fresh(d):
                     if d.kind is PushType.APPEND:
