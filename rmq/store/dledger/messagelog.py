@@ -46,8 +46,19 @@ def entry_pos_of(offset: int) -> int:
     return offset - HEADER_SIZE
 
 
-def _physical_offset_hook(buf: Any, body_offset: int, pos: int) -> None:
+def physical_offset_hook(buf: Any, body_offset: int, pos: int) -> None:
+    """DLedgerCommitLog's append hook: the record's PHYSICALOFFSET becomes ``pos + 48``."""
     _LONG.pack_into(buf, body_offset + PHY_POS_POSITION, pos + body_offset)
+
+
+class Prepared(NamedTuple):
+    """A message encoded for an entry, its queue offset not yet taken."""
+
+    key: tuple[str, int]
+    counted: bool
+    queue_offset: int
+    store_timestamp: int
+    body: bytes
 
 
 class Appended(NamedTuple):
@@ -75,6 +86,8 @@ class MessageLog:
         self._clock = clock
         self.dispatched_pos = -1
         """Entry position the next dispatch starts from (-1: the ledger's first entry)."""
+        self.dispatched_queue_table: dict[tuple[str, int], int] = {}
+        """One past the queue offset of the last record dispatched, per queue."""
 
     def encode(self, msg: InnerMessage, queue_offset: int, store_timestamp: int) -> bytes:
         """The record of ``msg`` with PHYSICALOFFSET left 0 (the append hook sets it)."""
@@ -103,28 +116,44 @@ class MessageLog:
         )
         return bytes(buf)
 
-    def append(
-        self, term: int, msg: InnerMessage, leader_append: Callable[..., Entry] | None = None
-    ) -> Appended:
-        """Append ``msg`` as the leader of ``term``.  Raises RecordError for a record that
-        cannot be encoded and LedgerError when the ledger refuses (nothing is taken then).
-
-        ``leader_append`` replaces :meth:`Ledger.append_as_leader` (same arguments), so a
-        node can add its own checks under the ledger's lock."""
+    def prepare(self, msg: InnerMessage) -> Prepared:
+        """The record of ``msg`` with its queue offset and store time (nothing is taken
+        yet: :meth:`taken` advances the queue once the entry is appended).  Raises
+        RecordError for a record that cannot be encoded."""
         key = (msg.topic, msg.queue_id)
         counted = transaction_type(msg.sys_flag) not in (
             TRANSACTION_PREPARED_TYPE,
             TRANSACTION_ROLLBACK_TYPE,
         )
+        store_timestamp = self._clock()
+        queue_offset = self.topic_queue_table.get(key, 0) if counted else 0
+        body = self.encode(msg, queue_offset, store_timestamp)
+        return Prepared(key, counted, queue_offset, store_timestamp, body)
+
+    def taken(self, prepared: Prepared) -> None:
+        """The prepared record was appended: its queue moves on (before the quorum ack, as
+        Apache's does: a failed ack leaves a gap)."""
+        if prepared.counted:
+            self.topic_queue_table[prepared.key] = prepared.queue_offset + 1
+
+    def append(self, term: int, msg: InnerMessage) -> Appended:
+        """Append ``msg`` straight to the ledger as the leader of ``term`` (no quorum)."""
         with self.ledger.lock:
-            store_timestamp = self._clock()
-            queue_offset = self.topic_queue_table.get(key, 0) if counted else 0
-            body = self.encode(msg, queue_offset, store_timestamp)
-            append = leader_append or self.ledger.append_as_leader
-            entry = append(term, body, _physical_offset_hook)
-            if counted:
-                self.topic_queue_table[key] = queue_offset + 1
-        return Appended(entry, wrote_offset(entry.pos), len(body), queue_offset, store_timestamp)
+            prepared = self.prepare(msg)
+            entry = self.ledger.append_as_leader(term, prepared.body, physical_offset_hook)
+            self.taken(prepared)
+        return Appended(
+            entry,
+            wrote_offset(entry.pos),
+            len(prepared.body),
+            prepared.queue_offset,
+            prepared.store_timestamp,
+        )
+
+    def recover_topic_queue_table(self) -> None:
+        """Queue offsets for a new leader: one past the last dispatched record of each queue
+        (Apache's recoverTopicQueueTable, from the consume queues)."""
+        self.topic_queue_table = dict(self.dispatched_queue_table)
 
     def committed_entries(self, start_pos: int) -> Iterator[tuple[int, memoryview]]:
         """``(entry pos, entry bytes)`` of each committed entry from ``start_pos`` on."""
@@ -158,6 +187,12 @@ class MessageLog:
             except RecordError:
                 break
             dispatch(info)
+            key = (info.topic, info.queue_id)
+            if transaction_type(info.sys_flag) not in (
+                TRANSACTION_PREPARED_TYPE,
+                TRANSACTION_ROLLBACK_TYPE,
+            ):
+                self.dispatched_queue_table[key] = info.queue_offset + 1
             count += 1
             self.dispatched_pos = pos + len(raw)
         if count == 0 and self.dispatched_pos < 0:

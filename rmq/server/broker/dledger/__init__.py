@@ -9,4 +9,6 @@ side; the log's files are in ``rmq.store.dledger``).
   follower's handling of pushes.
 * :mod:`.node`: one node: its RPC server on the address ``dLegerPeers`` gives it, its client,
   and appends that wait for a quorum.
+* :mod:`.commitlog`: RocketMQ sends through a node (put statuses as Apache's DLedgerCommitLog
+  maps them) and dispatch of committed records; not yet used by the broker.
 """
