@@ -1,7 +1,7 @@
 """RocketMQ messages through a DLedger node, as RocketMQ 4.9.8's DLedgerCommitLog sends them.
 
-Not yet used by the broker (docs/dledger.md): this is the put path and the dispatch hook the
-broker will use when it follows leadership.
+The put path and the dispatch hook of a broker with ``enableDLegerCommitLog``
+(:mod:`rmq.server.broker.dledger.leadership` wires them into the broker).
 
 :meth:`DLedgerCommitLog.put_message` encodes the message in the classic record layout with its
 queue offset, appends it on the node as leader (the append hook puts ``pos + 48`` in the
@@ -17,7 +17,7 @@ Every time the committed index moves, committed records are dispatched (``dispat
 every node.  When the node becomes leader it takes sends only once its whole log is committed
 and dispatched (Apache's role-change handler waits for the same before the broker turns
 master); its queue offsets then continue from the dispatched records.  Until then a put is
-SERVICE_NOT_AVAILABLE.
+SERVICE_NOT_AVAILABLE.  ``ready_handlers`` are called each time the node becomes ready.
 
 Not handled yet: delay levels (Apache parks them in SCHEDULE_TOPIC_XXXX as the classic
 commitlog does) and batches.
@@ -73,6 +73,7 @@ class DLedgerCommitLog:
         """True while this node leads and its log was committed and dispatched when it
         took over: only then are sends taken."""
         self._ready_task: asyncio.Task[None] | None = None
+        self.ready_handlers: list[Callable[[], None]] = []
         node.on_committed_handlers.append(self.dispatch_committed)
 
     def attach(self) -> None:
@@ -107,6 +108,8 @@ class DLedgerCommitLog:
             if self._caught_up():
                 self.messages.recover_topic_queue_table()
                 self.ready = True
+                for handler in self.ready_handlers:
+                    handler()
                 return
             await asyncio.sleep(READY_POLL)
 
