@@ -122,8 +122,8 @@ DLQ_NUMS_PER_GROUP = 1
 
 _RANDOM_BOUND = 99_999_999
 PERM_RW = PERM_READ | PERM_WRITE
-_DLEDGER_REFUSES = "this broker's DLedger commitlog does not take delayed messages or batches yet"
 """The perm of the topics the broker creates for itself (retry, dead-letter, half)."""
+_DLEDGER_REFUSES = "this broker's DLedger commitlog does not take delayed messages or batches yet"
 
 
 class SendRefused(Exception):
