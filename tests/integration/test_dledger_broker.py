@@ -4,7 +4,7 @@ name server: the broker follows leadership as Apache's does.
 * The leader registers as brokerId 0 once its log is dispatched, the followers as
   selfId + 1; a send to a follower is refused with SERVICE_NOT_AVAILABLE; a message sent
   to the master is pulled from every node (slaves serve reads) at its queue offset, and
-  found there by its offset msgId and by its key.
+  found there by its offset msgId and by its key; every broker stops cleanly (exit 0).
 * kill -9 of the master under a running producer, 3 times (20 under the stress marker):
   a new master is registered and takes sends, every message acknowledged SEND_OK is read
   from the group at the queue offset it was given, no queue offset holds two messages, and
@@ -160,6 +160,8 @@ def test_the_leader_is_master_followers_are_slaves_that_refuse_sends_and_serve_r
         if broker.addr != master:
             self_id = int(broker.name.rsplit("-n", 1)[1])
             assert ids[self_id + 1] == broker.addr
+    for broker in group.brokers:
+        broker.stop_cleanly()
 
 
 @dataclass
