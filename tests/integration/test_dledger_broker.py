@@ -251,6 +251,8 @@ def kill_masters(rmq_processes: RmqProcesses, kills: int) -> None:
         by_slot[(queue_id, offset)] = body
     reader = group.master()
     assert reader is not None
+    ids = group.ids()
+    assert len(ids) == 3 and set(ids) - {0} <= {1, 2, 3}, f"one master, two slaves: {ids}"
     with RemotingSession(timeout=10) as session:
         for (queue_id, offset), body in sorted(by_slot.items()):
             records = pull_one(session, reader, producer.topic, queue_id, offset)
