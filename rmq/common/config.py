@@ -174,13 +174,40 @@ def check_broker_configs(configs: BrokerConfigs, source: str | None = None) -> N
             key="listenPort",
             value=str(port),
         )
+    dledger = configs.store.enable_d_leger_commit_log
+    if dledger:
+        _check_dledger(configs.store, source)
     broker_id = configs.broker.broker_id
-    if configs.store.broker_role is BrokerRole.SLAVE and broker_id <= 0:
+    if not dledger and configs.store.broker_role is BrokerRole.SLAVE and broker_id <= 0:
         raise ConfigError(
             f"brokerId={broker_id}: a SLAVE's brokerId must be > 0",
             source=source,
             key="brokerId",
             value=str(broker_id),
+        )
+
+
+def _check_dledger(store: MessageStoreConfig, source: str | None) -> None:
+    """``dLegerPeers`` must list ``id-host:port`` entries and name ``dLegerSelfId``."""
+    peers = [item.strip() for item in (store.d_leger_peers or "").split(";") if item.strip()]
+    ids = [item.partition("-")[0] for item in peers]
+    for item in peers:
+        peer_id, dash, address = item.partition("-")
+        if not dash or not peer_id or ":" not in address:
+            raise ConfigError(
+                f"dLegerPeers entry {item!r} is not <id>-<host>:<port>",
+                source=source,
+                key="dLegerPeers",
+                value=store.d_leger_peers or "",
+            )
+    self_id = store.d_leger_self_id or ""
+    if self_id not in ids or not self_id[1:].isdigit():
+        raise ConfigError(
+            f"dLegerSelfId={self_id}: enableDLegerCommitLog needs dLegerPeers to name this "
+            "node's id (a letter and a number, such as n0)",
+            source=source,
+            key="dLegerSelfId",
+            value=self_id,
         )
 
 
@@ -200,7 +227,10 @@ def build_broker_configs(
     )
     unknown = apply_properties(props, *configs.all(), source=config_file)
     check_broker_configs(configs, config_file)
-    if configs.store.broker_role is not BrokerRole.SLAVE:
+    if configs.store.enable_d_leger_commit_log:
+        # As BrokerStartup: the id follows the DLedger role (0 leading, selfId + 1 following).
+        configs.broker.broker_id = -1
+    elif configs.store.broker_role is not BrokerRole.SLAVE:
         configs.broker.broker_id = 0
     configs.store.ha_listen_port = configs.server.listen_port + 1
     return configs, unknown

@@ -46,7 +46,7 @@ class BrokerRole(StrEnum):
     SLAVE = "SLAVE"
 
 
-_NO_DLEDGER = "{} is kept but not used by rmq, which has no DLedger commitlog yet"
+_NO_DLEDGER = "{} is kept but not used by rmq's DLedger commitlog"
 
 
 @dataclass(kw_only=True)
@@ -195,19 +195,30 @@ class MessageStoreConfig(ConfigObject):
     transient_store_pool_size: int = setting(5, low=0, applies=UNUSED)
     fast_fail_if_no_buffer_in_store_pool: bool = setting(False, applies=UNUSED)
     enable_d_leger_commit_log: bool = setting(
-        False, applies=UNUSED, note=_NO_DLEDGER.format("enableDLegerCommitLog")
+        False,
+        applies=RESTART,
+        note="after a restart; a DLedger group elects the master (docs/dledger.md); "
+        "delayed messages and batches are refused",
     )
     d_leger_group: str | None = setting(
-        None, applies=UNUSED, note=_NO_DLEDGER.format("dLegerGroup")
+        None,
+        applies=RESTART,
+        note="after a restart; the DLedger group's name (default: brokerName)",
     )
     d_leger_peers: str | None = setting(
-        None, applies=UNUSED, note=_NO_DLEDGER.format("dLegerPeers")
+        None,
+        applies=RESTART,
+        note="after a restart; every node's id-host:port, separated by ;",
     )
     d_leger_self_id: str | None = setting(
-        None, applies=UNUSED, note=_NO_DLEDGER.format("dLegerSelfId")
+        None,
+        applies=RESTART,
+        note="after a restart; this node's id in dLegerPeers (a letter and a number: n0)",
     )
     preferred_leader_id: str | None = setting(
-        None, applies=UNUSED, note=_NO_DLEDGER.format("preferredLeaderId")
+        None,
+        applies=RESTART,
+        note="after a restart; DLedger ids (separated by ;) the leadership is handed to when alive",
     )
     is_enable_batch_push: bool = setting(
         False,

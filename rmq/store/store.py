@@ -26,6 +26,13 @@ store times of queues, and the consume queues themselves
 (:meth:`MessageStore.get_consume_queue`) are methods here, named as Apache's
 ``DefaultMessageStore`` names them; callers outside the store use these, not its parts.
 
+DLedger mode.  With ``enableDLegerCommitLog`` the broker calls :meth:`MessageStore.use_dledger_data`
+before :meth:`MessageStore.start` with the data files of its DLedger log: reads (pulls, lookups
+by offset, msgId and key) then come from those files, where each record sits 48 bytes after
+its entry's position; the classic commitlog is neither loaded, recovered, flushed nor cleaned
+up; puts through this store are refused (the broker sends through its DLedger node) and
+committed records reach the consume queues and index through :meth:`MessageStore.dispatch_record`.
+
 Threads.  Writes (puts, dispatch, recovery) happen on one thread, the broker's event loop,
 under the commitlog lock.  The flush threads only ``msync`` and update the checkpoint.  SYNC
 flush waiters registered with :meth:`MessageStore.request_flush` are called back on the flush
@@ -43,7 +50,7 @@ from pathlib import Path
 
 from rmq.common.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from rmq.common.delay import parse_delay_levels
-from rmq.common.message import MessageRecord, decode_record
+from rmq.common.message import DispatchInfo, MessageRecord, decode_record
 from rmq.common.msgid import decode_offset_msg_id, pack_host
 from rmq.common.naming import RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC, is_lmq
 from rmq.common.recordwalk import MIN_RECORD_SIZE, RecordError, store_timestamp_at
@@ -78,7 +85,7 @@ from rmq.store.lockfile import (
     create_abort_file,
     delete_abort_file,
 )
-from rmq.store.mappedfile import Allocate
+from rmq.store.mappedfile import Allocate, MappedFileQueue
 from rmq.store.pageahead import PageAhead
 from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from rmq.store.queuecheck import on_load_failure
@@ -189,6 +196,12 @@ class MessageStore:
         )
         self._reader = QueueReader(config, self.commitlog)
         self._replica_dispatched = 0
+        self.dledger_dispatched_end = -1
+        """DLedger mode: the offset past the newest record the consume queues held at start
+        (-1: none), where dispatch resumes."""
+        self.dledger = False
+        """Whether the commitlog's files are a DLedger log's data files (see the module
+        docstring)."""
         self.running = False
         self.disk_full = False
 
@@ -199,6 +212,17 @@ class MessageStore:
     @arrival_listener.setter
     def arrival_listener(self, listener: ArrivalListener | None) -> None:
         self._dispatcher.arrival_listener = listener
+
+    def use_dledger_data(self, data: MappedFileQueue) -> None:
+        """Read records from a DLedger log's data files (``data``, loaded and written by the
+        log itself) instead of the commitlog; call before :meth:`start`."""
+        self.commitlog.queue = data
+        self.dledger = True
+
+    def dispatch_record(self, info: DispatchInfo) -> None:
+        """Dispatch one committed DLedger record (consume queue entry, index keys, arrival)."""
+        with self.commitlog.lock:
+            self._dispatcher.redispatch(info)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -214,6 +238,9 @@ class MessageStore:
             os.makedirs(self.layout.root, exist_ok=True)
             self._checkpoint = StoreCheckpoint(self.layout.checkpoint)
             set_aside = SetAsideDir(self.layout.root)
+            if self.dledger:
+                self._start_dledger(abnormal, set_aside)
+                return self.recovery
             try:
                 self.commitlog.queue.load()
             except StoreError:
@@ -251,6 +278,23 @@ class MessageStore:
         self.running = True
         return self.recovery
 
+    def _start_dledger(self, abnormal: bool, set_aside: SetAsideDir) -> None:
+        """The DLedger log recovers its own files; consume queues are loaded and cut after
+        their last valid entry, and dispatch resumes from their end."""
+        assert self._checkpoint is not None
+        self.consume_queues.load(lambda queue, error: on_load_failure(queue, error, set_aside, []))
+        self.dledger_dispatched_end = self.consume_queues.recover()
+        if self.index is not None and self.index_lag is not None:
+            self.index.load(
+                lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
+            )
+            self.index_lag.load()
+        self.recovery = RecoveryResult(abnormal=abnormal)
+        create_abort_file(self.layout.abort)
+        self._logics_flush = self._logics_flush_service()
+        self._logics_flush.start()
+        self.running = True
+
     @staticmethod
     def _set_index_file_aside(path: Path, reason: str, set_aside: SetAsideDir) -> None:
         moved = set_aside.move(path, reason)
@@ -266,17 +310,19 @@ class MessageStore:
         if not self.running:
             return
         self.running = False
-        assert self._commitlog_flush is not None and self._logics_flush is not None
+        assert self._logics_flush is not None
         if self._page_ahead is not None:
             self._page_ahead.shutdown()
-        self._commitlog_flush.shutdown()
+        if self._commitlog_flush is not None:
+            self._commitlog_flush.shutdown()
         self._logics_flush.shutdown()
         self._close_files()
         delete_abort_file(self.layout.abort)
         self._lock.release()
 
     def _close_files(self) -> None:
-        self.commitlog.queue.close()
+        if not self.dledger:  # the DLedger log closes its own files
+            self.commitlog.queue.close()
         self.consume_queues.close()
         if self.index is not None:
             self.index.close()
@@ -295,17 +341,21 @@ class MessageStore:
             thorough_interval_ms=config.flush_commit_log_thorough_interval,
             sync_flush_timeout_ms=config.sync_flush_timeout,
         )
-        self._logics_flush = LogicsFlushService(
-            self.flush_logics,
-            interval_ms=config.flush_interval_consume_queue,
-            least_pages=config.flush_consume_queue_least_pages,
-            thorough_interval_ms=config.flush_consume_queue_thorough_interval,
-        )
+        self._logics_flush = self._logics_flush_service()
         self._commitlog_flush.set_handoff(self._flush_handoff)
         self._commitlog_flush.start()
         self._logics_flush.start()
         self._page_ahead = PageAhead(self.commitlog.queue)
         self._page_ahead.start()
+
+    def _logics_flush_service(self) -> LogicsFlushService:
+        config = self.config
+        return LogicsFlushService(
+            self.flush_logics,
+            interval_ms=config.flush_interval_consume_queue,
+            least_pages=config.flush_consume_queue_least_pages,
+            thorough_interval_ms=config.flush_consume_queue_thorough_interval,
+        )
 
     # -- writing -------------------------------------------------------------------------
 
@@ -315,7 +365,10 @@ class MessageStore:
         (a SLAVE store only receives its master's bytes: every put is SERVICE_NOT_AVAILABLE,
         as Apache's ``checkStoreStatus`` answers)."""
         return (
-            self.running and not self.disk_full and self.config.broker_role is not BrokerRole.SLAVE
+            self.running
+            and not self.disk_full
+            and not self.dledger
+            and self.config.broker_role is not BrokerRole.SLAVE
         )
 
     def put_message(self, msg: InnerMessage) -> PutMessageResult:
@@ -586,7 +639,10 @@ class MessageStore:
 
     def run_cleanup(self, now: float | None = None) -> CleanupResult:
         """Delete expired commitlog files, then consume queue and index files that only
-        point below the new commitlog minimum (see :mod:`rmq.store.cleanup`)."""
+        point below the new commitlog minimum (see :mod:`rmq.store.cleanup`).  Nothing in
+        DLedger mode, whose log keeps every file."""
+        if self.dledger:
+            return CleanupResult()
         return self._cleanup.run(now)
 
     def execute_delete_files_manually(self) -> None:

@@ -23,7 +23,7 @@ its ``on_increment`` hook (UPDATE_AND_CREATE_TOPIC) at a registration of that to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +47,7 @@ from rmq.store.layout import (
     SUBSCRIPTION_GROUP_JSON,
     TOPICS_JSON,
 )
+from rmq.store.putmessage import InnerMessage, PutMessageResult
 from rmq.store.store import MessageStore
 
 BROKER_CONFIG_FILE = "broker.properties"
@@ -88,6 +89,9 @@ class BrokerContext:
     master_listeners: list[Callable[[], None]] = field(default_factory=list)
     """Called (on the loop) after a registration result changed ``master_addr`` or
     ``ha_master_addr``."""
+    dledger_put: Callable[[InnerMessage], Awaitable[PutMessageResult]] | None = None
+    """With ``enableDLegerCommitLog``: how sends are stored (through the DLedger node, set by
+    :mod:`rmq.server.broker.dledger.leadership`); the store itself then takes no puts."""
     ha_service: HAService = field(init=False)
     """Replication (:mod:`rmq.server.broker.ha`); the controller starts and stops it."""
 

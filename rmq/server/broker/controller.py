@@ -10,6 +10,9 @@ through the context's ``register_broker`` callback.  The controller owns:
 * ``context``, that context, and ``broker_addr`` (``brokerIP1:listenPort``);
 * ``registration``, the name server registration (:class:`BrokerRegistration`), and
   ``transaction_check_service``, which asks producers about unresolved half messages;
+* ``dledger``, with ``enableDLegerCommitLog``, the broker's DLedger node and its role
+  following leadership (:mod:`rmq.server.broker.dledger.leadership`); the HA port, the
+  schedule service and the transaction checks are not started then;
 * ``server``, a :class:`RemotingServer` on ``bindAddress:listenPort`` serving the handlers of
   every processor (admin, send, reply, send-back, pull, query, consumer offsets, consumer and
   producer queries, client management, end transaction, store maintenance); codes nobody
@@ -77,6 +80,7 @@ from rmq.server.broker.acl.service import AclService, acl_service
 from rmq.server.broker.acl.service import unguarded as _unguarded
 from rmq.server.broker.configmanager import commit_before_answer
 from rmq.server.broker.context import build_broker_context
+from rmq.server.broker.dledger.leadership import DLedgerBroker
 from rmq.server.broker.out.registration import BrokerRegistration
 from rmq.server.broker.processor.adminprocessor import AdminProcessor
 from rmq.server.broker.processor.clientcallprocessor import ClientCallProcessor
@@ -138,8 +142,11 @@ class BrokerController:
         context = self.context
         self.broker_addr = context.broker_addr
         self.transaction_check_service = TransactionalMessageCheckService(context)
+        self.dledger: DLedgerBroker | None = None
+        if context.store_config.enable_d_leger_commit_log:
+            self.dledger = DLedgerBroker(context, self._register_broker)
         self.slave_sync: SlaveSynchronizer | None = None
-        if context.store_config.broker_role is BrokerRole.SLAVE:
+        if self.dledger is not None or context.store_config.broker_role is BrokerRole.SLAVE:
             self.slave_sync = SlaveSynchronizer(context)
             context.master_listeners.append(self.slave_sync.master_changed)
         self.registration = BrokerRegistration(
@@ -226,14 +233,20 @@ class BrokerController:
         if recovery.abnormal:
             log.warning("the previous run did not shut down cleanly; recovered the store")
         context.store.arrival_listener = context.pull_hold.notify_message_arriving
-        master = context.store_config.broker_role is not BrokerRole.SLAVE
+        dledger = self.dledger
+        master = dledger is None and context.store_config.broker_role is not BrokerRole.SLAVE
         try:
             if master:
                 await context.schedule_service.start()
             await self.server.start()
             await self.fast_server.start()
-            await context.ha_service.start()
+            if dledger is None:
+                await context.ha_service.start()
+            else:
+                await dledger.start()
         except BaseException:
+            if dledger is not None:
+                await dledger.stop()
             await context.ha_service.stop()
             await self.server.close()
             await self.fast_server.close()
@@ -265,6 +278,8 @@ class BrokerController:
         await self.fast_server.close()
         await self.registration.unregister()
         await context.ha_service.stop()
+        if self.dledger is not None:
+            await self.dledger.stop()
         await self.transaction_check_service.stop()
         if self.slave_sync is not None:
             await self.slave_sync.close()

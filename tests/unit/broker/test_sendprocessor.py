@@ -25,7 +25,7 @@ from rmq.remoting.command import RemotingCommand
 from rmq.server.broker.context import BrokerContext
 from rmq.server.broker.processor.sendback import SendBackProcessor
 from rmq.server.broker.processor.sendprocessor import SendMessageProcessor
-from rmq.store.putmessage import PutMessageStatus
+from rmq.store.putmessage import InnerMessage, PutMessageResult, PutMessageStatus
 from tests.unit.broker.helpers import (
     BORN_TIME,
     BROKER_IP,
@@ -859,3 +859,26 @@ def test_a_delay_level_that_is_not_a_number_is_illegal(
 
     assert_refused(response, ResponseCode.MESSAGE_ILLEGAL, "the delay level 'soon' is not a number")
     assert broker.store.max_physical_offset() == 0
+
+
+def test_a_dledger_broker_stores_sends_through_its_node_and_refuses_delays_for_now(
+    broker: BrokerContext, processor: SendMessageProcessor
+) -> None:
+    taken: list[InnerMessage] = []
+
+    async def dledger_put(message: InnerMessage) -> PutMessageResult:
+        taken.append(message)
+        return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+
+    broker.dledger_put = dledger_put
+    refused = call(processor.send_message, send_v1(props={"TAGS": "TagA", "DELAY": "2"}))
+    assert refused.code == ResponseCode.SYSTEM_ERROR
+    assert refused.remark == (
+        "this broker's DLedger commitlog does not take delayed messages or batches yet"
+    )
+    assert taken == []
+
+    answered = call(processor.send_message, send_v2(queue_id=2))
+    assert answered.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert [(m.topic, m.queue_id, m.body) for m in taken] == [("TopicTest", 2, b"hello v2")]
+    assert broker.store.max_physical_offset() == 0, "nothing went to the store itself"

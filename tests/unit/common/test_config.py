@@ -415,6 +415,17 @@ def test_build_broker_configs_rejects_bad_startup_values() -> None:
     assert configs.broker.namesrv_addr == "10.0.0.1:9876;ns2:9876"
 
 
+def test_a_dledger_broker_takes_its_id_from_its_role_and_needs_its_peers() -> None:
+    peers = "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913"
+    props = {"enableDLegerCommitLog": "true", "dLegerPeers": peers, "dLegerSelfId": "n1"}
+    configs, _ = config.build_broker_configs({**props, "brokerRole": "SLAVE"})
+    assert configs.broker.broker_id == -1
+    with pytest.raises(ConfigError, match="dLegerSelfId=n3: enableDLegerCommitLog needs"):
+        config.build_broker_configs({**props, "dLegerSelfId": "n3"})
+    with pytest.raises(ConfigError, match="dLegerPeers entry 'n0:40911' is not <id>-<host>:<port>"):
+        config.build_broker_configs({**props, "dLegerPeers": "n0:40911"})
+
+
 @pytest.mark.parametrize("port", ["0", "2", "65535"])
 def test_build_broker_configs_needs_room_for_the_fast_and_ha_ports(port: str) -> None:
     with pytest.raises(ConfigError, match=rf"listenPort={port}: expected 3\.\.65534") as caught:

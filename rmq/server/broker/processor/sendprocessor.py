@@ -123,6 +123,7 @@ DLQ_NUMS_PER_GROUP = 1
 _RANDOM_BOUND = 99_999_999
 PERM_RW = PERM_READ | PERM_WRITE
 """The perm of the topics the broker creates for itself (retry, dead-letter, half)."""
+_DLEDGER_REFUSES = "this broker's DLedger commitlog does not take delayed messages or batches yet"
 
 
 class SendRefused(Exception):
@@ -305,11 +306,20 @@ class SendMessageProcessor:
                 properties,
                 delay_level_of(properties),
             )
-            result = self._put_batch(send) if header.batch else self._put_single(send)
+            dledger_put = self.context.dledger_put
+            if dledger_put is not None:
+                if header.batch or send.delay_level > 0:
+                    raise SendRefused(ResponseCode.SYSTEM_ERROR, _DLEDGER_REFUSES)
+                result = await dledger_put(self._single(send))
+            elif header.batch:
+                result = self._put_batch(send)
+            else:
+                result = self.context.store.put_message(self._single(send))
         except SendRefused as refused:
             return self._send_response(refused.code, refused.remark)
         status = result.status
-        if status is PutMessageStatus.PUT_OK and wait:
+        # With DLedger a PUT_OK is already held by a majority of the group.
+        if status is PutMessageStatus.PUT_OK and wait and dledger_put is None:
             status = await await_durable(self.context, result)
         count_put(self.context.stats, result, started)
         if result.ok:
@@ -376,7 +386,7 @@ class SendMessageProcessor:
             )
         return config
 
-    def _put_single(self, send: _Send) -> PutMessageResult:
+    def _single(self, send: _Send) -> InnerMessage:
         header, properties, delay_level = send.header, send.properties, send.delay_level
         topic, queue_id, topic_config = header.topic, send.queue_id, send.topic_config
         reconsume_times = header.reconsume_times or 0
@@ -413,7 +423,7 @@ class SendMessageProcessor:
             0,
             delay_level,
         )
-        return self.context.store.put_message(message)
+        return message
 
     def _put_batch(self, send: _Send) -> PutMessageResult:
         header = send.header
