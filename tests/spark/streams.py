@@ -210,7 +210,7 @@ def follow_through_kills(
     out, checkpoint = root / "out", root / "checkpoint"
     command = (
         *("-n", namesrv, "-t", topic, "--follow", "--checkpoint", str(checkpoint)),
-        *("--out", str(out), "--trigger", "0.2", *extra),
+        *("--out", str(out), "--trigger", "1", *extra),
     )
     before = positions(send(namesrv, topic, range(40)))
     producer = Producing(namesrv, topic, pause=0.05, first=40)

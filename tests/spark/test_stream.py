@@ -101,7 +101,7 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
     spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess, tmp_path: Path
 ) -> None:
     topic = "StreamOrders"
-    before = send(namesrv.addr, topic, range(60))
+    before = send(namesrv.addr, topic, range(50))
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def start(**options: str) -> StreamingQuery:
@@ -123,7 +123,7 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
             .start()
         )
 
-    sender = Sender(namesrv.addr, topic, range(60, 150), pause=0.02)
+    sender = Sender(namesrv.addr, topic, range(50, 100), pause=0.02)
     query = start()
     sender.start()
     try:
@@ -144,13 +144,13 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
         restarted.stop()
     assert min(second) > max(first), "the restart continues with the next batch"
     assert all(rows <= 25 for rows in second.values()), second
-    assert sum(first.values()) + sum(second.values()) == 150
+    assert sum(first.values()) + sum(second.values()) == 100
     read_all = read_positions(spark, out)
     duplicates = [p for p, n in Counter(read_all).items() if n > 1]
     assert duplicates == []
     assert set(read_all) == positions(sent)
     bodies = {bytes(row.body) for row in spark.read.parquet(str(out)).select("body").collect()}
-    assert bodies == {f"message {n}".encode() for n in range(150)}
+    assert bodies == {f"message {n}".encode() for n in range(100)}
     committed = group_offsets(namesrv.addr, topic)
     assert committed and all(mine == high for mine, high in committed.values()), committed
 
