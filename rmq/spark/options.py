@@ -118,25 +118,45 @@ def parse_offsets(text: str | None, name: str, default: int) -> QueueOffsets:
             f"option {name} must be earliest, latest or JSON such as "
             '{"TopicA": {"broker-a": {"0": 23}}}, not ' + repr(text)
         ) from None
+    by_queue = queue_offsets(
+        document, f"option {name}", EARLIEST, "a queue offset, -2 (earliest) or -1 (latest)"
+    )
+    return QueueOffsets(default, by_queue)
+
+
+def queue_offsets(
+    document: Any, what: str, minimum: int, allowed: str
+) -> dict[tuple[str, str, int], int]:
+    """The offsets of per-queue JSON, ``{"TopicA": {"broker-a": {"0": 23}}}`` (parsed), by
+    (topic, broker name, queue id): ``startingOffsets`` / ``endingOffsets`` and a stream's
+    offsets in the checkpoint (:mod:`rmq.spark.streamoffsets`) alike.  ValueError, opening
+    with ``what``, when it is not such JSON or an offset is not an integer of at least
+    ``minimum`` (``allowed`` says what is)."""
+    if not isinstance(document, Mapping):
+        raise ValueError(f"{what}: the JSON must be an object keyed by topic")
     by_queue: dict[tuple[str, str, int], int] = {}
-    if not isinstance(document, dict):
-        raise ValueError(f"option {name}: the JSON must be an object keyed by topic")
     for topic, brokers in document.items():
-        if not isinstance(brokers, dict):
-            raise ValueError(f"option {name}: {topic!r} must map broker names to queues")
+        if not isinstance(brokers, Mapping):
+            raise ValueError(f"{what}: {topic!r} must map broker names to queues")
         for broker_name, queues in brokers.items():
-            if not isinstance(queues, dict):
+            if not isinstance(queues, Mapping):
                 raise ValueError(
-                    f"option {name}: {topic!r} / {broker_name!r} must map queue ids to offsets"
+                    f"{what}: {topic!r} / {broker_name!r} must map queue ids to offsets"
                 )
             for queue_id, offset in queues.items():
-                if not isinstance(offset, int) or offset < EARLIEST:
+                if not isinstance(offset, int) or isinstance(offset, bool) or offset < minimum:
                     raise ValueError(
-                        f"option {name}: offset {offset!r} of {topic} / {broker_name} / "
-                        f"{queue_id} must be a queue offset, -2 (earliest) or -1 (latest)"
+                        f"{what}: offset {offset!r} of {topic} / {broker_name} / {queue_id} "
+                        f"must be {allowed}"
                     )
-                by_queue[topic, broker_name, parse_int(queue_id, f"{name} queue id")] = offset
-    return QueueOffsets(default, by_queue)
+                try:
+                    by_queue[topic, broker_name, int(queue_id)] = offset
+                except ValueError:
+                    raise ValueError(
+                        f"{what}: queue id {queue_id!r} of {topic} / {broker_name} "
+                        "is not an integer"
+                    ) from None
+    return by_queue
 
 
 def parse_ending_offsets(text: str | None) -> QueueOffsets:

@@ -30,6 +30,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, TypeAlias
 
+from rmq.spark.options import queue_offsets
+
 QueueKey: TypeAlias = tuple[str, str, int]
 """(topic, broker name, queue id)."""
 Positions: TypeAlias = dict[QueueKey, int]
@@ -51,24 +53,9 @@ def to_json(positions: Mapping[QueueKey, int]) -> dict[str, dict[str, dict[str, 
 
 
 def from_json(document: Mapping[str, Any]) -> Positions:
-    """The positions an offset JSON names; ValueError when it is not one."""
-    positions: Positions = {}
-    for topic, brokers in document.items():
-        if not isinstance(brokers, Mapping):
-            raise ValueError(f"offset of {topic!r}: expected broker names, got {brokers!r}")
-        for broker_name, queues in brokers.items():
-            if not isinstance(queues, Mapping):
-                raise ValueError(
-                    f"offset of {topic!r} / {broker_name!r}: expected queue ids, got {queues!r}"
-                )
-            for queue_id, offset in queues.items():
-                if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-                    raise ValueError(
-                        f"offset of {topic!r} / {broker_name!r} / {queue_id!r}: "
-                        f"{offset!r} is not a queue offset"
-                    )
-                positions[topic, broker_name, int(queue_id)] = offset
-    return positions
+    """The positions an offset JSON names; ValueError when it is not one (the walk is the
+    reader options', :func:`rmq.spark.options.queue_offsets`)."""
+    return queue_offsets(document, "stream offset", 0, "a queue offset")
 
 
 def allot(waiting: Mapping[QueueKey, int], budget: int) -> dict[QueueKey, int]:

@@ -8,7 +8,10 @@ directory):
   lists the application, or the job fails the way only the cluster's executors fail);
 * ``--conf`` passes Spark settings: ``spark.pyspark.python`` gives the executors rmq;
 * executors without pyarrow and a store only the driver can read end in one line that says
-  what the executors lack and how to give it, and leave no output directory behind.
+  what the executors lack and how to give it, and leave no output directory behind;
+* a followed export on the cluster, its driver killed with SIGKILL mid-stream and restarted
+  from the checkpoint, writes every acknowledged message exactly once
+  (:func:`tests.spark.streams.follow_through_kills`).
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from rmq.spark.failures import PYTHON_HINT, STORE_HINT
+from tests.procs import RmqProcess, RmqProcesses
 from tests.spark.cluster import SPARK_SUBMIT, StandaloneCluster, driver_env
 from tests.spark.records import build_spec_store, stored_records
+from tests.spark.streams import follow_through_kills
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -207,3 +216,35 @@ def test_a_pyspark_job_gets_the_line_as_its_exception(
     assert message.startswith("the executor on ")
     assert store_failure(driver_only_store) in message
     assert message.endswith(f": No such file or directory; {STORE_HINT}")
+
+
+@pytest.fixture(scope="module")
+def broker(module_processes: RmqProcesses, namesrv: RmqProcess) -> Iterator[RmqProcess]:
+    process = module_processes.start_broker("cluster-broker", namesrv=namesrv)
+    yield process
+    process.stop_cleanly()
+
+
+@pytest.mark.timeout(900)
+def test_a_followed_export_on_the_cluster_killed_mid_stream_writes_every_message_once(
+    cluster: StandaloneCluster,
+    broker: RmqProcess,
+    namesrv: RmqProcess,
+    spark: SparkSession,
+    tmp_path: Path,
+) -> None:
+    """The driver runs here (client mode), the micro-batches' tasks in the cluster's
+    executors; the output is read back in this process's local session."""
+    follow_through_kills(
+        spark,
+        namesrv.addr,
+        "ClusterFollow",
+        tmp_path,
+        kills=1,
+        extra=(
+            *("--master", cluster.master_url, "--conf", f"spark.pyspark.python={sys.executable}"),
+            *("--conf", "spark.app.name=rmq-cluster-follow"),
+        ),
+        start_seconds=300,
+    )
+    assert "rmq-cluster-follow" in cluster.app_names()

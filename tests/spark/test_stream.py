@@ -8,21 +8,18 @@
 * the sink, batch and stream: the rows come back from the broker with their columns and a
   ``SPARK_ROW_KEY`` made of the write's id (the stream's query id and micro-batch), the
   partition and the row;
-* ``rmq spark-export --follow``: a line per micro-batch, exit 130 on SIGINT after the running
-  batch, the files hold each message once and the checkpoint ends with a committed batch at
-  the offsets last reported (a restart from a checkpoint is the first test's).
+* ``rmq spark-export --follow`` into Parquet under a running producer, its driver killed with
+  SIGKILL mid-stream and started again from its checkpoint (once here, four times under
+  ``make stress``): a line per micro-batch, exit 130 on SIGINT after the running batch, every
+  acknowledged message in the files exactly once, the checkpoint ending with a committed
+  batch at the offsets last reported (:func:`tests.spark.streams.follow_through_kills`; the
+  same on a standalone cluster is test_cluster.py's).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,18 +32,22 @@ from pyspark.sql.streaming.query import StreamingQuery
 from rmq.client.admin import AdminClient
 from rmq.client.api import SendResult
 from rmq.client.consumer import MessageQueue, PullConsumer, PullStatus
-from rmq.client.message import Message
-from rmq.client.producer import Producer
 from rmq.remoting.bodies import TopicConfig
 from rmq.spark.sink import ROW_KEY_PROPERTY
 from tests.procs import RmqProcess, RmqProcesses
-from tests.spark.cluster import driver_env
+from tests.spark.streams import (
+    Sender,
+    follow_through_kills,
+    positions,
+    read_positions,
+    send,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 BROKER = "stream-broker"
 GROUP = "spark-stream-group"
-Position = tuple[str, int, int]
 
 
 @pytest.fixture(scope="module")
@@ -54,60 +55,6 @@ def broker(module_processes: RmqProcesses, namesrv: RmqProcess) -> Iterator[RmqP
     process = module_processes.start_broker(BROKER, namesrv=namesrv)
     yield process
     process.stop_cleanly()
-
-
-def wait_for(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
-def send(namesrv: str, topic: str, numbers: range, pause: float = 0.0) -> list[SendResult]:
-    async def run() -> list[SendResult]:
-        results = []
-        async with Producer("spark-stream-producer", namesrv) as producer:
-            for n in numbers:
-                message = Message(topic, f"message {n}".encode(), keys=f"k{n}", tags="T")
-                results.append(await producer.send(message))
-                if pause:
-                    await asyncio.sleep(pause)
-        return results
-
-    return asyncio.run(asyncio.wait_for(run(), 120))
-
-
-class Sender(threading.Thread):
-    """Sends ``numbers`` to ``topic`` in the background, ``pause`` seconds apart."""
-
-    def __init__(self, namesrv: str, topic: str, numbers: range, pause: float) -> None:
-        super().__init__(daemon=True)
-        self.args = (namesrv, topic, numbers, pause)
-        self.results: list[SendResult] = []
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.results = send(*self.args)
-        except BaseException as exc:
-            self.error = exc
-
-    def finish(self) -> list[SendResult]:
-        self.join(120)
-        assert self.error is None, self.error
-        return self.results
-
-
-def positions(results: list[SendResult]) -> set[Position]:
-    return {
-        (r.message_queue.broker_name, r.message_queue.queue_id, r.queue_offset) for r in results
-    }
-
-
-def read_positions(spark: SparkSession, out: Path) -> list[Position]:
-    rows = spark.read.parquet(str(out)).select("brokerName", "queueId", "queueOffset").collect()
-    return [(row.brokerName, row.queueId, row.queueOffset) for row in rows]
 
 
 def rows_per_batch(query: StreamingQuery) -> dict[int, int]:
@@ -154,7 +101,7 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
     spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess, tmp_path: Path
 ) -> None:
     topic = "StreamOrders"
-    before = send(namesrv.addr, topic, range(60))
+    before = send(namesrv.addr, topic, range(50))
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def start(**options: str) -> StreamingQuery:
@@ -176,7 +123,7 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
             .start()
         )
 
-    sender = Sender(namesrv.addr, topic, range(60, 150), pause=0.02)
+    sender = Sender(namesrv.addr, topic, range(50, 100), pause=0.02)
     query = start()
     sender.start()
     try:
@@ -197,13 +144,13 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
         restarted.stop()
     assert min(second) > max(first), "the restart continues with the next batch"
     assert all(rows <= 25 for rows in second.values()), second
-    assert sum(first.values()) + sum(second.values()) == 150
+    assert sum(first.values()) + sum(second.values()) == 100
     read_all = read_positions(spark, out)
     duplicates = [p for p, n in Counter(read_all).items() if n > 1]
     assert duplicates == []
     assert set(read_all) == positions(sent)
     bodies = {bytes(row.body) for row in spark.read.parquet(str(out)).select("body").collect()}
-    assert bodies == {f"message {n}".encode() for n in range(150)}
+    assert bodies == {f"message {n}".encode() for n in range(100)}
     committed = group_offsets(namesrv.addr, topic)
     assert committed and all(mine == high for mine, high in committed.values()), committed
 
@@ -320,77 +267,36 @@ def test_a_stream_into_the_sink_keys_rows_by_query_and_batch(
     assert len({tuple(k) for k in keys}) == 30
 
 
-def spark_export(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "rmq", "spark-export", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=driver_env(),
-        cwd="/",
+@pytest.mark.timeout(600)
+def test_a_followed_export_killed_mid_stream_writes_every_message_once(
+    spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess, tmp_path: Path
+) -> None:
+    follow_through_kills(
+        spark, namesrv.addr, "StreamFollow", tmp_path, kills=1, extra=("--master", "local[1]")
     )
 
 
-class Lines(threading.Thread):
-    """Collects the lines of a pipe."""
-
-    def __init__(self, pipe: Any) -> None:
-        super().__init__(daemon=True)
-        self.pipe = pipe
-        self.lines: list[str] = []
-
-    def run(self) -> None:
-        for line in self.pipe:
-            self.lines.append(line.rstrip("\n"))
+STRESS = pytest.mark.skipif(
+    os.environ.get("RMQ_STRESS") != "1", reason="set RMQ_STRESS=1 (make stress)"
+)
 
 
-def test_follow_reports_batches_and_stops_on_sigint_with_a_usable_checkpoint(
+@pytest.mark.stress
+@STRESS
+@pytest.mark.timeout(1200)
+def test_a_followed_export_killed_again_and_again_writes_every_message_once(
     spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess, tmp_path: Path
 ) -> None:
-    topic = "StreamFollow"
-    sent = send(namesrv.addr, topic, range(80))
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    common = ("-n", namesrv.addr, "-t", topic, "--follow", "--checkpoint", str(checkpoint))
-    process = spark_export(
-        *common, "--out", str(out), "--trigger", "0.2", "--max-offsets-per-trigger", "30",
-        "--master", "local[1]",
-    )  # fmt: skip
-    errors = Lines(process.stderr)
-    errors.start()
-    try:
-        wait_for(
-            "three batch lines",
-            lambda: (
-                sum(" batch " in f" {line}" for line in errors.lines) >= 3
-                or process.poll() is not None
-            ),
-            timeout=180,
-        )
-        assert process.poll() is None, errors.lines
-        process.send_signal(signal.SIGINT)
-        assert process.wait(60) == 130, errors.lines
-    finally:
-        if process.poll() is None:
-            process.kill()
-    errors.join(10)
-    batches = [line for line in errors.lines if line.startswith("rmq: batch ")]
-    assert len(batches) >= 3, errors.lines
-    assert all(" rows, offsets {" in line for line in batches)
-    assert any(line.startswith("rmq: stopped after") for line in errors.lines), errors.lines
-    assert process.stdout is not None and process.stdout.read() == ""
-
-    written = read_positions(spark, out)
-    assert len(written) == len(set(written))
-    assert set(written) <= positions(sent)
-    reported = sum(int(line.split(": ")[2].split()[0]) for line in batches)
-    assert len(written) == reported
-
-    # The checkpoint is consistent: its last planned batch is committed, at the offsets the
-    # last line reported, so a restart plans the next batch from there.
-    last = max(int(path.name) for path in (checkpoint / "offsets").iterdir() if path.name.isdigit())
-    assert (checkpoint / "commits" / str(last)).is_file()
-    offsets_line = (checkpoint / "offsets" / str(last)).read_text().splitlines()[-1]
-    assert json.loads(offsets_line) == json.loads(batches[-1].split(" rows, offsets ")[1])
+    """Four kills, each up to two seconds after the second batch of its run."""
+    follow_through_kills(
+        spark,
+        namesrv.addr,
+        "StreamFollowStress",
+        tmp_path,
+        kills=4,
+        extra=("--master", "local[2]"),
+        jitter=2.0,
+    )
 
 
 @pytest.mark.stress

@@ -51,6 +51,29 @@ def test_from_json_refuses_what_is_not_an_offset(document: dict[str, object]) ->
         from_json(document)
 
 
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ([1], "the JSON must be an object keyed by topic"),
+        ({"T": 1}, "'T' must map broker names to queues"),
+        ({"T": {"b": 2}}, "'T' / 'b' must map queue ids to offsets"),
+        ({"T": {"b": {"0": True}}}, "offset True of T / b / 0 must be"),
+        ({"T": {"b": {"x": 3}}}, "queue id 'x' of T / b is not an integer"),
+    ],
+)
+def test_the_checkpoint_and_the_reader_options_refuse_the_same_json(
+    document: object, message: str
+) -> None:
+    """One walk of the nested JSON serves both; only the lowest offset allowed differs."""
+    with pytest.raises(ValueError, match=f"^stream offset: {message}"):
+        from_json(document)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=f"^option startingOffsets: {message}"):
+        parse_offsets(json.dumps(document), "startingOffsets", -1)
+    assert parse_offsets('{"T": {"b": {"0": -2}}}', "startingOffsets", -1).by_queue == {
+        ("T", "b", 0): -2
+    }
+
+
 def test_allot_admits_everything_that_fits() -> None:
     assert allot({A0: 3, A1: 0, B0: 4}, 10) == {A0: 3, A1: 0, B0: 4}
     assert allot({A0: 3, B0: 4}, 7) == {A0: 3, B0: 4}
