@@ -225,6 +225,7 @@ def broker(module_processes: RmqProcesses, namesrv: RmqProcess) -> Iterator[RmqP
     process.stop_cleanly()
 
 
+@pytest.mark.stress  # two driver JVMs on the cluster: minutes on two cores; the local kill runs in make test
 @pytest.mark.timeout(900)
 def test_a_followed_export_on_the_cluster_killed_mid_stream_writes_every_message_once(
     cluster: StandaloneCluster,
