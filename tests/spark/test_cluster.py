@@ -225,7 +225,9 @@ def broker(module_processes: RmqProcesses, namesrv: RmqProcess) -> Iterator[RmqP
     process.stop_cleanly()
 
 
-@pytest.mark.stress  # two driver JVMs on the cluster: minutes on two cores; the local kill runs in make test
+# Two driver JVMs on the cluster take minutes of two cores: under make stress (the local kill
+# runs in make test).
+@pytest.mark.stress
 @pytest.mark.timeout(900)
 def test_a_followed_export_on_the_cluster_killed_mid_stream_writes_every_message_once(
     cluster: StandaloneCluster,
