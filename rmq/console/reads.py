@@ -19,7 +19,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from rmq.client import api
-from rmq.client.admin import AdminClient, BrokerStatus, QueueStatus, describe
+from rmq.client.admin import AdminClient, BrokerStatus, QueueStatus, broker_status, describe
 from rmq.client.adminops.cluster import broker_config
 from rmq.client.adminops.consumer import (
     broker_consume_stats,
@@ -58,9 +58,29 @@ PULL_BATCH = 32
 # -- cluster -----------------------------------------------------------------------------------
 
 
-async def brokers(admin: AdminClient) -> list[BrokerStatus]:
-    """Every broker with its runtime figures (a broker that is down has its `error`)."""
-    return await admin.cluster_list()
+GONE = "the name server no longer lists it"
+
+
+async def brokers(
+    admin: AdminClient, seen: dict[str, tuple[str, str, int]] | None = None
+) -> list[BrokerStatus]:
+    """Every broker with its runtime figures (a broker that is down has its `error`).
+
+    `seen` (address -> cluster, broker name, id) remembers the brokers listed before: one
+    the name server no longer lists (it went away and its registration with it) is shown
+    down with GONE, until it is listed again."""
+    listed = await admin.cluster_list()
+    if seen is None:
+        return listed
+    for status in listed:
+        seen[status.addr] = (status.cluster, status.broker_name, status.broker_id)
+    present = {status.addr for status in listed}
+    gone = [
+        broker_status(cluster, name, broker_id, addr, {}, GONE)
+        for addr, (cluster, name, broker_id) in seen.items()
+        if addr not in present
+    ]
+    return sorted(listed + gone, key=lambda s: (s.cluster, s.broker_name, s.broker_id))
 
 
 async def broker_detail(admin: AdminClient, addr: str) -> tuple[dict[str, str], dict[str, str]]:

@@ -118,6 +118,8 @@ class Console:
         self.interval = interval
         self.history = history if history is not None else History()
         self.exporter = Exporter(namesrv_addrs, interval=interval)
+        self.seen_brokers: dict[str, tuple[str, str, int]] = {}
+        """Every broker the cluster page listed: one gone from the name server shows down."""
         self._admin: AdminClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
@@ -193,7 +195,8 @@ def _overview(console: Console, query: Query) -> Answer:
 
 
 def _cluster(console: Console, query: Query) -> Answer:
-    return 200, HTML, pages.cluster(console.read(reads.brokers))
+    seen = console.seen_brokers
+    return 200, HTML, pages.cluster(console.read(lambda admin: reads.brokers(admin, seen)))
 
 
 def _broker(console: Console, query: Query) -> Answer:
