@@ -16,7 +16,8 @@ from tests.procs import RmqProcesses
 def page(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as answer:
         assert answer.status == 200
-        return answer.read().decode()
+        text: str = answer.read().decode()
+        return text
 
 
 def test_a_broker_that_goes_away_shows_down_then_up(
