@@ -133,6 +133,8 @@ def overview(
 
 def cluster(statuses: list[BrokerStatus]) -> str:
     def figure(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:.2f}"
         return "-" if value is None else e(value)
 
     rows = [
@@ -246,7 +248,7 @@ def topic(detail: TopicDetail) -> str:
         + table(["broker", "read queues", "write queues", "perm"], route_queues, (1, 2, 3))
         + "<h2>Consumer groups</h2>"
         + (
-            table(["group", "lag", "last consumed"], groups, (1,))
+            table(["group", "lag", "last consumed message stored"], groups, (1,))
             if groups
             else '<p class="empty">No group consumes it.</p>'
         )
@@ -321,7 +323,7 @@ def group(detail: GroupDetail) -> str:
                 "broker offset",
                 "consumer offset",
                 "lag",
-                "last consumed",
+                "last consumed message stored",
             ],
             queues,
             (2, 3, 4, 5),
