@@ -14,6 +14,7 @@ from html import escape
 from urllib.parse import urlencode
 
 from rmq.client.admin import BrokerStatus
+from rmq.client.adminops.message import MessageTrack
 from rmq.common.message import MessageRecord
 from rmq.console.reads import GroupDetail, GroupRow, RangePage, TopicDetail, TopicRow
 
@@ -412,7 +413,7 @@ def range_result(page: RangePage, query: dict[str, str]) -> str:
     )
 
 
-def message(record: MessageRecord) -> str:
+def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
     body = record.decompressed_body() or b""
     try:
         text = body.decode()
@@ -438,5 +439,21 @@ def message(record: MessageRecord) -> str:
         + "<h2>Properties</h2>"
         + table(["property", "value"], props)
         + f'<h2>Body</h2><pre id="body">{e(text)}</pre>'
+        + "<h2>Consumer groups</h2>"
+        + (
+            table(
+                ["group", "track", "detail"],
+                [
+                    (
+                        link("/group", t.consumer_group, name=t.consumer_group),
+                        e(t.track_type.value),
+                        e(t.exception_desc or ""),
+                    )
+                    for t in tracks
+                ],
+            )
+            if tracks
+            else '<p class="empty">No group consumes its topic.</p>'
+        )
     )
     return layout(f"Message {record.msg_id}", content, "/messages")

@@ -28,7 +28,12 @@ from rmq.client.adminops.consumer import (
     every_broker,
     pull_one,
 )
-from rmq.client.adminops.message import message_by_id, query_messages
+from rmq.client.adminops.message import (
+    MessageTrack,
+    message_by_id,
+    message_tracks,
+    query_messages,
+)
 from rmq.client.adminops.stats import topic_consumers
 from rmq.client.adminops.topic import all_subscription_groups, all_topic_configs
 from rmq.client.errors import MQClientError
@@ -321,6 +326,15 @@ async def by_id(admin: AdminClient, msg_id: str, topic: str | None) -> MessageRe
         return await message_by_id(admin, msg_id, topic or None)
     except Exception:  # not found, or a malformed id
         return None
+
+
+async def tracks(admin: AdminClient, record: MessageRecord) -> list[MessageTrack]:
+    """Each group consuming the message's topic and how far it got with the message (the
+    dashboard's TRACK); empty when that cannot be read."""
+    try:
+        return await message_tracks(admin, record)
+    except Exception:  # no route, no broker: the message page shows none
+        return []
 
 
 @dataclass(slots=True)

@@ -263,7 +263,8 @@ def _message(console: Console, query: Query) -> Answer:
     record = console.read(lambda admin: reads.by_id(admin, msg_id, topic or None))
     if record is None:
         return 404, HTML, pages.error_page("Message", f"No message {msg_id}", "/messages")
-    return 200, HTML, pages.message(record)
+    found = record
+    return 200, HTML, pages.message(record, console.read(lambda admin: reads.tracks(admin, found)))
 
 
 def _metrics(console: Console, query: Query) -> Answer:

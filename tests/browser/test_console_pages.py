@@ -5,6 +5,7 @@ TPS collected, and the browser's console logs no error on any page."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,9 +106,9 @@ def test_a_produced_message_is_found_by_key_and_by_id_with_its_body(
     topic, key = unique("ConsoleMsg"), unique("order")
     cli(standalone, tmp_path, "topic", "create", topic)
     sent = cli(standalone, tmp_path, "produce", topic, "--keys", key, data=b"the body of it\n")
-    import json
 
     msg_id = json.loads(sent.splitlines()[0])["msgId"]
+    assert "No group consumes its topic." in visit(driver, console, f"/message?id={msg_id}")
 
     visit(driver, console, "/messages")
     forms = driver.find_elements(By.TAG_NAME, "form")
@@ -141,7 +142,7 @@ def test_a_group_lag_falls_as_it_consumes(
 
     topic, group = unique("ConsoleLag"), unique("console_group")
     cli(standalone, tmp_path, "topic", "create", topic, "--write-queues", "2", "--read-queues", "2")
-    cli(standalone, tmp_path, "produce", topic, data=b"first\n")
+    first = json.loads(cli(standalone, tmp_path, "produce", topic, data=b"first\n"))["msgId"]
     cli(standalone, tmp_path, "consume", topic, "-g", group, "--from", "first", "-c", "1")
     cli(standalone, tmp_path, "produce", topic, data=b"".join(b"m%d\n" % i for i in range(6)))
 
@@ -161,6 +162,8 @@ def test_a_group_lag_falls_as_it_consumes(
     assert lag() == 0
     text = visit(driver, console, f"/topic?name={topic}")
     assert group in text
+    visit(driver, console, f"/message?id={first}&topic={topic}")
+    assert rows(driver, "Consumer groups")[0][0] == group  # offline: its track is UNKNOWN
 
 
 def test_cluster_broker_overview_and_metrics(
