@@ -52,7 +52,7 @@ def console(
     every --interval while the console runs and kept under $XDG_STATE_HOME/rmq/console, so a
     restart keeps the day), the cluster (brokers, roles, versions, TPS, runtime status and
     configuration), topics (kinds, status per queue, route, consumer groups), consumer groups
-    (lag, clients, progress per queue), messages (by topic and time range with paging, by
+    (lag, clients, progress per queue), producers, messages (by topic and time range with paging, by
     key, by id; each with its properties and body) and /metrics (the same series as rmq
     exporter).  The pages only read; they need no internet.  Stops on SIGTERM or Ctrl-C.
     """

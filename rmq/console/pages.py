@@ -17,12 +17,14 @@ from rmq.client.admin import BrokerStatus
 from rmq.client.adminops.message import MessageTrack
 from rmq.common.message import MessageRecord
 from rmq.console.reads import GroupDetail, GroupRow, RangePage, TopicDetail, TopicRow
+from rmq.remoting.bodies.brokerquery import ProducerInfo
 
 NAV = (
     ("/", "Overview"),
     ("/cluster", "Cluster"),
     ("/topics", "Topics"),
     ("/groups", "Consumer groups"),
+    ("/producers", "Producers"),
     ("/messages", "Messages"),
     ("/metrics", "Metrics"),
 )
@@ -337,6 +339,37 @@ def group(detail: GroupDetail) -> str:
         "<h2>Clients</h2>" + members + "<h2>Progress per queue</h2>" + progress
     )
     return layout(f"Group {detail.name}", body, "/groups")
+
+
+# -- producers -----------------------------------------------------------------------------------
+
+
+def producers(rows: list[tuple[str, str, ProducerInfo]]) -> str:
+    cells = [
+        (
+            e(group),
+            e(broker),
+            e(client.client_id),
+            e(client.remote_ip.lstrip("/")),
+            e(client.language.name),
+            e(client.version),
+            e(when(client.last_update_timestamp)),
+        )
+        for group, broker, client in rows
+    ]
+    headers = [
+        "producer group",
+        "broker",
+        "client id",
+        "address",
+        "language",
+        "version",
+        "last heartbeat",
+    ]
+    body = (
+        table(headers, cells, (5,)) if cells else '<p class="empty">No producer is connected.</p>'
+    )
+    return layout("Producers", body, "/producers")
 
 
 # -- messages ------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from rmq.client.adminops.consumer import (
     consume_stats,
     consumer_connection,
     every_broker,
+    producer_table,
     pull_one,
 )
 from rmq.client.adminops.message import (
@@ -47,6 +48,7 @@ from rmq.common.naming import (
 )
 from rmq.remoting.bodies import MASTER_ID
 from rmq.remoting.bodies.admin import ConsumerConnection
+from rmq.remoting.bodies.brokerquery import ProducerInfo
 from rmq.remoting.bodies.client import MessageQueue
 from rmq.remoting.bodies.route import TopicRouteData
 from rmq.remoting.codes import ResponseCode
@@ -305,6 +307,31 @@ async def group_detail(admin: AdminClient, group: str) -> GroupDetail:
 
     (queues, error), connection = await asyncio.gather(progress(), members())
     return GroupDetail(group, queues, connection, error)
+
+
+# -- producers ---------------------------------------------------------------------------------
+
+
+async def producers(admin: AdminClient) -> list[tuple[str, str, ProducerInfo]]:
+    """(group, broker name, client) of every producer connected to a master, sorted; a
+    broker that does not answer costs its own rows."""
+    info = await admin.cluster_info()
+    masters = [
+        (name, addr)
+        for name, data in sorted(info.broker_addr_table.items())
+        if (addr := data.broker_addrs.get(MASTER_ID))
+    ]
+    tables = await asyncio.gather(
+        *(producer_table(admin, addr) for _, addr in masters), return_exceptions=True
+    )
+    rows = [
+        (group, name, client)
+        for (name, _), table in zip(masters, tables, strict=True)
+        if not isinstance(table, BaseException)
+        for group, clients in table.data.items()
+        for client in clients
+    ]
+    return sorted(rows, key=lambda row: (row[0], row[1], row[2].client_id))
 
 
 # -- messages ----------------------------------------------------------------------------------

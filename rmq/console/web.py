@@ -226,6 +226,10 @@ def _group(console: Console, query: Query) -> Answer:
     return 200, HTML, pages.group(console.read(lambda admin: reads.group_detail(admin, name)))
 
 
+def _producers(console: Console, query: Query) -> Answer:
+    return 200, HTML, pages.producers(console.read(reads.producers))
+
+
 def _millis(text: str) -> int:
     return int(datetime.fromisoformat(text).timestamp() * 1000)
 
@@ -279,6 +283,7 @@ ROUTES: dict[str, Callable[[Console, Query], Answer]] = {
     "/topic": _topic,
     "/groups": _groups,
     "/group": _group,
+    "/producers": _producers,
     "/messages": _messages,
     "/message": _message,
     "/metrics": _metrics,

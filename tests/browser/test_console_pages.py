@@ -196,3 +196,46 @@ def test_cluster_broker_overview_and_metrics(
         return f'topic="{topic}"' in driver.find_element(By.TAG_NAME, "body").text
 
     wait_until(exported, "/metrics has the topic's series")
+
+
+def test_a_connected_producer_shows(
+    standalone: StandaloneProcess, console: ConsoleProcess, driver: Any, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from tests.procs import rmq_command
+
+    topic, group = unique("ConsoleProducer"), unique("console_producers")
+    cli(standalone, tmp_path, "topic", "create", topic)
+    sending = subprocess.Popen(
+        rmq_command(["produce", topic, "-g", group, "-n", standalone.namesrv_addr]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    try:
+        assert sending.stdin is not None and sending.stdout is not None
+        sending.stdin.write(b"one\n")
+        sending.stdin.flush()
+        assert b"SEND_OK" in sending.stdout.readline()  # connected, and stays while stdin is open
+
+        def listed() -> bool:
+            visit(driver, console, "/producers")
+            return any(row[0] == group for row in table_rows(driver))
+
+        wait_until(listed, f"the producers page lists {group}")
+        row = next(row for row in table_rows(driver) if row[0] == group)
+        assert row[1] == standalone.name and row[3].startswith("127.0.0.1:")
+    finally:
+        if sending.stdin is not None:
+            sending.stdin.close()
+        assert sending.wait(30) == 0
+
+
+def table_rows(driver: Any) -> list[list[str]]:
+    from selenium.webdriver.common.by import By
+
+    return [
+        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in driver.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ]
