@@ -317,6 +317,35 @@ def group(detail: GroupDetail) -> str:
         model = connection.message_model.name if connection.message_model else "-"
         kind = connection.consume_type.name if connection.consume_type else "-"
         members = f"<p>Model {e(model)}, consume type {e(kind)}</p>" + members
+        rates = [
+            (
+                e(client),
+                e(topic),
+                f"{status.pull_tps:.2f}",
+                f"{status.pull_rt:.2f}",
+                f"{status.consume_ok_tps:.2f}",
+                f"{status.consume_rt:.2f}",
+                f"{status.consume_failed_tps:.2f}",
+                e(status.consume_failed_msgs),
+            )
+            for client, info in sorted(detail.running.items())
+            for topic, status in sorted(info.status_table.items())
+        ]
+        if rates:
+            members += "<h2>Running info</h2>" + table(
+                [
+                    "client id",
+                    "topic",
+                    "pull TPS",
+                    "pull RT ms",
+                    "consume OK TPS",
+                    "consume RT ms",
+                    "failed TPS",
+                    "failed (last hour)",
+                ],
+                rates,
+                range(2, 8),
+            )
     progress = (
         table(
             [

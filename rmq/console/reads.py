@@ -25,6 +25,7 @@ from rmq.client.adminops.consumer import (
     broker_consume_stats,
     consume_stats,
     consumer_connection,
+    consumer_running_info,
     every_broker,
     producer_table,
     pull_one,
@@ -50,6 +51,7 @@ from rmq.remoting.bodies import MASTER_ID
 from rmq.remoting.bodies.admin import ConsumerConnection
 from rmq.remoting.bodies.brokerquery import ProducerInfo
 from rmq.remoting.bodies.client import MessageQueue
+from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo
 from rmq.remoting.bodies.route import TopicRouteData
 from rmq.remoting.codes import ResponseCode
 
@@ -285,6 +287,9 @@ class GroupDetail:
     """(queue, broker offset, consumer offset, last consume time in ms), sorted."""
     connection: ConsumerConnection | None
     error: str | None = None
+    running: dict[str, ConsumerRunningInfo] = field(default_factory=dict)
+    """Each online client's running info (GET_CONSUMER_RUNNING_INFO), by client id; a client
+    that did not answer is left out."""
 
 
 async def group_detail(admin: AdminClient, group: str) -> GroupDetail:
@@ -306,7 +311,15 @@ async def group_detail(admin: AdminClient, group: str) -> GroupDetail:
             return None
 
     (queues, error), connection = await asyncio.gather(progress(), members())
-    return GroupDetail(group, queues, connection, error)
+    running: dict[str, ConsumerRunningInfo] = {}
+    for member in connection.connection_set if connection is not None else []:
+        try:
+            info = await consumer_running_info(admin, group, member.client_id)
+        except Exception:  # the client did not answer in time: its info is left out
+            continue
+        if info is not None:
+            running[member.client_id] = info
+    return GroupDetail(group, queues, connection, error, running)
 
 
 # -- producers ---------------------------------------------------------------------------------

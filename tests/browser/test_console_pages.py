@@ -239,3 +239,45 @@ def table_rows(driver: Any) -> list[list[str]]:
         [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
         for row in driver.find_elements(By.CSS_SELECTOR, "tbody tr")
     ]
+
+
+def test_an_online_consumer_shows_with_its_running_info(
+    standalone: StandaloneProcess, console: ConsoleProcess, driver: Any, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from selenium.webdriver.common.by import By
+
+    from tests.procs import rmq_command
+
+    topic, group = unique("ConsoleOnline"), unique("console_online")
+    cli(standalone, tmp_path, "topic", "create", topic)
+    cli(standalone, tmp_path, "produce", topic, data=b"a\nb\n")
+    reading = subprocess.Popen(
+        rmq_command(
+            ["consume", topic, "-g", group, "--from", "first", "-n", standalone.namesrv_addr]
+        ),
+        stdout=subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    try:
+        assert reading.stdout is not None
+        reading.stdout.readline()  # subscribed and consuming
+
+        def online() -> bool:
+            text = visit(driver, console, f"/group?name={group}")
+            return "Running info" in text
+
+        wait_until(online, f"{group}'s running info on its page")
+        clients = rows(driver, "Clients")
+        assert len(clients) == 1 and clients[0][1].startswith("127.0.0.1:")
+        running = rows(driver, "Running info")
+        assert [row[1] for row in running] == sorted([topic, f"%RETRY%{group}"])
+        assert all(row[0] == clients[0][0] for row in running)
+        assert "Model CLUSTERING" in driver.find_element(By.TAG_NAME, "main").text
+        listed = visit(driver, console, f"/groups?q={group}")
+        assert "1 of" in listed
+        assert table_rows(driver)[0][4] == "1"  # one client online
+    finally:
+        reading.terminate()
+        reading.wait(30)
