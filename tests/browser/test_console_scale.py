@@ -83,6 +83,7 @@ def fetch(url: str) -> tuple[float, str]:
         ("/groups", f"{GROUPS} of "),
         ("/groups?system=1", "scale_group_2299"),
         ("/cluster", "up"),
+        ("/producers", "Producers"),
         ("/", "Broker TPS"),
     ],
 )
