@@ -497,7 +497,7 @@ def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
     ]
     props = [(e(k), e(v)) for k, v in sorted(record.properties.items())]
     content = (
-        table(["", ""], facts)
+        table(["field", "value"], facts)
         + "<h2>Properties</h2>"
         + table(["property", "value"], props)
         + f'<h2>Body</h2><pre id="body">{e(text)}</pre>'
