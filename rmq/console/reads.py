@@ -393,13 +393,27 @@ async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: in
     route = await admin.topic_route(topic)
     spans: list[tuple[str, MessageQueue, int, int]] = []
 
+    async def stored(addr: str, mq: MessageQueue, offset: int) -> int | None:
+        result = await pull_one(admin, addr, mq, offset)
+        records = result.records() if result.status is api.PullStatus.FOUND else []
+        return records[0].store_timestamp if records else None
+
     async def span(addr: str, mq: MessageQueue) -> tuple[str, MessageQueue, int, int]:
+        """The queue's offsets stored in [begin, end]: the broker gives the message nearest
+        each end, which may lie just outside the range; one pull at each end settles it."""
         low, high, last = await asyncio.gather(
             api.search_offset(admin.remoting, addr, mq, begin, admin.timeout),
             api.search_offset(admin.remoting, addr, mq, end, admin.timeout),
             api.get_max_offset(admin.remoting, addr, mq, admin.timeout),
         )
-        return addr, mq, low, min(high + 1, last)
+        high = min(high, last - 1)
+        if low <= high:
+            first, final = await asyncio.gather(stored(addr, mq, low), stored(addr, mq, high))
+            if first is not None and first < begin:
+                low += 1
+            if final is not None and final > end:
+                high -= 1
+        return addr, mq, low, high + 1
 
     work = []
     for data in route.broker_datas:

@@ -281,3 +281,50 @@ def test_an_online_consumer_shows_with_its_running_info(
     finally:
         reading.terminate()
         reading.wait(30)
+
+
+def test_a_time_range_is_positioned_by_the_broker_and_paged(
+    standalone: StandaloneProcess, console: ConsoleProcess, driver: Any, tmp_path: Path
+) -> None:
+    import time
+    from datetime import datetime
+    from urllib.parse import urlencode
+
+    from selenium.webdriver.common.by import By
+
+    topic = unique("ConsoleRange")
+    cli(standalone, tmp_path, "topic", "create", topic, "--write-queues", "2", "--read-queues", "2")
+    before = [
+        json.loads(line)["msgId"]
+        for line in cli(standalone, tmp_path, "produce", topic, data=b"old\n" * 5).splitlines()
+    ]
+    # the range starts at the next whole second after the first sends were stored
+    start = int(time.time()) + 1
+    wait_until(lambda: time.time() > start, "the range's start has passed")
+    sent = cli(
+        standalone, tmp_path, "produce", topic, data=b"".join(b"new %d\n" % i for i in range(25))
+    )
+    after = {json.loads(line)["msgId"] for line in sent.splitlines()}
+    query = {
+        "topic": topic,
+        "begin": datetime.fromtimestamp(start).strftime("%Y-%m-%dT%H:%M:%S"),
+        "end": datetime.fromtimestamp(time.time() + 60).strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    text = visit(driver, console, "/messages?" + urlencode(query))
+    assert "25 messages in the range; page 1 of 2" in text
+    first = {row[0] for row in rows_of_result(driver)}
+    driver.find_element(By.LINK_TEXT, "next").click()
+    assert "page 2 of 2" in driver.find_element(By.ID, "result").text
+    second = {row[0] for row in rows_of_result(driver)}
+    assert len(first) == 20 and len(second) == 5
+    assert first | second == after and not set(before) & (first | second)
+
+
+def rows_of_result(driver: Any) -> list[list[str]]:
+    from selenium.webdriver.common.by import By
+
+    result = driver.find_element(By.ID, "result")
+    return [
+        [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+        for row in result.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ]
