@@ -450,5 +450,5 @@ async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: in
                     break
                 found.append(record)
             offset = records[-1].queue_offset + 1
-    found = [r for r in found if begin <= r.store_timestamp <= end] if found else found
+    found = [r for r in found if begin <= r.store_timestamp <= end]  # a guard: ends settled
     return RangePage(found, total, page, pages)
