@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: run test lint unit stress bench clean apache conformance conformance-matrix
+.PHONY: run test lint unit stress chromium screenshots bench clean apache conformance conformance-matrix
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,11 +58,28 @@ PARALLEL = $(if $(filter 0,$(1)),,-n $(1) --dist loadfile)
 unexport PYTHONDONTWRITEBYTECODE
 BYTECODE = $(BIN)/python -m compileall -q -j 0 rmq tests >/dev/null
 
-unit: $(VENV)/.test-installed $(MAN_STAMP)
+# The console's browser tests (tests/browser) drive Debian's Chromium and its driver: installed
+# here where missing (as root, as CI runs; otherwise those tests skip).
+chromium:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				chromium chromium-driver; \
+		else \
+			echo "chromium: not installed and not root: the browser tests will skip"; \
+		fi; \
+	fi
+
+unit: $(VENV)/.test-installed $(MAN_STAMP) chromium
 	$(BYTECODE)
 	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance $(call PARALLEL,$(TEST_WORKERS))
 
 test: lint unit
+
+# docs/console/*.png: the console's main pages against a standalone with a little traffic
+# (tests/browser/screenshots.py), for docs/console.md.
+screenshots: $(VENV)/.test-installed chromium
+	$(BIN)/python -m tests.browser.screenshots docs/console
 
 stress: $(VENV)/.test-installed
 	$(BYTECODE)

@@ -166,6 +166,13 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
             "Listen on every address; keep a series 5 minutes after its last report.",
         ),
     ),
+    "rmq-console": (
+        ("rmq console", "Serve the console on http://127.0.0.1:8080/."),
+        (
+            "rmq console -n 127.0.0.1:9876 --port 9000 --interval 10s",
+            "Serve on port 9000, charting TPS every 10 s.",
+        ),
+    ),
     "rmq-message": (("rmq message by-key Orders order-1", "Find messages by key."),),
     "rmq-message-get": (
         (f"rmq message get {_MSG_ID} -o json", "The message an offset message id names."),

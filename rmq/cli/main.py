@@ -86,6 +86,7 @@ COMMANDS: dict[str, str] = {
     "producer": "rmq.cli.producer:app",
     "monitor": "rmq.cli.monitor:app",
     "exporter": "rmq.cli.exporter:app",
+    "console": "rmq.cli.console:app",
     "message": "rmq.cli.message:app",
     "broker-config": "rmq.cli.config_cmds:broker_config_app",
     "namesrv-config": "rmq.cli.config_cmds:namesrv_config_app",
@@ -127,6 +128,7 @@ SUMMARIES: dict[str, str] = {
     "monitor": "Print every consumer group's lag and members, round after round.",
     "exporter": "Serve the cluster's metrics to Prometheus with the RocketMQ exporter's names "
     "and labels.",
+    "console": "Serve a web console to look at the cluster: brokers, topics, groups, messages.",
     "message": "Look messages up, resend them, probe sends.",
     "broker-config": "Read and change broker configuration.",
     "namesrv-config": "Read and change name server configuration.",

@@ -431,15 +431,18 @@ async def _undone_msgs(admin: AdminClient, group: str, *, offline: bool) -> list
     return undone
 
 
-async def pull_one(admin: AdminClient, addr: str, mq: MessageQueue, offset: int) -> api.PullResult:
-    """PULL_MESSAGE of one message of `mq` at `offset` from the broker at `addr`, as the tools
-    consumer group (no offset committed): how the admin tools read a queue's store times."""
+async def pull_one(
+    admin: AdminClient, addr: str, mq: MessageQueue, offset: int, count: int = 1
+) -> api.PullResult:
+    """PULL_MESSAGE of one message (up to `count`) of `mq` at `offset` from the broker at
+    `addr`, as the tools consumer group (no offset committed): how the admin tools read a
+    queue's store times, and the console a page of messages."""
     header = PullMessageRequestHeader(
         consumer_group=TOOLS_CONSUMER_GROUP,
         topic=mq.topic,
         queue_id=mq.queue_id,
         queue_offset=offset,
-        max_msg_nums=1,
+        max_msg_nums=count,
         sys_flag=PULL_SUBSCRIPTION,
         commit_offset=0,
         suspend_timeout_millis=0,

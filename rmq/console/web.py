@@ -1,0 +1,290 @@
+"""`rmq console`'s process: the web pages, the TPS history and `/metrics`.
+
+A `Console` owns one `AdminClient` on an asyncio loop (the main thread's, in `run`) and the
+standard library's `ThreadingHTTPServer` on its own thread.  A request's thread hands the
+page's reads (`rmq.console.reads`) to the loop and waits for them, then renders the page
+(`rmq.console.pages`).  Beside the pages the loop runs two collections every `interval`:
+
+* a TPS round into the day's history file (`rmq.console.history`), drawn by the overview;
+* `rmq exporter`'s round (`rmq.console.exporter.Exporter`), served on `/metrics`.
+
+Every page is a GET and reads only; a read that fails shows its error on the page (status
+502), never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+from rmq.client.admin import AdminClient, describe
+from rmq.console import charts, pages, reads
+from rmq.console.exporter import Exporter
+from rmq.console.history import History, day_of, tps_round
+from rmq.console.metrics import CONTENT_TYPE
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_PORT = 8080
+PAGE_TIMEOUT = 30.0
+"""Seconds a page waits for its reads."""
+
+HTML = "text/html; charset=utf-8"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self._answer(send_body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(send_body=False)
+
+    def _answer(self, *, send_body: bool) -> None:
+        parts = urlsplit(self.path)
+        query = {k: v for k, v in parse_qs(parts.query).items() if v}
+        console = self.server.console
+        route = ROUTES.get(parts.path)
+        if parts.path == "/favicon.ico":  # the pages have none: no content, not an error
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if route is None:
+            status, kind = 404, HTML
+            body = pages.error_page("Not found", f"No page at {parts.path}", "").encode()
+        else:
+            try:
+                status, kind, text = route(console, query)
+            except Exception as exc:
+                log.debug("page %s failed", parts.path, exc_info=True)
+                status, kind = 502, HTML
+                text = pages.error_page("The cluster did not answer", describe(exc), parts.path)
+            body = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("http: " + format, *args)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], console: Console) -> None:
+        self.console = console
+        super().__init__(address, _Handler)
+
+
+Query = dict[str, list[str]]
+Answer = tuple[int, str, str]
+
+
+def _one(query: Query, name: str, default: str = "") -> str:
+    return query.get(name, [default])[0].strip()
+
+
+class Console:
+    """The console's server, reads and collections (module docstring)."""
+
+    def __init__(
+        self,
+        namesrv_addrs: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        interval: float = 60.0,
+        history: History | None = None,
+    ) -> None:
+        self.namesrv_addrs = namesrv_addrs
+        self.host = host
+        self.port = port
+        self.interval = interval
+        self.history = history if history is not None else History()
+        self.exporter = Exporter(namesrv_addrs, interval=interval)
+        self.seen_brokers: dict[str, tuple[str, str, int]] = {}
+        """Every broker the cluster page listed: one gone from the name server shows down."""
+        self._admin: AdminClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready = threading.Event()
+        self._server: _Server | None = None
+
+    def serve(self) -> tuple[str, int]:
+        """Start the HTTP server on its thread; the address it listens on."""
+        self._server = _Server((self.host, self.port), self)
+        threading.Thread(
+            target=self._server.serve_forever, name="console-http", daemon=True
+        ).start()
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def read(self, work: Callable[[AdminClient], Awaitable[T]]) -> T:
+        """Run `work` on the console's loop with its admin client; from a request's thread."""
+        if not self._ready.wait(PAGE_TIMEOUT):
+            raise TimeoutError("the console is still starting")
+        assert self._loop is not None and self._admin is not None
+        admin = self._admin
+
+        async def call() -> T:
+            return await work(admin)
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(PAGE_TIMEOUT)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve reads and collect until `stop` is set."""
+        async with AdminClient(self.namesrv_addrs) as admin:
+            self._admin = admin
+            self._loop = asyncio.get_running_loop()
+            self._ready.set()
+            await asyncio.gather(self.exporter.run(stop), self._collect(admin, stop))
+
+    async def _collect(self, admin: AdminClient, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.history.append(await tps_round(admin))
+            except Exception as exc:
+                log.warning("TPS round failed: %s", exc)
+            wait = max(0.0, self.interval - (time.monotonic() - started))
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+            except TimeoutError:
+                continue
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+def _overview(console: Console, query: Query) -> Answer:
+    today = day_of(int(time.time() * 1000))
+    day = _one(query, "date", today)
+    history = console.history
+    busiest = history.busiest_topics(day)
+    topic = _one(query, "topic") or (busiest[0][0] if busiest else None)
+    namesrvs = console.read(reads.namesrv_status)
+    broker_chart = charts.line_chart(history.broker_series(day), "broker TPS")
+    points = history.topic_series(day, topic) if topic else []
+    topic_chart = charts.line_chart({f"{topic} in": points} if topic else {}, "topic TPS")
+    days = history.days()
+    if today not in days:
+        days.insert(0, today)
+    html = pages.overview(namesrvs, day, days, broker_chart, topic, topic_chart, busiest)
+    return 200, HTML, html
+
+
+def _cluster(console: Console, query: Query) -> Answer:
+    seen = console.seen_brokers
+    return 200, HTML, pages.cluster(console.read(lambda admin: reads.brokers(admin, seen)))
+
+
+def _broker(console: Console, query: Query) -> Answer:
+    addr = _one(query, "addr")
+    runtime, config = console.read(lambda admin: reads.broker_detail(admin, addr))
+    return 200, HTML, pages.broker(addr, runtime, config)
+
+
+def _topics(console: Console, query: Query) -> Answer:
+    kinds = set(query.get("kind", [])) or {"NORMAL", "ORDER"}
+    rows = console.read(reads.topics)
+    return 200, HTML, pages.topics(rows, kinds, _one(query, "q"))
+
+
+def _topic(console: Console, query: Query) -> Answer:
+    name = _one(query, "name")
+    return 200, HTML, pages.topic(console.read(lambda admin: reads.topic_detail(admin, name)))
+
+
+def _groups(console: Console, query: Query) -> Answer:
+    rows = console.read(reads.groups)
+    return 200, HTML, pages.groups(rows, _one(query, "q"), _one(query, "system") == "1")
+
+
+def _group(console: Console, query: Query) -> Answer:
+    name = _one(query, "name")
+    return 200, HTML, pages.group(console.read(lambda admin: reads.group_detail(admin, name)))
+
+
+def _producers(console: Console, query: Query) -> Answer:
+    return 200, HTML, pages.producers(console.read(reads.producers))
+
+
+def _millis(text: str) -> int:
+    return int(datetime.fromisoformat(text).timestamp() * 1000)
+
+
+def _local(millis: int) -> str:
+    return datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _messages(console: Console, query: Query) -> Answer:
+    topic, key, msg_id = _one(query, "topic"), _one(query, "key"), _one(query, "id")
+    now = int(time.time() * 1000)
+    begin = _one(query, "begin") or _local(now - 3_600_000)
+    end = _one(query, "end") or _local(now + 60_000)
+    result = ""
+    if msg_id:
+        record = console.read(lambda admin: reads.by_id(admin, msg_id, topic or None))
+        result = pages.found([record] if record is not None else [])
+    elif key and topic:
+        result = pages.found(console.read(lambda admin: reads.by_key(admin, topic, key)))
+    elif topic:
+        try:
+            low, high = _millis(begin), _millis(end)
+        except ValueError:
+            result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
+        else:
+            number = int(_one(query, "page", "1")) if _one(query, "page", "1").isdigit() else 1
+            page = console.read(lambda admin: reads.by_time(admin, topic, low, high, number))
+            args = {"topic": topic, "begin": begin, "end": end}
+            result = pages.range_result(page, args)
+    return 200, HTML, pages.messages(topic, begin, end, key, msg_id, result)
+
+
+def _message(console: Console, query: Query) -> Answer:
+    msg_id, topic = _one(query, "id"), _one(query, "topic")
+    record = console.read(lambda admin: reads.by_id(admin, msg_id, topic or None))
+    if record is None:
+        return 404, HTML, pages.error_page("Message", f"No message {msg_id}", "/messages")
+    found = record
+    return 200, HTML, pages.message(record, console.read(lambda admin: reads.tracks(admin, found)))
+
+
+def _metrics(console: Console, query: Query) -> Answer:
+    return 200, CONTENT_TYPE, console.exporter.store.render()
+
+
+ROUTES: dict[str, Callable[[Console, Query], Answer]] = {
+    "/": _overview,
+    "/cluster": _cluster,
+    "/broker": _broker,
+    "/topics": _topics,
+    "/topic": _topic,
+    "/groups": _groups,
+    "/group": _group,
+    "/producers": _producers,
+    "/messages": _messages,
+    "/message": _message,
+    "/metrics": _metrics,
+}

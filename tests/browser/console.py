@@ -1,0 +1,73 @@
+"""A running `rmq console` and a headless Chromium driven by Selenium, for the browser tests
+and the screenshots of docs/console.md (`make screenshots`).
+
+Chromium and its driver are Debian's (`/usr/bin/chromium`, `/usr/bin/chromedriver`: the
+Makefile installs them where missing); `browser()` skips the test when they are absent.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.ports import free_port
+from tests.procs import rmq_command
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+class ConsoleProcess:
+    """`rmq console` on a free port, its history under `state`."""
+
+    def __init__(self, namesrv: str, state: Path, *, interval: str = "1s") -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
+        env["XDG_STATE_HOME"] = str(state)
+        self.process = subprocess.Popen(
+            rmq_command(
+                ["console", "-n", namesrv, "--port", str(self.port), "--interval", interval]
+            ),
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert self.process.stderr is not None
+        line = self.process.stderr.readline().decode()
+        assert line == f"rmq console: serving {self.url}/\n", line
+
+    def stop(self) -> int:
+        self.process.terminate()
+        return self.process.wait(15)
+
+
+@contextmanager
+def browser(width: int = 1280, height: int = 900) -> Iterator[Any]:
+    """A headless Chromium (a Selenium WebDriver) that keeps its console log."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument(f"--window-size={width},{height}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout}s")
+        time.sleep(0.2)
