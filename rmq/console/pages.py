@@ -173,7 +173,12 @@ def cluster(statuses: list[BrokerStatus]) -> str:
         "out yesterday",
         "status",
     ]
-    return layout("Cluster", table(headers, rows, numeric=range(5, 11)), "/cluster")
+    note = (
+        '<p id="out-note">Out today and yesterday count every message consumers pulled, the '
+        "console's own reads included (it browses messages as TOOLS_CONSUMER): the brokers, "
+        "Apache's as rmq's, count every pull whatever its group.</p>"
+    )
+    return layout("Cluster", table(headers, rows, numeric=range(5, 11)) + note, "/cluster")
 
 
 def broker(addr: str, runtime: dict[str, str], config: dict[str, str]) -> str:

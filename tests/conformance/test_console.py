@@ -1,7 +1,8 @@
 """`rmq console` against Apache's cluster and against rmq's: after the same topic, sends with
 keys and a group that consumed part of them, the console's pages show the same thing from
-both clusters: the topic with its queues and their offsets, the group with the same lag per
-queue, and a message found by key and by id with its body.
+both clusters: the topic with its queues and their offsets, the group with the same lag, and a
+message found by key and by id with its body.  Both brokers count the console's own pulls (as
+TOOLS_CONSUMER) in the cluster page's "out today", as the page says.
 
 The pages are read over HTTP and their tables parsed (`_Page`); what each broker assigns
 (message ids, hosts, times) is left out of the comparison and checked for presence instead.
@@ -27,7 +28,7 @@ from tests.conformance.test_rmq_tools import rmq_cli, rmq_json
 from tests.ports import free_port
 
 SECTION = "rmq console against both clusters"
-CASE = "topic, queues, group lag and a message by key and by id, from the pages"
+CASE = "topic, queues, group lag, a message by key and by id; out today counts the console's pulls"
 TOPIC = "ConfConsole"
 GROUP = "ConfConsoleGroup"
 SENT = 8
@@ -147,6 +148,14 @@ def _views(cluster: Cluster) -> Any:
         process.wait(15)
 
 
+def _out_today(base: str) -> int:
+    status, page = _get(base, "/cluster")
+    assert status == 200
+    assert "console's own" in page.ids["out-note"], page.ids
+    (row,) = [row for row in page.table("Cluster") if row["broker"] == BROKER_NAME]
+    return int(row["out today"])
+
+
 def _read_pages(base: str, sent: list[dict[str, Any]]) -> Any:
     status, topics = _get(base, "/topics")
     assert status == 200
@@ -189,6 +198,14 @@ def _read_pages(base: str, sent: list[dict[str, Any]]) -> Any:
         for row in groups.table("Consumer groups")
         if row["group"] == GROUP
     ]
+
+    # Both brokers count every message pulled in their "out today", the console's own pulls
+    # (as TOOLS_CONSUMER, browsing a time range) included: the cluster page says so.
+    before = _out_today(base)
+    status, browsed = _get(base, "/messages", topic=TOPIC)
+    assert status == 200
+    assert f"{SENT} messages in the range" in browsed.ids["result"], browsed.ids
+    assert _out_today(base) - before >= SENT
 
     chosen = sent[3]
     key = MESSAGES[3]["keys"][0]
