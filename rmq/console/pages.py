@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from rmq.client.admin import BrokerStatus
 from rmq.client.adminops.message import MessageTrack
 from rmq.common.message import MessageRecord
+from rmq.common.trace import TraceView
 from rmq.console.reads import GroupDetail, GroupRow, RangePage, TopicDetail, TopicRow
 from rmq.remoting.bodies.brokerquery import ProducerInfo
 
@@ -506,6 +507,7 @@ def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
         + "<h2>Properties</h2>"
         + table(["property", "value"], props)
         + f'<h2>Body</h2><pre id="body">{e(text)}</pre>'
+        + f"<p>{link('/trace', 'Its trace', id=record.msg_id)}</p>"
         + "<h2>Consumer groups</h2>"
         + (
             table(
@@ -524,3 +526,47 @@ def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
         )
     )
     return layout(f"Message {record.msg_id}", content, "/messages")
+
+
+def trace(msg_id: str, trace_topic: str, views: list[TraceView] | None) -> str:
+    """`rmq message trace`'s rows of `msg_id`, oldest first (None: no id asked yet)."""
+    form = (
+        '<form action="/trace">'
+        f'<input name="id" value="{e(msg_id)}" placeholder="message id" size="36" required>'
+        f'<input name="topic" value="{e(trace_topic)}" placeholder="trace topic">'
+        "<button>Search</button></form>"
+    )
+    if views is None:
+        result = ""
+    elif not views:
+        result = f'<p class="empty" id="result">No trace of {e(msg_id)} in {e(trace_topic)}.</p>'
+    else:
+        cells = [
+            (
+                e(v.msg_type),
+                e(v.group),
+                e(v.client_host),
+                e(when(v.timestamp)),
+                e(v.cost_time),
+                e(v.status),
+                link("/topic", v.topic, name=v.topic) if v.topic else "",
+                e(v.tags),
+                e(v.keys),
+                e(v.store_host),
+            )
+            for v in views
+        ]
+        headers = [
+            "type",
+            "group",
+            "client host",
+            "time",
+            "cost ms",
+            "status",
+            "topic",
+            "tags",
+            "keys",
+            "store host",
+        ]
+        result = f'<div id="result"><h2>Trace records</h2>{table(headers, cells, (4,))}</div>'
+    return layout("Message trace", form + result, "/messages")

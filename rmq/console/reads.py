@@ -38,6 +38,7 @@ from rmq.client.adminops.message import (
 )
 from rmq.client.adminops.stats import topic_consumers
 from rmq.client.adminops.topic import all_subscription_groups, all_topic_configs
+from rmq.client.adminops.trace import query_trace
 from rmq.client.errors import MQClientError
 from rmq.common.message import MessageRecord
 from rmq.common.naming import (
@@ -47,6 +48,7 @@ from rmq.common.naming import (
     is_sys_consumer_group,
     is_system_topic,
 )
+from rmq.common.trace import TraceView
 from rmq.remoting.bodies import MASTER_ID
 from rmq.remoting.bodies.admin import ConsumerConnection
 from rmq.remoting.bodies.brokerquery import ProducerInfo
@@ -358,6 +360,18 @@ async def by_key(admin: AdminClient, topic: str, key: str) -> list[MessageRecord
         if exc.code != ResponseCode.NO_MESSAGE:
             raise
         return []
+
+
+async def trace(admin: AdminClient, msg_id: str, trace_topic: str) -> list[TraceView]:
+    """The trace rows of `msg_id` in `trace_topic` (`rmq message trace`'s), oldest first;
+    none: an empty list."""
+    try:
+        views = await query_trace(admin, msg_id, trace_topic)
+    except MQClientError as exc:
+        if exc.code != ResponseCode.NO_MESSAGE:
+            raise
+        return []
+    return sorted(views, key=lambda view: view.timestamp)
 
 
 async def by_id(admin: AdminClient, msg_id: str, topic: str | None) -> MessageRecord | None:

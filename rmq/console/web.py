@@ -25,6 +25,7 @@ from typing import TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from rmq.client.admin import AdminClient, describe
+from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
 from rmq.console import charts, pages, reads
 from rmq.console.exporter import Exporter
 from rmq.console.history import History, day_of, tps_round
@@ -271,6 +272,12 @@ def _message(console: Console, query: Query) -> Answer:
     return 200, HTML, pages.message(record, console.read(lambda admin: reads.tracks(admin, found)))
 
 
+def _trace(console: Console, query: Query) -> Answer:
+    msg_id, topic = _one(query, "id"), _one(query, "topic") or RMQ_SYS_TRACE_TOPIC
+    views = console.read(lambda admin: reads.trace(admin, msg_id, topic)) if msg_id else None
+    return 200, HTML, pages.trace(msg_id, topic, views)
+
+
 def _metrics(console: Console, query: Query) -> Answer:
     return 200, CONTENT_TYPE, console.exporter.store.render()
 
@@ -286,5 +293,6 @@ ROUTES: dict[str, Callable[[Console, Query], Answer]] = {
     "/producers": _producers,
     "/messages": _messages,
     "/message": _message,
+    "/trace": _trace,
     "/metrics": _metrics,
 }

@@ -1,7 +1,8 @@
 """`rmq console` in a real headless Chromium against a live standalone: a topic created with
 `rmq topic create` shows with its queues, a message sent with `rmq produce` is found by key
-and by id with its body, a group's lag falls as `rmq consume` reads, the overview draws the
-TPS collected, and the browser's console logs no error on any page."""
+and by id with its body, a traced message shows its trace (send and consumption), a group's
+lag falls as `rmq consume` reads, the overview draws the TPS collected, and the browser's
+console logs no error on any page."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def standalone(module_processes: RmqProcesses) -> StandaloneProcess:
-    return module_processes.start_standalone()
+    return module_processes.start_standalone(props={"traceTopicEnable": True})
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +134,45 @@ def test_a_produced_message_is_found_by_key_and_by_id_with_its_body(
     # the time range of the last hour holds it, positioned by the broker's lookup
     text = visit(driver, console, f"/messages?topic={topic}")
     assert "1 messages in the range" in text and msg_id in text
+
+
+def test_a_traced_message_shows_its_trace(
+    standalone: StandaloneProcess, console: ConsoleProcess, driver: Any, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    topic, group = unique("ConsoleTraced"), unique("console_traced")
+    cli(standalone, tmp_path, "topic", "create", topic)
+    sent = cli(
+        standalone,
+        tmp_path,
+        "produce",
+        topic,
+        "--trace",
+        "--tags",
+        "T",
+        "--keys",
+        "k1",
+        data=b"t\n",
+    )
+    msg_id = json.loads(sent)["msgId"]
+    assert "No trace of" in visit(driver, console, f"/trace?id={unique('nobody')}")
+    cli(
+        standalone, tmp_path, "consume", topic, "-g", group, "--from", "first", "-c", "1", "--trace"
+    )
+
+    def traced() -> list[list[str]]:
+        visit(driver, console, f"/message?id={msg_id}&topic={topic}")
+        driver.find_element(By.LINK_TEXT, "Its trace").click()
+        return rows(driver, "Trace records")
+
+    def complete() -> bool:
+        return {row[0] for row in traced()} >= {"Pub", "SubBefore", "SubAfter"}
+
+    wait_until(complete, f"the trace of {msg_id} shows its send and its consumption")
+    by_type = {row[0]: row for row in traced()}
+    assert by_type["Pub"][1] == "rmq-produce" and by_type["Pub"][6:9] == [topic, "T", "k1"]
+    assert by_type["SubAfter"][1] == group and by_type["SubAfter"][5] == "success"
 
 
 def test_a_group_lag_falls_as_it_consumes(
