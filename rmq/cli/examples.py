@@ -130,6 +130,13 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     "rmq-cluster-write-perm-add": (
         ("rmq cluster write-perm add broker-a", "Give broker-a its write permission back."),
     ),
+    "rmq-cluster-leader": (
+        ("rmq cluster leader transfer broker-a --to n1", "Make node n1 lead broker-a."),
+    ),
+    "rmq-cluster-leader-transfer": (
+        ("rmq cluster leader transfer broker-a --to n1", "Make n1 the master of broker-a."),
+        ("rmq cluster leader transfer broker-a --to n2 --dry-run", "Show the request only."),
+    ),
     "rmq-group": (("rmq group list", "The subscription groups."),),
     "rmq-group-list": (("rmq group list -o json", "Every group with its members, as JSON."),),
     "rmq-group-describe": (
