@@ -104,6 +104,7 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     "rmq-cluster-up": (
         ("rmq cluster up 2m-2s-async --dir /tmp/2m2s", "Two masters, two async slaves."),
         ("rmq cluster up 2m-2s-sync --dry-run", "Show the processes and their settings."),
+        ("rmq cluster up dledger", "One DLedger group of three that elects its master."),
     ),
     "rmq-cluster-broker-status": (
         ("rmq cluster broker-status --broker 127.0.0.1:10911", "One broker's runtime figures."),
