@@ -35,6 +35,7 @@ COLUMNS = (
     "brokerName",
     "brokerId",
     "addr",
+    "role",
     "version",
     "inTps",
     "outTps",
@@ -51,6 +52,8 @@ WIDE_COLUMNS = (
     "outTotalYesterday",
     "inTotalToday",
     "outTotalToday",
+    "term",
+    "committedIndex",
     "error",
 )
 
@@ -64,9 +67,11 @@ def cluster() -> None:
 def list_brokers(namesrv: NamesrvOption = None, output: OutputOption = None) -> None:
     """List every broker with its runtime figures.
 
-    For each broker of each cluster: id, address, version, put and get TPS, page cache lock
-    time, hours since the oldest stored message and commitlog disk ratio.  -o wide adds the
-    send/pull thread pool queues and yesterday's and today's message totals.
+    For each broker of each cluster: id, address, role, version, put and get TPS, page cache
+    lock time, hours since the oldest stored message and commitlog disk ratio.  The role is
+    MASTER or SLAVE, or the DLedger node's (LEADER, FOLLOWER, CANDIDATE) on an rmq broker with
+    enableDLegerCommitLog.  -o wide adds the send/pull thread pool queues, yesterday's and
+    today's message totals, and the DLedger term and committed index.
     """
     statuses = run_admin(resolve_namesrv(namesrv), lambda admin: admin.cluster_list())
     for status in statuses:

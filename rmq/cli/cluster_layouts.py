@@ -17,6 +17,12 @@ also uses listenPort - 2, the fast port, and listenPort + 1, the HA port), its o
 (10911) and base + 10, their slaves 100 above (11011, 11021).  The name server gets a file
 too (`namesrv.properties`: listenPort, kvConfigPath).
 
+`dledger` is rmq's own layout of one DLedger group (`enableDLegerCommitLog=true`, see
+docs/dledger.md): broker-a-n0, broker-a-n1 and broker-a-n2, all `brokerName=broker-a`, on
+the base port and 100 and 200 above, each with its DLedger port at listenPort + 2 (in
+`dLegerPeers`); the files carry no brokerId or brokerRole, since the group's election decides
+them.
+
 `plan_cluster` is pure: it returns the files' text and the processes to start, for the
 command to write, print (`--dry-run`) or run.
 """
@@ -33,6 +39,10 @@ SLAVE_PORT_STEP = 100
 """A slave listens this far above its master (the seed: master 10911, slave 11011)."""
 GROUP_PORT_STEP = 10
 """broker-b's master listens this far above broker-a's."""
+DLEDGER_PORT_OFFSET = 2
+"""A DLedger node's port: this far above its broker's listenPort (free: the fast port is
+listenPort - 2 and the HA port, unused in DLedger mode, listenPort + 1)."""
+DLEDGER_NODES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +54,13 @@ class BrokerSpec:
     broker_id: int
     role: str
     port_offset: int
+    dledger_id: str | None = None
+    """The node's dLegerSelfId in the dledger layout (its brokerId then follows the
+    election: 0 for the leader, selfId + 1 for a follower)."""
 
     @property
     def is_master(self) -> bool:
-        return self.broker_id == 0
+        return self.broker_id == 0 and self.dledger_id is None
 
 
 def _layout(master_role: str, *, slaves: bool) -> tuple[BrokerSpec, ...]:
@@ -60,10 +73,18 @@ def _layout(master_role: str, *, slaves: bool) -> tuple[BrokerSpec, ...]:
     return tuple(specs)
 
 
+def _dledger_layout() -> tuple[BrokerSpec, ...]:
+    return tuple(
+        BrokerSpec(f"broker-a-n{i}", "broker-a", i + 1, "DLEDGER", i * SLAVE_PORT_STEP, f"n{i}")
+        for i in range(DLEDGER_NODES)
+    )
+
+
 LAYOUTS: Mapping[str, tuple[BrokerSpec, ...]] = {
     "2m-2s-sync": _layout("SYNC_MASTER", slaves=True),
     "2m-2s-async": _layout("ASYNC_MASTER", slaves=True),
     "2m-noslave": _layout("ASYNC_MASTER", slaves=False),
+    "dledger": _dledger_layout(),
 }
 
 
@@ -125,20 +146,32 @@ def plan_cluster(
         ports=((namesrv_port, "the name server's port (--namesrv-port)"),),
     )
     brokers = []
-    for spec in LAYOUTS[layout]:
+    specs = LAYOUTS[layout]
+    peers = ";".join(
+        f"{spec.dledger_id}-{LOOPBACK}:{base_port + spec.port_offset + DLEDGER_PORT_OFFSET}"
+        for spec in specs
+        if spec.dledger_id is not None
+    )
+    for spec in specs:
         port = base_port + spec.port_offset
         what = f"{spec.name}'s"
+        last = (
+            (port + DLEDGER_PORT_OFFSET, f"{what} DLedger port (listenPort + 2)")
+            if spec.dledger_id is not None
+            else (port + 1, f"{what} HA port (listenPort + 1)")
+        )
+        text = _broker_text(layout, spec, directory, port, namesrv.addr, properties, peers)
         brokers.append(
             PlannedServer(
                 name=spec.name,
                 command="broker",
                 config=directory / f"{spec.name}.properties",
-                text=_broker_text(layout, spec, directory, port, namesrv.addr, properties),
+                text=text,
                 port=port,
                 ports=(
                     (port, f"{what} listenPort"),
                     (port - 2, f"{what} fast port (listenPort - 2)"),
-                    (port + 1, f"{what} HA port (listenPort + 1)"),
+                    last,
                 ),
                 spec=spec,
             )
@@ -163,23 +196,47 @@ def _broker_text(
     port: int,
     namesrv_addr: str,
     properties: Sequence[tuple[str, str]],
+    peers: str = "",
 ) -> str:
     store = directory / "store" / spec.name
-    what = "master" if spec.is_master else "slave"
-    lines = [
-        f"# {spec.name}: the {what} of {spec.broker_name} in Apache's {layout} layout,",
-        "# on one machine (written by 'rmq cluster up');",
-        f"# run it alone with: rmq broker -c {spec.name}.properties",
-        "# The cluster every broker registers under.",
-        f"brokerClusterName={CLUSTER_NAME}",
-        "# A master and its slaves share brokerName; brokerId 0 is the master, >0 a slave.",
-        f"brokerName={spec.broker_name}",
-        f"brokerId={spec.broker_id}",
-        "# Delete expired commitlog files at 4 am, keeping 48 hours.",
-        "deleteWhen=04",
-        "fileReservedTime=48",
-        "# ASYNC_MASTER, SYNC_MASTER (a send waits until a slave holds it) or SLAVE.",
-        f"brokerRole={spec.role}",
+    if spec.dledger_id is not None:
+        lines = [
+            f"# {spec.name}: node {spec.dledger_id} of the DLedger group {spec.broker_name},",
+            "# on one machine (written by 'rmq cluster up dledger');",
+            f"# run it alone with: rmq broker -c {spec.name}.properties",
+            "# The cluster every broker registers under.",
+            f"brokerClusterName={CLUSTER_NAME}",
+            "# The group's nodes share brokerName; the elected leader registers as brokerId 0",
+            "# (master), the others as their selfId + 1 (slaves).",
+            f"brokerName={spec.broker_name}",
+            "# Delete expired commitlog files at 4 am, keeping 48 hours.",
+            "deleteWhen=04",
+            "fileReservedTime=48",
+            "# The commitlog is a DLedger log: a send is kept once a majority of the group has it.",
+            "enableDLegerCommitLog=true",
+            f"dLegerGroup={spec.broker_name}",
+            "# Every node's id and DLedger address (listenPort + 2); no authentication: loopback.",
+            f"dLegerPeers={peers}",
+            f"dLegerSelfId={spec.dledger_id}",
+        ]
+    else:
+        what = "master" if spec.is_master else "slave"
+        lines = [
+            f"# {spec.name}: the {what} of {spec.broker_name} in Apache's {layout} layout,",
+            "# on one machine (written by 'rmq cluster up');",
+            f"# run it alone with: rmq broker -c {spec.name}.properties",
+            "# The cluster every broker registers under.",
+            f"brokerClusterName={CLUSTER_NAME}",
+            "# A master and its slaves share brokerName; brokerId 0 is the master, >0 a slave.",
+            f"brokerName={spec.broker_name}",
+            f"brokerId={spec.broker_id}",
+            "# Delete expired commitlog files at 4 am, keeping 48 hours.",
+            "deleteWhen=04",
+            "fileReservedTime=48",
+            "# ASYNC_MASTER, SYNC_MASTER (a send waits until a slave holds it) or SLAVE.",
+            f"brokerRole={spec.role}",
+        ]
+    lines += [
         "# ASYNC_FLUSH: a send does not wait for the disk (SYNC_FLUSH would).",
         "flushDiskType=ASYNC_FLUSH",
         "# Apart on one machine: the name server, the port (and listenPort - 2, + 1), the store.",

@@ -1,6 +1,6 @@
 """`rmq cluster up LAYOUT`: a local cluster from Apache's layouts, in the foreground.
 
-    rmq cluster up 2m-2s-sync|2m-2s-async|2m-noslave [--dir DIR] [--namesrv-port 9876]
+    rmq cluster up 2m-2s-sync|2m-2s-async|2m-noslave|dledger [--dir DIR] [--namesrv-port 9876]
                    [--base-port 10911] [-p KEY=VALUE ...] [--keep-going] [--force]
                    [--dry-run]
 
@@ -13,7 +13,9 @@ master has its slave connected, and prints the cluster: one row per broker with 
 role, address and file.  Ctrl-C or SIGTERM stops the brokers and then the name server (exit
 130 after Ctrl-C, 0 after SIGTERM); a child that dies is reported, the others are stopped,
 and the command exits 1 (with `--keep-going`, once the cluster is up, the others keep
-running: kill a master to watch a failover).
+running: kill a master to watch a failover).  In the `dledger` layout every broker starts at
+once and the cluster is up when all three are registered and one of them (the elected
+leader) as master; the printed ids and roles are those the election gave.
 
 Files already in DIR are reused when they are what the command would write (the stores
 under DIR/store stay, so a cluster stopped and started again keeps its messages); a file
@@ -55,6 +57,7 @@ class Layout(StrEnum):
     SYNC = "2m-2s-sync"
     ASYNC = "2m-2s-async"
     NOSLAVE = "2m-noslave"
+    DLEDGER = "dledger"
 
 
 COLUMNS = ("cluster", "brokerName", "brokerId", "role", "addr", "config")
@@ -67,7 +70,8 @@ def up(
         Layout,
         typer.Argument(
             help="2m-2s-sync: two SYNC_MASTERs with a slave each; 2m-2s-async: two "
-            "ASYNC_MASTERs with a slave each; 2m-noslave: two masters.",
+            "ASYNC_MASTERs with a slave each; 2m-noslave: two masters; dledger: one "
+            "DLedger group of three brokers that elects its master.",
             show_default=False,
         ),
     ],
@@ -91,7 +95,8 @@ def up(
             min=3,
             max=65000,
             help="broker-a's listenPort; broker-b listens on BASE+10, the slaves 100 above "
-            "their masters. Each broker also uses its port - 2 and + 1.",
+            "their masters (dledger: its nodes at BASE, +100, +200). Each broker also uses "
+            "its port - 2 and + 1 (dledger: + 2, its DLedger port).",
         ),
     ] = 10911,
     properties: Annotated[
@@ -135,7 +140,8 @@ def up(
     """Start a local cluster (name server and brokers); stop it with Ctrl-C.
 
     LAYOUT is one of Apache's: 2m-2s-sync (two SYNC_MASTERs, a slave each), 2m-2s-async
-    (two ASYNC_MASTERs, a slave each) or 2m-noslave (two masters).  Writes it as
+    (two ASYNC_MASTERs, a slave each) or 2m-noslave (two masters), or rmq's dledger (one
+    DLedger group of three brokers, DLedger ports at listenPort + 2).  Writes it as
     .properties files into DIR, with ports and stores apart on this machine, starts
     'rmq namesrv -c' and 'rmq broker -c' for them, waits until every broker is registered
     and prints the cluster.  Each file also runs on its own:
@@ -182,7 +188,7 @@ def up(
                         server.name, (server.command, "-c", str(server.config)), server.log
                     )
                 _wait_ready(plan, [children[name] for name in children], supervisor, deadline)
-            _show_cluster(plan, output)
+            _show_cluster(plan, output, _registered_ids(plan))
             _note(
                 f"cluster up: name server {plan.namesrv.addr}, files and logs in "
                 f"{plan.directory}; Ctrl-C stops it"
@@ -305,7 +311,15 @@ async def _not_ready(admin: AdminClient, brokers: list[PlannedServer]) -> list[s
         f"{broker.name} to register"
         for broker in brokers
         if broker.spec
+        and broker.spec.dledger_id is None
         and registered.get((broker.spec.broker_name, broker.spec.broker_id)) != broker.addr
+    ]
+    nodes = [b for b in brokers if b.spec is not None and b.spec.dledger_id is not None]
+    addrs = set(registered.values())
+    waiting += [f"{node.name} to register" for node in nodes if node.addr not in addrs]
+    groups = {node.spec.broker_name for node in nodes if node.spec is not None}
+    waiting += [
+        f"{group} to elect its master" for group in sorted(groups) if (group, 0) not in registered
     ]
     for master in brokers:
         if waiting or master.spec is None or not master.spec.is_master:
@@ -322,15 +336,43 @@ async def _not_ready(admin: AdminClient, brokers: list[PlannedServer]) -> list[s
     return waiting
 
 
-def _show_cluster(plan: ClusterPlan, output: OutputFormat | None) -> None:
+def _registered_ids(plan: ClusterPlan) -> dict[str, int]:
+    """Broker address -> the id it is registered under (for the dledger layout, whose ids
+    follow the election); empty for the other layouts."""
+    from rmq.cli.topic import run_admin
+
+    if not any(b.spec is not None and b.spec.dledger_id is not None for b in plan.brokers):
+        return {}
+
+    async def ids(admin: AdminClient) -> dict[str, int]:
+        info = await admin.cluster_info()
+        return {
+            addr: broker_id
+            for data in info.broker_addr_table.values()
+            for broker_id, addr in data.broker_addrs.items()
+        }
+
+    return run_admin(plan.namesrv.addr, ids)
+
+
+def _show_cluster(
+    plan: ClusterPlan, output: OutputFormat | None, registered: dict[str, int]
+) -> None:
     from rmq.cli.cluster_layouts import CLUSTER_NAME
+
+    def role(broker: PlannedServer) -> tuple[int, str]:
+        assert broker.spec is not None
+        if broker.spec.dledger_id is None:
+            return broker.spec.broker_id, broker.spec.role
+        broker_id = registered.get(broker.addr, broker.spec.broker_id)
+        return broker_id, "LEADER" if broker_id == 0 else "FOLLOWER"
 
     rows = [
         {
             "cluster": CLUSTER_NAME,
             "brokerName": broker.spec.broker_name,
-            "brokerId": broker.spec.broker_id,
-            "role": broker.spec.role,
+            "brokerId": role(broker)[0],
+            "role": role(broker)[1],
             "addr": broker.addr,
             "config": str(broker.config),
             "log": str(broker.log),

@@ -104,6 +104,7 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     "rmq-cluster-up": (
         ("rmq cluster up 2m-2s-async --dir /tmp/2m2s", "Two masters, two async slaves."),
         ("rmq cluster up 2m-2s-sync --dry-run", "Show the processes and their settings."),
+        ("rmq cluster up dledger", "One DLedger group of three that elects its master."),
     ),
     "rmq-cluster-broker-status": (
         ("rmq cluster broker-status --broker 127.0.0.1:10911", "One broker's runtime figures."),
@@ -129,6 +130,13 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
     ),
     "rmq-cluster-write-perm-add": (
         ("rmq cluster write-perm add broker-a", "Give broker-a its write permission back."),
+    ),
+    "rmq-cluster-leader": (
+        ("rmq cluster leader transfer broker-a --to n1", "Make node n1 lead broker-a."),
+    ),
+    "rmq-cluster-leader-transfer": (
+        ("rmq cluster leader transfer broker-a --to n1", "Make n1 the master of broker-a."),
+        ("rmq cluster leader transfer broker-a --to n2 --dry-run", "Show the request only."),
     ),
     "rmq-group": (("rmq group list", "The subscription groups."),),
     "rmq-group-list": (("rmq group list -o json", "Every group with its members, as JSON."),),

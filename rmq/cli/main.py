@@ -101,7 +101,11 @@ COMMANDS: dict[str, str] = {
 
 VERBS: dict[str, tuple[str, ...]] = {
     "topic": ("rmq.cli.topic_verbs:app",),
-    "cluster": ("rmq.cli.cluster_up:app", "rmq.cli.cluster_verbs:app"),
+    "cluster": (
+        "rmq.cli.cluster_up:app",
+        "rmq.cli.cluster_verbs:app",
+        "rmq.cli.cluster_leader:app",
+    ),
     "group": ("rmq.cli.group_offsets:app",),
 }
 """The groups whose commands are spread over more modules: the commands of these apps join

@@ -129,7 +129,10 @@ class BrokerStatus:
     message (-1 or 0 when there is none); the four totals are messages put and got yesterday
     and today (from the `msgPutTotal*` / `msgGetTotal*` counters).  A figure the broker does
     not report is None.  `runtime_info` is the whole table.  `error` says why the broker
-    did not answer (then every figure is None and `runtime_info` is empty).
+    did not answer (then every figure is None and `runtime_info` is empty).  `role` is the
+    DLedger node's (`LEADER`, `FOLLOWER`, `CANDIDATE`) on an rmq DLedger broker, else `MASTER`
+    for brokerId 0 and `SLAVE` otherwise; `term` and `committed_index` are the DLedger node's
+    (rmq's extra runtime keys `dLegerTerm`, `dLegerCommittedIndex`), None elsewhere.
     """
 
     cluster: str
@@ -152,6 +155,9 @@ class BrokerStatus:
     out_total_today: int | None
     runtime_info: dict[str, str]
     error: str | None = None
+    role: str | None = None
+    term: int | None = None
+    committed_index: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,6 +572,9 @@ def broker_status(
         out_total_today=_difference(table, "msgGetTotalTodayNow", "msgGetTotalTodayMorning"),
         runtime_info=table,
         error=error,
+        role=table.get("dLegerRole") or ("MASTER" if broker_id == 0 else "SLAVE"),
+        term=_figure(table, "dLegerTerm", int),
+        committed_index=_figure(table, "dLegerCommittedIndex", int),
     )
 
 

@@ -44,6 +44,9 @@ CLUSTER_LIST_KEYS = [
     "inTotalToday",
     "outTotalToday",
     "error",
+    "role",
+    "term",
+    "committedIndex",
 ]
 
 
@@ -140,6 +143,7 @@ def test_cluster_list_json_has_both_brokers_field_by_field(cluster: Cluster) -> 
     for row in rows:
         assert (row["cluster"], row["brokerId"], row["version"]) == (CLUSTER, 0, "V4_9_8")
         assert row["error"] is None
+        assert (row["role"], row["term"], row["committedIndex"]) == ("MASTER", None, None)
         # A broker up for less than 11 s has no full 10 s TPS window yet: Apache (and rmq)
         # then report the word empty, which the client shows as null.
         for tps in (row["inTps"], row["outTps"]):

@@ -8,6 +8,9 @@ roles, carry messages, and stop as documented.
   are still there.
 * 2m-2s-async: four brokers, the slaves under id 1 of their master's name, each running
   the role its file gives (GET_BROKER_CONFIG); sends and reads work; SIGTERM exits 0.
+* dledger: three brokers of one DLedger group, all registered under broker-a, one (the
+  elected leader) as master, the printed rows holding the ids and roles the election gave;
+  sends and reads work; SIGTERM exits 0.
 * A child that dies (SIGKILL) is reported by name and the others are stopped (exit 1).
 * A port in use stops the command before it writes or starts anything (exit 1).
 """
@@ -193,3 +196,34 @@ def test_a_port_in_use_stops_it_before_anything_is_written(tmp_path: Path) -> No
     )
     assert "choose another --base-port" in result.stderr
     assert not directory.exists()
+
+
+def test_dledger_elects_one_master_among_three_and_carries_messages(
+    clusters: list[ClusterUp], tmp_path: Path
+) -> None:
+    cluster = start_cluster("dledger", tmp_path)
+    clusters.append(cluster)
+    namesrv, base = cluster.namesrv_addr, cluster.base_port
+    nodes = {f"{LOOPBACK}:{base + 100 * i}" for i in range(3)}
+    ids = registered(namesrv)
+    assert {addr for (name, _), addr in ids.items() if name == "broker-a"} == nodes
+    assert ("broker-a", 0) in ids
+    assert sorted(row["role"] for row in cluster.rows) == ["FOLLOWER", "FOLLOWER", "LEADER"]
+    assert {(row["brokerName"], row["brokerId"]): row["addr"] for row in cluster.rows} == ids
+    roles = {
+        row["addr"]: row["role"]
+        for row in json.loads(rmq(namesrv, "cluster", "list", "-o", "json"))
+    }
+    assert roles[ids[("broker-a", 0)]] == "LEADER"
+
+    rmq(namesrv, "topic", "update", "Votes", "-r", "2", "-w", "2")
+    results = send(namesrv, "Votes", 10)
+    consumed = ndjson(rmq(namesrv, "consume", "Votes", "-e"))
+    assert Counter(record["msgId"] for record in consumed) == Counter(
+        row["msgId"] for row in results
+    )
+
+    pids = cluster.child_pids()
+    assert len(pids) == 4
+    assert cluster.signal(signal.SIGTERM) == 0, cluster.stderr()
+    wait_gone(list(pids.values()))

@@ -92,6 +92,9 @@ class BrokerContext:
     dledger_put: Callable[[InnerMessage], Awaitable[PutMessageResult]] | None = None
     """With ``enableDLegerCommitLog``: how sends are stored (through the DLedger node, set by
     :mod:`rmq.server.broker.dledger.leadership`); the store itself then takes no puts."""
+    dledger_runtime: Callable[[], dict[str, str]] | None = None
+    """With ``enableDLegerCommitLog``: the node's role, term and committed index as extra
+    GET_BROKER_RUNTIME_INFO keys (set by :mod:`rmq.server.broker.dledger.leadership`)."""
     ha_service: HAService = field(init=False)
     """Replication (:mod:`rmq.server.broker.ha`); the controller starts and stops it."""
 

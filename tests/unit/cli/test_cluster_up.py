@@ -78,6 +78,30 @@ def test_each_layout_keeps_apaches_keys_and_puts_ports_and_stores_apart(
     assert len(LAYOUTS[layout]) == len(brokers)
 
 
+def test_the_dledger_layout_is_one_group_of_three_with_dledger_ports_beside_its_own(
+    tmp_path: Path,
+) -> None:
+    plan = plan_cluster("dledger", tmp_path, namesrv_port=9876, base_port=10911)
+    peers = "n0-127.0.0.1:10913;n1-127.0.0.1:11013;n2-127.0.0.1:11113"
+    seen = []
+    for i, server in enumerate(plan.brokers):
+        server.config.write_text(server.text, encoding="utf-8")
+        keys = _keys(server.text)
+        assert server.name == f"broker-a-n{i}" and "brokerId" not in keys
+        assert "brokerRole" not in keys
+        configs, unknown = build_broker_configs(load_properties_file(server.config))
+        assert unknown == []
+        assert configs.server.listen_port == 10911 + 100 * i
+        assert configs.broker.broker_name == "broker-a"
+        assert configs.store.enable_d_leger_commit_log is True
+        assert configs.store.d_leger_peers == peers
+        assert configs.store.d_leger_self_id == f"n{i}"
+        assert configs.store.d_leger_group == "broker-a"
+        assert configs.store.store_path_root_dir == str(tmp_path / "store" / f"broker-a-n{i}")
+        seen += [port for port, _ in server.ports]
+    assert sorted(seen) == sorted(p + 10911 + 100 * i for i in range(3) for p in (-2, 0, 2))
+
+
 def test_the_files_parse_as_the_servers_read_them(tmp_path: Path) -> None:
     plan = plan_cluster(
         "2m-2s-sync",

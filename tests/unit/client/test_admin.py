@@ -204,6 +204,9 @@ def test_broker_status_takes_mqadmin_cluster_list_figures_from_the_runtime_table
         out_total_today=50,
         runtime_info=RUNTIME_TABLE,
         error=None,
+        role="MASTER",
+        term=None,
+        committed_index=None,
     )
 
 
@@ -213,6 +216,13 @@ def test_broker_status_leaves_missing_or_unreadable_figures_empty() -> None:
     assert (status.version, status.in_tps, status.out_tps) == (None, None, None)
     assert (status.in_total_today, status.commitlog_disk_ratio) == (None, None)
     assert status.broker_id == 1
+    assert (status.role, status.term, status.committed_index) == ("SLAVE", None, None)
+
+
+def test_broker_status_takes_an_rmq_dledger_nodes_role_term_and_committed_index() -> None:
+    table = {"dLegerRole": "FOLLOWER", "dLegerTerm": "3", "dLegerCommittedIndex": "41"}
+    status = broker_status("c", "b", 2, "h:1", table)
+    assert (status.role, status.term, status.committed_index) == ("FOLLOWER", 3, 41)
 
 
 def test_broker_status_of_a_broker_that_did_not_answer() -> None:

@@ -65,6 +65,7 @@ class DLedgerBroker:
         self.commitlog: DLedgerCommitLog | None = None
         context.store.use_dledger_data(self.node.ledger.data)
         context.dledger_put = self.put_message
+        context.dledger_runtime = self.runtime_info
         self._set_role(BrokerRole.SLAVE, self.follower_id)
 
     @property
@@ -119,6 +120,17 @@ class DLedgerBroker:
         )
         self._set_role(BrokerRole.SLAVE, self.follower_id)
         self._register()
+
+    def runtime_info(self) -> dict[str, str]:
+        """The node's state as extra GET_BROKER_RUNTIME_INFO keys (rmq's, not Apache's)."""
+        node = self.node
+        return {
+            "dLegerSelfId": node.config.self_id,
+            "dLegerRole": node.role.value,
+            "dLegerTerm": str(node.term),
+            "dLegerLeaderId": node.leader_id or "",
+            "dLegerCommittedIndex": str(node.ledger.committed_index),
+        }
 
     async def put_message(self, msg: InnerMessage) -> PutMessageResult:
         commitlog = self.commitlog

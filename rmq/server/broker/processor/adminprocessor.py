@@ -39,7 +39,9 @@ broker, with Apache's response codes and remarks (``AdminBrokerProcessor``):
 * GET_BROKER_RUNTIME_INFO: a KVTable with the 4.9.8 keys.  Values are real where rmq has
   them (versions, put/get totals and TPS, latency, commitlog offsets, disk ratios, boot time,
   earliest message time, unflushed bytes, disk capacity); thread-pool queue sizes and wait
-  times are 0 because requests run on the event loop, not in queues.
+  times are 0 because requests run on the event loop, not in queues.  A DLedger broker adds
+  rmq's own keys ``dLegerSelfId``, ``dLegerRole``, ``dLegerTerm``, ``dLegerLeaderId`` and
+  ``dLegerCommittedIndex`` (docs/spec-notes.md: Apache's broker has none of them).
 * Every other request code gets REQUEST_CODE_NOT_SUPPORTED " request type <code> not
   supported" from :meth:`AdminProcessor.not_supported`, the broker's default handler.
 
@@ -488,6 +490,8 @@ class AdminProcessor:
         info["commitLogMinOffset"] = str(store.min_physical_offset())
         info["commitLogMaxOffset"] = str(store.max_physical_offset())
         info.update(context.ha_service.runtime_info())
+        if context.dledger_runtime is not None:
+            info.update(context.dledger_runtime())
         info["brokerVersionDesc"] = MQVersion.V4_9_8.name
         info["brokerVersion"] = str(MQVersion.V4_9_8.value)
         info["sendThreadPoolQueueSize"] = "0"
