@@ -239,7 +239,9 @@ def _broker_text(
     lines += [
         "# ASYNC_FLUSH: a send does not wait for the disk (SYNC_FLUSH would).",
         "flushDiskType=ASYNC_FLUSH",
-        "# Apart on one machine: the name server, the port (and listenPort - 2, + 1), the store.",
+        "# Apart on one machine: the name server, the port (and listenPort - 2, "
+        + ("+ 2" if spec.dledger_id is not None else "+ 1")
+        + "), the store.",
         f"namesrvAddr={namesrv_addr}",
         f"brokerIP1={LOOPBACK}",
         f"brokerIP2={LOOPBACK}",
