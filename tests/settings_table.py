@@ -26,7 +26,7 @@ class Key(NamedTuple):
 AT_ONCE = None
 RESTART = "takes effect after a restart"
 UNUSED = "is kept but not used by rmq"
-NO_DLEDGER = "not used by rmq, which has no DLedger commitlog yet"
+NO_DLEDGER = "is kept but not used by rmq's DLedger commitlog"
 BLACK_LISTED = "black list"
 
 NETTY_SERVER = [
@@ -229,11 +229,12 @@ BROKER = [
     Key("transientStorePoolEnable", "false", "maybe", UNUSED),
     Key("transientStorePoolSize", "5", "-1", UNUSED),
     Key("fastFailIfNoBufferInStorePool", "false", "maybe", UNUSED),
-    Key("enableDLegerCommitLog", "true", "maybe", NO_DLEDGER),
-    Key("dLegerGroup", "RaftNode00", None, NO_DLEDGER),
-    Key("dLegerPeers", "n0-127.0.0.1:40911;n1-127.0.0.1:40912", None, NO_DLEDGER),
-    Key("dLegerSelfId", "n0", None, NO_DLEDGER),
-    Key("preferredLeaderId", "n1", None, NO_DLEDGER),
+    Key("dLegerGroup", "RaftNode00", None, RESTART),
+    Key("dLegerPeers", "n0-127.0.0.1:40911;n1-127.0.0.1:40912", None, RESTART),
+    Key("dLegerSelfId", "n0", None, RESTART),
+    Key("preferredLeaderId", "n1", None, RESTART),
+    # After the keys it needs: the broker refuses it without this node in dLegerPeers.
+    Key("enableDLegerCommitLog", "true", "maybe", RESTART),
     Key("isEnableBatchPush", "true", "maybe", NO_DLEDGER),
     Key("enableScheduleMessageStats", "true", "maybe", RESTART),
     Key("enableLmq", "false", "maybe", UNUSED),

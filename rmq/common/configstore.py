@@ -197,28 +197,31 @@ class MessageStoreConfig(ConfigObject):
     enable_d_leger_commit_log: bool = setting(
         False,
         applies=RESTART,
-        note="after a restart; a DLedger group elects the master (docs/dledger.md); "
-        "delayed messages and batches are refused",
+        note="enableDLegerCommitLog takes effect after a restart; a DLedger group elects the "
+        "master (docs/dledger.md); delayed messages and batches are refused",
     )
     d_leger_group: str | None = setting(
         None,
         applies=RESTART,
-        note="after a restart; the DLedger group's name (default: brokerName)",
+        note="dLegerGroup takes effect after a restart; the DLedger group's name "
+        "(default: brokerName)",
     )
     d_leger_peers: str | None = setting(
         None,
         applies=RESTART,
-        note="after a restart; every node's id-host:port, separated by ;",
+        note="dLegerPeers takes effect after a restart; every node's id-host:port, separated by ;",
     )
     d_leger_self_id: str | None = setting(
         None,
         applies=RESTART,
-        note="after a restart; this node's id in dLegerPeers (a letter and a number: n0)",
+        note="dLegerSelfId takes effect after a restart; this node's id in dLegerPeers "
+        "(a letter and a number: n0)",
     )
     preferred_leader_id: str | None = setting(
         None,
         applies=RESTART,
-        note="after a restart; DLedger ids (separated by ;) the leadership is handed to when alive",
+        note="preferredLeaderId takes effect after a restart; DLedger ids (separated by ;) "
+        "the leadership is handed to when alive",
     )
     is_enable_batch_push: bool = setting(
         False,
