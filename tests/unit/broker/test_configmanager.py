@@ -103,8 +103,9 @@ def test_changes_during_a_write_wait_for_the_next_one(tmp_path: Path) -> None:
         manager.update(SubscriptionGroupConfig(group_name="second"))
         second = manager.changes
         await manager.wait_written(first)
+        # Released by the first write; the next write (which may already be replacing the
+        # file on its thread, so the file is not looked at here) is not yet counted.
         assert manager.writes == 1
-        assert "second" not in (tmp_path / "subscriptionGroup.json").read_text()
         await manager.wait_written(second)
         assert manager.writes == 2
         assert "second" in (tmp_path / "subscriptionGroup.json").read_text()
