@@ -15,9 +15,8 @@ from typing import Annotated
 
 import typer
 
-from rmq.cli.errors import RmqError
-from rmq.cli.exporter import _seconds
 from rmq.cli.main import command_app
+from rmq.cli.serve import duration_seconds, serve_http
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 
 app = command_app(
@@ -56,35 +55,8 @@ def console(
     key, by id; each with its properties, body and trace) and /metrics (the same series as rmq
     exporter).  The pages only read; they need no internet.  Stops on SIGTERM or Ctrl-C.
     """
-    import asyncio
-    import signal
-    import sys
-
     from rmq.console.web import Console
 
-    every = _seconds(interval, "--interval")
+    every = duration_seconds(interval, "--interval")
     served = Console(resolve_namesrv(namesrv), host=host, port=port, interval=every)
-    try:
-        bound_host, bound_port = served.serve()
-    except OSError as exc:
-        raise RmqError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            "pick another --port, or stop what holds it",
-        ) from exc
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-        try:
-            await served.run(stop)
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-
-    print(f"rmq console: serving http://{bound_host}:{bound_port}/", file=sys.stderr)
-    sys.stderr.flush()
-    try:
-        asyncio.run(main())
-    finally:
-        served.close()
-    return 0
+    return serve_http(served, "console", host, port, "/")

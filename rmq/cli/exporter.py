@@ -16,8 +16,8 @@ from typing import Annotated
 
 import typer
 
-from rmq.cli.errors import EXIT_USAGE, RmqError
 from rmq.cli.main import command_app
+from rmq.cli.serve import duration_seconds, serve_http
 from rmq.cli.settings import NamesrvOption, resolve_namesrv
 
 app = command_app(
@@ -25,18 +25,6 @@ app = command_app(
 )
 
 DEFAULT_PORT = 5557
-
-
-def _seconds(text: str, option: str) -> float:
-    from rmq.common.timeutil import parse_duration
-
-    try:
-        millis = parse_duration(text)
-    except ValueError as exc:
-        raise RmqError(f"{option}: {exc}", exit_code=EXIT_USAGE) from exc
-    if millis <= 0:
-        raise RmqError(f"{option} must be more than 0", exit_code=EXIT_USAGE)
-    return millis / 1000
 
 
 @app.command("exporter")
@@ -75,38 +63,11 @@ def exporter(
     costs only its own series.  /metrics is read-only and holds no secret.  Stops on SIGTERM
     or Ctrl-C.
     """
-    import asyncio
-    import signal
-    import sys
-
     from rmq.console.exporter import Exporter
 
-    every = _seconds(interval, "--interval")
-    expire = _seconds(expire_after, "--expire-after")
+    every = duration_seconds(interval, "--interval")
+    expire = duration_seconds(expire_after, "--expire-after")
     served = Exporter(
         resolve_namesrv(namesrv), host=host, port=port, interval=every, expire_after=expire
     )
-    try:
-        bound_host, bound_port = served.serve()
-    except OSError as exc:
-        raise RmqError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-            "pick another --port, or stop what holds it",
-        ) from exc
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
-        try:
-            await served.run(stop)
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-
-    print(f"rmq exporter: serving http://{bound_host}:{bound_port}/metrics", file=sys.stderr)
-    sys.stderr.flush()
-    try:
-        asyncio.run(main())
-    finally:
-        served.close()
-    return 0
+    return serve_http(served, "exporter", host, port, "/metrics")
