@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 PIP_FLAGS := --quiet --disable-pip-version-check
 
-.PHONY: run test lint unit stress chromium screenshots bench clean apache conformance conformance-matrix
+.PHONY: run test lint unit stress bytecode chromium screenshots bench clean apache conformance conformance-matrix
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,9 @@ PARALLEL = $(if $(filter 0,$(1)),,-n $(1) --dist loadfile)
 # write the bytecode first, and the processes they start keep what changes after.
 unexport PYTHONDONTWRITEBYTECODE
 BYTECODE = $(BIN)/python -m compileall -q -j 0 rmq tests >/dev/null
+
+bytecode: $(VENV)/.test-installed
+	$(BYTECODE)
 
 # The console's browser tests (tests/browser) drive Debian's Chromium and its driver: installed
 # here where missing (as root, as CI runs; otherwise those tests skip).

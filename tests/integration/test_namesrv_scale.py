@@ -101,12 +101,15 @@ def test_route_lookups_are_answered_while_5000_topics_register(
     # that this process's own JSON work does not delay the lookups it times.
     bodies = [register_body(topics, counter) for counter in range(1, 6)]
     registered: list[int] = []
+    rounds: list[float] = []
     failure: list[BaseException] = []
 
     def register_rounds() -> None:
         try:
             for body in bodies:
+                started = time.monotonic()
                 registered.append(big.register_body(body).code)
+                rounds.append(time.monotonic() - started)
         except BaseException as exc:  # reported by the main thread
             failure.append(exc)
 
@@ -124,7 +127,11 @@ def test_route_lookups_are_answered_while_5000_topics_register(
         assert not failure, failure
         assert registered == [ResponseCode.SUCCESS] * 5
         assert len(latencies) >= 10, f"only {len(latencies)} lookups overlapped the rounds"
-        assert max(latencies) < 0.1, f"slowest of {len(latencies)} lookups: {max(latencies):.3f}s"
+        # A lookup never waits for a registration to be applied: on a quiet machine the
+        # slowest takes under 0.1 s; on a loaded one, less than half the quickest round.
+        bound = max(0.1, min(rounds) / 2)
+        slowest = max(latencies)
+        assert slowest < bound, f"slowest of {len(latencies)}: {slowest:.3f}s, bound {bound:.3f}s"
         assert lookup(session, namesrv, "ScaleTopic04999").code == ResponseCode.SUCCESS
     probe.close()
     big.close()

@@ -267,6 +267,15 @@ def test_a_stream_into_the_sink_keys_rows_by_query_and_batch(
     assert len({tuple(k) for k in keys}) == 30
 
 
+STRESS = pytest.mark.skipif(
+    os.environ.get("RMQ_STRESS") != "1", reason="set RMQ_STRESS=1 (make stress)"
+)
+
+
+# Two Spark driver JVMs, one killed: a minute and a half of a quiet machine's two cores, so
+# under make stress; make test's sample of a restarted stream is the capped-batches test.
+@pytest.mark.stress
+@STRESS
 @pytest.mark.timeout(600)
 def test_a_followed_export_killed_mid_stream_writes_every_message_once(
     spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess, tmp_path: Path
@@ -274,11 +283,6 @@ def test_a_followed_export_killed_mid_stream_writes_every_message_once(
     follow_through_kills(
         spark, namesrv.addr, "StreamFollow", tmp_path, kills=1, extra=("--master", "local[1]")
     )
-
-
-STRESS = pytest.mark.skipif(
-    os.environ.get("RMQ_STRESS") != "1", reason="set RMQ_STRESS=1 (make stress)"
-)
 
 
 @pytest.mark.stress

@@ -85,9 +85,11 @@ def test_a_group_gathers_during_a_flush_and_is_settled_in_one_handoff(
         return settled
 
     flusher.set_handoff(handoff)
+    # Waiter 0 before the thread starts: its first flush then holds waiter 0 (started first,
+    # a flush with no waiter could hold the gate while all six gather).
+    flusher.request_flush(append(queue, 100), waiter(0))  # type: ignore[arg-type]
     flusher.start()
     try:
-        flusher.request_flush(append(queue, 100), waiter(0))  # type: ignore[arg-type]
         assert gate.entered.acquire(timeout=10)  # the first flush is in the "kernel"
         for number in range(1, 6):  # the next group gathers meanwhile
             flusher.request_flush(append(queue, 100), waiter(number))  # type: ignore[arg-type]
