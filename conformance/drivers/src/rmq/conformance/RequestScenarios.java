@@ -66,7 +66,7 @@ final class RequestScenarios {
         requester.start();
         Map<String, JSONObject> replies = new ConcurrentHashMap<>();
         Map<String, String> failures = new ConcurrentHashMap<>();
-        List<String> errorsBeforeShutdown = new ArrayList<>();
+        List<Object> errorsBeforeShutdown = new ArrayList<>();
         try {
             for (int i = 0; i < count; i++) {
                 String key = "request-" + i;
