@@ -9,6 +9,44 @@ import pytest
 
 from tests.procs import RmqProcess, RmqProcesses
 
+# The modules that take longest (40 s or more of a quiet machine), longest first: the
+# parallel runs (pytest-xdist, --dist loadfile) hand modules out in collection order, so these
+# start first instead of being the last ones running while the other workers are idle.
+LONGEST_MODULES = (
+    "conformance/test_mqadmin.py",
+    "conformance/test_java_client.py",
+    "conformance/test_acl_admin_only.py",
+    "conformance/test_stores.py",
+    # Spark's modules each start a JVM of their own: one beside an rmq-only module at a time.
+    "spark/test_stream.py",
+    "integration/test_ha_cluster.py",
+    "spark/test_cli.py",
+    "integration/test_mqadmin_topic.py",
+    "spark/test_broker.py",
+    "integration/test_friendly_group.py",
+    "spark/test_cluster.py",
+    "integration/test_admin_cli.py",
+    "spark/test_offline.py",
+    "browser/test_console_pages.py",
+    "spark/test_quiet.py",
+    "integration/test_produce_consume.py",
+    "spark/test_session.py",
+)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first (stable: each module's own order is kept)."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        for index, module in enumerate(LONGEST_MODULES):
+            if path.endswith(module):
+                return index
+        return len(LONGEST_MODULES)
+
+    items.sort(key=rank)
+
 
 @pytest.fixture
 def rmq_processes(tmp_path: Path) -> Iterator[RmqProcesses]:

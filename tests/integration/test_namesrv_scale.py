@@ -128,8 +128,9 @@ def test_route_lookups_are_answered_while_5000_topics_register(
         assert registered == [ResponseCode.SUCCESS] * 5
         assert len(latencies) >= 10, f"only {len(latencies)} lookups overlapped the rounds"
         # A lookup never waits for a registration to be applied: on a quiet machine the
-        # slowest takes under 0.1 s; on a loaded one, less than half the quickest round.
-        bound = max(0.1, min(rounds) / 2)
+        # slowest takes under 0.1 s; on a loaded one (where the scheduler alone can hold a
+        # process that long) under 0.25 s, or half the quickest round when that is longer.
+        bound = max(0.25, min(rounds) / 2)
         slowest = max(latencies)
         assert slowest < bound, f"slowest of {len(latencies)}: {slowest:.3f}s, bound {bound:.3f}s"
         assert lookup(session, namesrv, "ScaleTopic04999").code == ResponseCode.SUCCESS
