@@ -99,7 +99,7 @@ bench: apache $(VENV)/.test-installed
 
 # Apache RocketMQ 4.9.8 beside rmq (docs/conformance.md): Maven copies the jars named by
 # conformance/apache/pom.xml into conformance/apache/lib, javac compiles the scenario drivers
-# against them.  Both steps are stamped, so a second run does nothing and needs no network.
+# against them into a jar (a class-data archive takes jars only: tests/conformance/java.py).  Both steps are stamped, so a second run does nothing and needs no network.
 APACHE := conformance/apache
 DRIVERS := conformance/drivers
 DRIVER_SOURCES := $(shell find $(DRIVERS)/src -name '*.java' 2>/dev/null)
@@ -114,6 +114,7 @@ $(DRIVERS)/classes/.stamp: $(APACHE)/lib/.stamp $(DRIVER_SOURCES)
 	mkdir -p $(DRIVERS)/classes.new
 	javac -nowarn -encoding UTF-8 -d $(DRIVERS)/classes.new \
 		-cp '$(APACHE)/lib/*' $(DRIVER_SOURCES)
+	cd $(DRIVERS)/classes.new && jar cf drivers.jar rmq
 	touch $(DRIVERS)/classes.new/.stamp
 	rm -rf $(DRIVERS)/classes && mv $(DRIVERS)/classes.new $(DRIVERS)/classes
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 
 from tests.conformance import matrix
 from tests.conformance.clusters import Cluster, start_apache, start_rmq, stop
-from tests.conformance.java import ensure_built
+from tests.conformance.java import ensure_built, make_client_archive
 
 TARGETS = ("apache", "rmq")
 
@@ -31,6 +32,17 @@ pytest-xdist the controller learns the declarations only when the workers finish
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "matrix(section, row, column, passed='pass'): matrix cell")
     config.addinivalue_line("markers", "conformance: runs Apache RocketMQ beside rmq")
+    if not hasattr(config, "workerinput") and _built():  # once, before any worker starts
+        with tempfile.TemporaryDirectory(prefix="rmq-cds-") as home:
+            make_client_archive(Path(home))
+
+
+def _built() -> bool:
+    try:
+        ensure_built()
+    except AssertionError:
+        return False  # the tests' fixtures say what is missing
+    return True
 
 
 _ROW_BY_ROW = ("test_mqadmin.py::test_mqadmin[", "test_mqadmin.py::test_rmq_mqadmin[")
