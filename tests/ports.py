@@ -17,7 +17,7 @@ import os
 import random
 import socket
 import tempfile
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
@@ -90,6 +90,14 @@ def free_ports(width: int, avoid: Container[int] = ()) -> range:
         if all(_claim(port) for port in ports) and all(_bindable(port) for port in ports):
             return ports
     raise AssertionError(f"no {width} consecutive free loopback ports in {LOW}..{HIGH}")
+
+
+def claim_ports(ports: Iterable[int]) -> bool:
+    """Whether this process now holds the claim of each of `ports` and each is free right now:
+    for the ports a server derives from one handed out (a cluster layout's, from its base
+    port), which another worker must not be handed while this one's servers start."""
+    wanted = list(ports)
+    return all(_claim(port) for port in wanted) and all(_bindable(port) for port in wanted)
 
 
 def free_port(avoid: Container[int] = ()) -> int:

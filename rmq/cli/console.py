@@ -3,7 +3,7 @@
     rmq console [-n NAMESRV] [--host 127.0.0.1] [--port 8080] [--interval 60s]
 
 Runs `rmq.console.web.Console`: the pages (overview with TPS charts, cluster, topics,
-consumer groups, messages, message trace) and `/metrics` on `--host:--port`, the TPS history and the
+consumer groups, producers, messages, message trace, dead letters) and `/metrics` on `--host:--port`, the TPS history and the
 metrics collected every `--interval`.  When the server listens it prints one line to stderr
 with its URL (the port it got with `--port 0`).  Stops on SIGTERM (exit 0) or Ctrl-C (exit
 130); a port it cannot bind is an error (exit 1).
@@ -49,11 +49,12 @@ def console(
 
     Pages: an overview (each name server's status, broker and topic TPS charts collected
     every --interval while the console runs and kept under $XDG_STATE_HOME/rmq/console, so a
-    restart keeps the day), the cluster (brokers, roles, versions, TPS, runtime status and
-    configuration), topics (kinds, status per queue, route, consumer groups), consumer groups
-    (lag, clients, progress per queue), producers, messages (by topic and time range with paging, by
-    key, by id; each with its properties, body and trace) and /metrics (the same series as rmq
-    exporter).  The pages only read; they need no internet.  Stops on SIGTERM or Ctrl-C.
+    restart keeps the day), the cluster (brokers, roles incl. DLedger term and committed
+    index, replication, versions, TPS, runtime status and configuration), topics (kinds,
+    status per queue, route, consumer groups), consumer groups (lag, clients, progress per
+    queue), producers, messages (by topic and time range with paging, by key, by id; each with
+    its properties, body and trace), dead letters (a group's DLQ by time range or id) and
+    /metrics (the same series as rmq exporter).  The pages only read; they need no internet.  Stops on SIGTERM or Ctrl-C.
     """
     from rmq.console.web import Console
 

@@ -14,10 +14,7 @@ from html import escape
 from urllib.parse import urlencode
 
 from rmq.client.admin import BrokerStatus
-from rmq.client.adminops.message import MessageTrack
-from rmq.common.message import MessageRecord
-from rmq.common.trace import TraceView
-from rmq.console.reads import GroupDetail, GroupRow, RangePage, TopicDetail, TopicRow
+from rmq.console.reads import GroupDetail, GroupRow, TopicDetail, TopicRow
 from rmq.remoting.bodies.brokerquery import ProducerInfo
 
 NAV = (
@@ -27,6 +24,7 @@ NAV = (
     ("/groups", "Consumer groups"),
     ("/producers", "Producers"),
     ("/messages", "Messages"),
+    ("/dlq", "Dead letters"),
     ("/metrics", "Metrics"),
 )
 
@@ -135,17 +133,24 @@ def overview(
     return layout("Overview", body, "/")
 
 
-def cluster(statuses: list[BrokerStatus]) -> str:
+def cluster(statuses: list[BrokerStatus], replication: dict[str, str]) -> str:
+    """Every broker with its role and figures.  The DLedger columns (term, committed index)
+    show when a broker of a DLedger group is listed, the replication column when a broker
+    has a slave or is one (`reads.replication`)."""
+
     def figure(value: object) -> str:
         if isinstance(value, float):
             return f"{value:.2f}"
         return "-" if value is None else e(value)
 
-    rows = [
-        (
+    dledger = any(s.term is not None for s in statuses)
+    rows = []
+    for s in statuses:
+        row = [
             e(s.cluster),
             e(s.broker_name),
-            e(s.broker_id) + (" (master)" if s.broker_id == 0 else " (slave)"),
+            e(s.broker_id),
+            e(s.role or "-") if s.error is None else "-",
             link("/broker", s.addr, addr=s.addr),
             figure(s.version),
             figure(s.in_tps),
@@ -154,16 +159,22 @@ def cluster(statuses: list[BrokerStatus]) -> str:
             figure(s.out_total_today),
             figure(s.in_total_yesterday),
             figure(s.out_total_yesterday),
+        ]
+        if dledger:
+            row += [figure(s.term), figure(s.committed_index)]
+        if replication:
+            row.append(e(replication.get(s.addr, "-")))
+        row.append(
             '<span class="ok">up</span>'
             if s.error is None
-            else f'<span class="down">down: {e(s.error)}</span>',
+            else f'<span class="down">down: {e(s.error)}</span>'
         )
-        for s in statuses
-    ]
+        rows.append(row)
     headers = [
         "cluster",
         "broker",
         "id",
+        "role",
         "address",
         "version",
         "in TPS",
@@ -172,14 +183,20 @@ def cluster(statuses: list[BrokerStatus]) -> str:
         "out today",
         "in yesterday",
         "out yesterday",
-        "status",
     ]
+    numeric = list(range(6, 12))
+    if dledger:
+        headers += ["term", "committed index"]
+        numeric += [12, 13]
+    if replication:
+        headers.append("replication")
+    headers.append("status")
     note = (
         '<p id="out-note">Out today and yesterday count every message consumers pulled, the '
         "console's own reads included (it browses messages as TOOLS_CONSUMER): the brokers, "
         "Apache's as rmq's, count every pull whatever its group.</p>"
     )
-    return layout("Cluster", table(headers, rows, numeric=range(5, 11)) + note, "/cluster")
+    return layout("Cluster", table(headers, rows, numeric=numeric) + note, "/cluster")
 
 
 def broker(addr: str, runtime: dict[str, str], config: dict[str, str]) -> str:
@@ -370,7 +387,8 @@ def group(detail: GroupDetail) -> str:
         else f'<p class="empty">No progress: {e(detail.error or "none")}</p>'
     )
     body = (
-        f'<p>Total lag <b id="total-lag">{total}</b></p>'
+        f'<p>Total lag <b id="total-lag">{total}</b>; '
+        f"{link('/dlq', 'its dead letters', group=detail.name)}</p>"
         "<h2>Clients</h2>" + members + "<h2>Progress per queue</h2>" + progress
     )
     return layout(f"Group {detail.name}", body, "/groups")
@@ -405,168 +423,3 @@ def producers(rows: list[tuple[str, str, ProducerInfo]]) -> str:
         table(headers, cells, (5,)) if cells else '<p class="empty">No producer is connected.</p>'
     )
     return layout("Producers", body, "/producers")
-
-
-# -- messages ------------------------------------------------------------------------------------
-
-
-def _message_rows(records: list[MessageRecord]) -> list[tuple[str, ...]]:
-    return [
-        (
-            link("/message", r.msg_id, id=r.msg_id, topic=r.topic),
-            e(r.tags or ""),
-            e(" ".join(r.keys)),
-            e(r.store_host),
-            e(r.queue_id),
-            e(r.queue_offset),
-            e(when(r.store_timestamp)),
-        )
-        for r in records
-    ]
-
-
-MESSAGE_HEADERS = ["message id", "tags", "keys", "store host", "queue", "offset", "stored"]
-
-
-def messages(
-    topic: str,
-    begin: str,
-    end: str,
-    key: str,
-    msg_id: str,
-    result: str,
-) -> str:
-    def form(fields: str) -> str:
-        return f'<form action="/messages">{fields}<button>Search</button></form>'
-
-    topic_box = f'<input name="topic" value="{e(topic)}" placeholder="topic"'
-    forms = (
-        "<h2>By topic and time range</h2>"
-        + form(
-            f"{topic_box} required>"
-            f'<input type="datetime-local" step="1" name="begin" value="{e(begin)}">'
-            f'<input type="datetime-local" step="1" name="end" value="{e(end)}">'
-        )
-        + "<h2>By topic and key</h2>"
-        + form(
-            f'{topic_box} required><input name="key" value="{e(key)}" placeholder="key" required>'
-        )
-        + "<h2>By message id</h2>"
-        + form(
-            f'{topic_box[:-1]} (optional)">'
-            f'<input name="id" value="{e(msg_id)}" placeholder="message id" size="36" required>'
-        )
-    )
-    return layout("Messages", forms + result, "/messages")
-
-
-def found(records: list[MessageRecord]) -> str:
-    if not records:
-        return '<p class="empty" id="result">No message found.</p>'
-    rows = table(MESSAGE_HEADERS, _message_rows(records), (4, 5))
-    return f'<div id="result"><p>{len(records)} found</p>{rows}</div>'
-
-
-def range_result(page: RangePage, query: dict[str, str]) -> str:
-    pager = []
-    if page.page > 1:
-        pager.append(link("/messages", "previous", **{**query, "page": page.page - 1}))
-    pager.append(f"page {page.page} of {page.pages}")
-    if page.page < page.pages:
-        pager.append(link("/messages", "next", **{**query, "page": page.page + 1}))
-    return (
-        f'<div id="result"><p>{page.total} messages in the range; {" ".join(pager)}</p>'
-        + table(MESSAGE_HEADERS, _message_rows(page.messages), (4, 5))
-        + "</div>"
-    )
-
-
-def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
-    body = record.decompressed_body() or b""
-    try:
-        text = body.decode()
-    except UnicodeDecodeError:
-        text = body.hex()
-    facts = [
-        ("topic", link("/topic", record.topic, name=record.topic)),
-        ("message id", e(record.msg_id)),
-        ("offset message id", e(record.offset_msg_id)),
-        ("tags", e(record.tags or "")),
-        ("keys", e(" ".join(record.keys))),
-        ("queue", e(record.queue_id)),
-        ("queue offset", e(record.queue_offset)),
-        ("commit log offset", e(record.physical_offset)),
-        ("born", f"{e(when(record.born_timestamp))} from {e(record.born_host)}"),
-        ("stored", f"{e(when(record.store_timestamp))} on {e(record.store_host)}"),
-        ("reconsumed", e(record.reconsume_times)),
-        ("body size", e(len(body))),
-    ]
-    props = [(e(k), e(v)) for k, v in sorted(record.properties.items())]
-    content = (
-        table(["field", "value"], facts)
-        + "<h2>Properties</h2>"
-        + table(["property", "value"], props)
-        + f'<h2>Body</h2><pre id="body">{e(text)}</pre>'
-        + f"<p>{link('/trace', 'Its trace', id=record.msg_id)}</p>"
-        + "<h2>Consumer groups</h2>"
-        + (
-            table(
-                ["group", "track", "detail"],
-                [
-                    (
-                        link("/group", t.consumer_group, name=t.consumer_group),
-                        e(t.track_type.value),
-                        e(t.exception_desc or ""),
-                    )
-                    for t in tracks
-                ],
-            )
-            if tracks
-            else '<p class="empty">No group consumes its topic.</p>'
-        )
-    )
-    return layout(f"Message {record.msg_id}", content, "/messages")
-
-
-def trace(msg_id: str, trace_topic: str, views: list[TraceView] | None) -> str:
-    """`rmq message trace`'s rows of `msg_id`, oldest first (None: no id asked yet)."""
-    form = (
-        '<form action="/trace">'
-        f'<input name="id" value="{e(msg_id)}" placeholder="message id" size="36" required>'
-        f'<input name="topic" value="{e(trace_topic)}" placeholder="trace topic">'
-        "<button>Search</button></form>"
-    )
-    if views is None:
-        result = ""
-    elif not views:
-        result = f'<p class="empty" id="result">No trace of {e(msg_id)} in {e(trace_topic)}.</p>'
-    else:
-        cells = [
-            (
-                e(v.msg_type),
-                e(v.group),
-                e(v.client_host),
-                e(when(v.timestamp)),
-                e(v.cost_time),
-                e(v.status),
-                link("/topic", v.topic, name=v.topic) if v.topic else "",
-                e(v.tags),
-                e(v.keys),
-                e(v.store_host),
-            )
-            for v in views
-        ]
-        headers = [
-            "type",
-            "group",
-            "client host",
-            "time",
-            "cost ms",
-            "status",
-            "topic",
-            "tags",
-            "keys",
-            "store host",
-        ]
-        result = f'<div id="result"><h2>Trace records</h2>{table(headers, cells, (4,))}</div>'
-    return layout("Message trace", form + result, "/messages")

@@ -10,7 +10,8 @@ quick with hundreds of topics and thousands of groups (the dashboard's complaint
   (every group's lag in one answer), members asked only of groups with progress;
 * messages by time range: SEARCH_OFFSET_BY_TIMESTAMP for the range's two ends on each queue,
   then pulls of the page's offsets only: the range is positioned by the broker's lookup,
-  never by a capped scan.  Pulls are made as the tools consumer group, which commits nothing.
+  never by a capped scan.  Pulls are made as the tools consumer group, which commits nothing;
+* dead letters: the same time-range search on a group's `%DLQ%<group>` topic.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from rmq.client.adminops.message import (
 from rmq.client.adminops.stats import topic_consumers
 from rmq.client.adminops.topic import all_subscription_groups, all_topic_configs
 from rmq.client.adminops.trace import query_trace
-from rmq.client.errors import MQClientError
+from rmq.client.errors import MQClientError, RouteNotFound
 from rmq.common.message import MessageRecord
 from rmq.common.naming import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     SYSTEM_GROUPS,
+    dlq_topic,
     is_sys_consumer_group,
     is_system_topic,
 )
@@ -92,6 +94,47 @@ async def brokers(
         if addr not in present
     ]
     return sorted(listed + gone, key=lambda s: (s.cluster, s.broker_name, s.broker_id))
+
+
+def replication(statuses: list[BrokerStatus]) -> dict[str, str]:
+    """What the cluster page says of each broker's replication, by address.
+
+    A slave is as far behind as its commitlog's end lags its master's (`commitLogMaxOffset`
+    of both runtime tables, which Apache's brokers report as rmq's do).  A master says how
+    many slaves the name server lists with it, and, where rmq's broker reports them
+    (`haConnectionCount`, `haSlaveFallBehindBytes`: only while a slave is connected; Apache
+    4.9.8's runtime table has no replication entries), how many are connected and the bytes
+    no slave has acknowledged yet.  A DLedger node replicates through its group (its term and
+    committed index show that), and a broker alone has nothing to say: both get none."""
+
+    def end(status: BrokerStatus) -> int | None:
+        value = status.runtime_info.get("commitLogMaxOffset")
+        return int(value) if value is not None and value.lstrip("-").isdigit() else None
+
+    groups: dict[tuple[str, str], list[BrokerStatus]] = {}
+    for status in statuses:
+        groups.setdefault((status.cluster, status.broker_name), []).append(status)
+    said: dict[str, str] = {}
+    for members in groups.values():
+        if any(m.term is not None for m in members):
+            continue
+        master = next((m for m in members if m.broker_id == MASTER_ID), None)
+        slaves = [m for m in members if m.broker_id != MASTER_ID]
+        if master is not None and slaves:
+            text = f"{len(slaves)} slave{'s' if len(slaves) > 1 else ''}"
+            info = master.runtime_info
+            if "haConnectionCount" in info:
+                text += f", {info['haConnectionCount']} connected"
+                text += f", {info.get('haSlaveFallBehindBytes', '0')} bytes unacknowledged"
+            said[master.addr] = text
+        for slave in slaves:
+            if master is None or master.error is not None:
+                said[slave.addr] = "its master is down"
+                continue
+            ahead, behind = end(master), end(slave)
+            if ahead is not None and behind is not None:
+                said[slave.addr] = f"{max(0, ahead - behind)} bytes behind its master"
+    return said
 
 
 async def broker_detail(admin: AdminClient, addr: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -364,9 +407,11 @@ async def by_key(admin: AdminClient, topic: str, key: str) -> list[MessageRecord
 
 async def trace(admin: AdminClient, msg_id: str, trace_topic: str) -> list[TraceView]:
     """The trace rows of `msg_id` in `trace_topic` (`rmq message trace`'s), oldest first;
-    none: an empty list."""
+    none (or no such topic: no client traced to it yet): an empty list."""
     try:
         views = await query_trace(admin, msg_id, trace_topic)
+    except RouteNotFound:
+        return []
     except MQClientError as exc:
         if exc.code != ResponseCode.NO_MESSAGE:
             raise
@@ -466,3 +511,25 @@ async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: in
             offset = records[-1].queue_offset + 1
     found = [r for r in found if begin <= r.store_timestamp <= end]  # a guard: ends settled
     return RangePage(found, total, page, pages)
+
+
+# -- dead letters ------------------------------------------------------------------------------
+
+
+async def dlq_groups(admin: AdminClient) -> list[str]:
+    """The groups with a dead-letter topic (`%DLQ%<group>`) on some broker, sorted."""
+    return sorted(
+        row.name[len(DLQ_GROUP_TOPIC_PREFIX) :] for row in await topics(admin) if row.kind == "DLQ"
+    )
+
+
+async def dead_letters(
+    admin: AdminClient, group: str, begin: int, end: int, page: int = 1
+) -> RangePage | None:
+    """Page `page` of `group`'s dead letters stored in [begin, end] ms (`by_time` on its
+    `%DLQ%` topic); None when the group has no dead-letter topic (nothing ever went there)."""
+    try:
+        await admin.topic_route(dlq_topic(group))
+    except RouteNotFound:
+        return None
+    return await by_time(admin, dlq_topic(group), begin, end, page)

@@ -25,8 +25,8 @@ from typing import TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from rmq.client.admin import AdminClient, describe
-from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
-from rmq.console import charts, pages, reads
+from rmq.common.naming import RMQ_SYS_TRACE_TOPIC, dlq_topic
+from rmq.console import charts, messagepages, pages, reads
 from rmq.console.exporter import Exporter
 from rmq.console.history import History, day_of, tps_round
 from rmq.console.metrics import CONTENT_TYPE
@@ -40,6 +40,10 @@ PAGE_TIMEOUT = 30.0
 """Seconds a page waits for its reads."""
 
 HTML = "text/html; charset=utf-8"
+
+DLQ_RANGE_MS = 24 * 3_600_000
+"""The dead-letter search's default range: the last day (a message reaches the DLQ only
+after its retries, hours after it was sent with the default delays)."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -197,7 +201,8 @@ def _overview(console: Console, query: Query) -> Answer:
 
 def _cluster(console: Console, query: Query) -> Answer:
     seen = console.seen_brokers
-    return 200, HTML, pages.cluster(console.read(lambda admin: reads.brokers(admin, seen)))
+    statuses = console.read(lambda admin: reads.brokers(admin, seen))
+    return 200, HTML, pages.cluster(statuses, reads.replication(statuses))
 
 
 def _broker(console: Console, query: Query) -> Answer:
@@ -247,20 +252,54 @@ def _messages(console: Console, query: Query) -> Answer:
     result = ""
     if msg_id:
         record = console.read(lambda admin: reads.by_id(admin, msg_id, topic or None))
-        result = pages.found([record] if record is not None else [])
+        result = messagepages.found([record] if record is not None else [])
     elif key and topic:
-        result = pages.found(console.read(lambda admin: reads.by_key(admin, topic, key)))
+        result = messagepages.found(console.read(lambda admin: reads.by_key(admin, topic, key)))
     elif topic:
         try:
             low, high = _millis(begin), _millis(end)
         except ValueError:
             result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
         else:
-            number = int(_one(query, "page", "1")) if _one(query, "page", "1").isdigit() else 1
+            number = _page_number(query)
             page = console.read(lambda admin: reads.by_time(admin, topic, low, high, number))
             args = {"topic": topic, "begin": begin, "end": end}
-            result = pages.range_result(page, args)
-    return 200, HTML, pages.messages(topic, begin, end, key, msg_id, result)
+            result = messagepages.range_result(page, args)
+    return 200, HTML, messagepages.messages(topic, begin, end, key, msg_id, result)
+
+
+def _dlq(console: Console, query: Query) -> Answer:
+    group, msg_id = _one(query, "group"), _one(query, "id")
+    now = int(time.time() * 1000)
+    begin = _one(query, "begin") or _local(now - DLQ_RANGE_MS)
+    end = _one(query, "end") or _local(now + 60_000)
+    groups = console.read(reads.dlq_groups)
+    result = ""
+    if group and msg_id:
+        topic = dlq_topic(group)
+        record = console.read(lambda admin: reads.by_id(admin, msg_id, topic))
+        result = messagepages.found(
+            [record] if record is not None and record.topic == topic else []
+        )
+    elif group:
+        try:
+            low, high = _millis(begin), _millis(end)
+        except ValueError:
+            result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
+        else:
+            number = _page_number(query)
+            page = console.read(lambda admin: reads.dead_letters(admin, group, low, high, number))
+            if page is None:
+                result = f'<p class="empty" id="result">{pages.e(group)} has no dead letters.</p>'
+            else:
+                args = {"group": group, "begin": begin, "end": end}
+                result = messagepages.range_result(page, args, "/dlq")
+    return 200, HTML, messagepages.dead_letters(groups, group, begin, end, msg_id, result)
+
+
+def _page_number(query: Query) -> int:
+    text = _one(query, "page", "1")
+    return max(1, int(text)) if text.isdigit() else 1
 
 
 def _message(console: Console, query: Query) -> Answer:
@@ -269,13 +308,17 @@ def _message(console: Console, query: Query) -> Answer:
     if record is None:
         return 404, HTML, pages.error_page("Message", f"No message {msg_id}", "/messages")
     found = record
-    return 200, HTML, pages.message(record, console.read(lambda admin: reads.tracks(admin, found)))
+    return (
+        200,
+        HTML,
+        messagepages.message(record, console.read(lambda admin: reads.tracks(admin, found))),
+    )
 
 
 def _trace(console: Console, query: Query) -> Answer:
     msg_id, topic = _one(query, "id"), _one(query, "topic") or RMQ_SYS_TRACE_TOPIC
     views = console.read(lambda admin: reads.trace(admin, msg_id, topic)) if msg_id else None
-    return 200, HTML, pages.trace(msg_id, topic, views)
+    return 200, HTML, messagepages.trace(msg_id, topic, views)
 
 
 def _metrics(console: Console, query: Query) -> Answer:
@@ -293,6 +336,7 @@ ROUTES: dict[str, Callable[[Console, Query], Answer]] = {
     "/producers": _producers,
     "/messages": _messages,
     "/message": _message,
+    "/dlq": _dlq,
     "/trace": _trace,
     "/metrics": _metrics,
 }

@@ -7,6 +7,7 @@ Makefile installs them where missing); `browser()` skips the test when they are 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import time
@@ -15,6 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rmq.client.admin import AdminClient, AdminError
+from rmq.client.consumer import ConsumeFromWhere, ConsumeStatus, MessageExt, PushConsumer
+from rmq.client.errors import RouteNotFound
+from rmq.common.naming import dlq_topic
 from tests.ports import free_port
 from tests.procs import rmq_command
 
@@ -71,3 +76,30 @@ def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) 
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout}s")
         time.sleep(0.2)
+
+
+async def fail_into_the_dlq(namesrv: str, topic: str, group: str, count: int = 1) -> None:
+    """Consume `topic` as `group` with maxReconsumeTimes 0, answering RECONSUME_LATER: the
+    broker moves each message to `%DLQ%<group>`.  Returns once that topic holds `count`."""
+
+    async def listener(messages: list[MessageExt]) -> ConsumeStatus:
+        return ConsumeStatus.RECONSUME_LATER
+
+    async def held(admin: AdminClient) -> int:
+        try:
+            return sum(q.max_offset for q in await admin.topic_status(dlq_topic(group)))
+        except (RouteNotFound, AdminError):
+            return 0
+
+    consumer = PushConsumer(
+        group,
+        namesrv,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        max_reconsume_times=0,
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    async with consumer, AdminClient(namesrv) as admin:
+        async with asyncio.timeout(60):
+            while await held(admin) < count:
+                await asyncio.sleep(0.2)

@@ -3,23 +3,26 @@
     python -m tests.browser.screenshots DIR
 
 Starts a standalone under a temporary directory, creates a topic, sends messages with a key,
-lets a group consume part of them, starts `rmq console` collecting every second and, once
-the overview has a few points, saves overview, cluster, topics, topic, groups, group,
-messages and message pages as DIR/<page>.png from a headless Chromium.
+traced, lets a group consume part of them (traced too) and another fail all of them into its
+dead-letter queue, starts `rmq console` collecting every second and, once the overview has a
+few points, saves overview, cluster, topics, topic, groups, group, messages, message, trace
+and dead-letter pages as DIR/<page>.png from a headless Chromium.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-from tests.browser.console import ConsoleProcess, browser, wait_until
+from tests.browser.console import ConsoleProcess, browser, fail_into_the_dlq, wait_until
 from tests.procs import RmqProcesses, run_rmq_cli
 
 TOPIC = "Orders"
 GROUP = "billing"
+FAILING = "audit"
 
 
 def charted(state: Path) -> bool:
@@ -36,7 +39,7 @@ def main(out: Path) -> None:
         (root / "rmq").mkdir()
         processes = RmqProcesses(root / "rmq")
         try:
-            standalone = processes.start_standalone("broker-a")
+            standalone = processes.start_standalone("broker-a", props={"traceTopicEnable": True})
             namesrv = standalone.namesrv_addr
 
             def cli(*args: str, data: bytes = b"") -> str:
@@ -50,9 +53,13 @@ def main(out: Path) -> None:
                 lines = b"".join(
                     b'{"body": "order %d", "keys": "order-%d"}\n' % (i, i) for i in range(40)
                 )
-                sent = cli("produce", TOPIC, data=lines)
-                msg_id = json.loads(sent.splitlines()[5])["msgId"]
-                cli("consume", TOPIC, "-g", GROUP, "--from", "first", "-c", "25")
+                sent = cli("produce", TOPIC, "--trace", data=lines)
+                consumed = cli(
+                    "consume", TOPIC, "-g", GROUP, "--from", "first", "-c", "25", "--trace"
+                )
+                msg_id = json.loads(consumed.splitlines()[5])["msgId"]
+                assert msg_id in sent
+                asyncio.run(fail_into_the_dlq(namesrv, TOPIC, FAILING, 40))
                 wait_until(lambda: charted(root / "state"), "the overview's history", 90)
                 with browser(1280, 800) as driver:
                     pages = {
@@ -64,6 +71,8 @@ def main(out: Path) -> None:
                         "group": f"/group?name={GROUP}",
                         "messages": f"/messages?topic={TOPIC}",
                         "message": f"/message?id={msg_id}&topic={TOPIC}",
+                        "trace": f"/trace?id={msg_id}",
+                        "dlq": f"/dlq?group={FAILING}",
                     }
                     for name, path in pages.items():
                         driver.set_window_size(1280, 800)

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from tests.browser.console import CHROMEDRIVER, CHROMIUM, ConsoleProcess, browser, wait_until
+from tests.browser.console import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    ConsoleProcess,
+    browser,
+    fail_into_the_dlq,
+    wait_until,
+)
 from tests.procs import RmqProcesses, StandaloneProcess, run_rmq_cli, unique
 
 # CI (`.ci/run`, CI=true) installs Chromium through `make unit`: there a missing browser fails.
@@ -368,3 +375,37 @@ def rows_of_result(driver: Any) -> list[list[str]]:
         [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
         for row in result.find_elements(By.CSS_SELECTOR, "tbody tr")
     ]
+
+
+def test_a_dead_letter_shows_on_the_dlq_page(
+    standalone: StandaloneProcess, console: ConsoleProcess, driver: Any, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from selenium.webdriver.common.by import By
+
+    topic, group = unique("ConsoleDlq"), unique("console_dlq")
+    cli(standalone, tmp_path, "topic", "create", topic)
+    sent = cli(standalone, tmp_path, "produce", topic, data=b"it failed\n")
+    msg_id = json.loads(sent)["msgId"]
+    assert f"{group} has no dead letters." in visit(driver, console, f"/dlq?group={group}")
+
+    asyncio.run(fail_into_the_dlq(standalone.namesrv_addr, topic, group))
+    visit(driver, console, f"/group?name={group}")
+    driver.find_element(By.LINK_TEXT, "its dead letters").click()
+    result = driver.find_element(By.ID, "result").text
+    assert "1 messages in the range" in result and msg_id in result
+    listed = driver.find_element(By.XPATH, "//p[starts-with(., 'Groups with dead letters')]")
+    assert group in listed.text.split(": ", 1)[1].split(", ")
+    driver.find_element(By.LINK_TEXT, msg_id).click()
+    assert driver.find_element(By.ID, "body").text == "it failed"
+    facts = dict(row for row in rows(driver, "Properties"))
+    assert facts["RETRY_TOPIC"] == topic and facts["ORIGIN_MESSAGE_ID"]
+
+    visit(driver, console, "/dlq")
+    form = driver.find_elements(By.TAG_NAME, "form")[1]
+    form.find_element(By.NAME, "group").send_keys(group)
+    form.find_element(By.NAME, "id").send_keys(msg_id)
+    form.find_element(By.TAG_NAME, "button").click()
+    found = driver.find_element(By.ID, "result").text
+    assert "1 found" in found and msg_id in found

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from rmq.cli.cluster_layouts import plan_cluster
+from tests.ports import claim_ports
 from tests.procs import LOOPBACK, SMALL_STORE_PROPS, free_port, rmq_command
 
 TEST_PROPS: Mapping[str, object] = {
@@ -94,18 +94,9 @@ class ClusterUp:
         self.popen.wait()
 
 
-def _free(ports: Sequence[int]) -> bool:
-    for port in ports:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind((LOOPBACK, port))
-            except OSError:
-                return False
-    return True
-
-
 def free_cluster_ports(layout: str) -> tuple[int, int]:
-    """(namesrv port, base port) with every port of the layout free right now."""
+    """(namesrv port, base port) with every port of the layout free right now and claimed
+    by this process (tests/ports.py), so no other worker is handed one of them."""
     for _ in range(200):
         namesrv_port = free_port()
         base_port = free_port()
@@ -113,7 +104,7 @@ def free_cluster_ports(layout: str) -> tuple[int, int]:
             continue
         plan = plan_cluster(layout, Path("/unused"), namesrv_port=namesrv_port, base_port=base_port)
         ports = [port for server in plan.servers for port, _ in server.ports]
-        if len(set(ports)) == len(ports) and _free(ports):
+        if len(set(ports)) == len(ports) and claim_ports(ports):
             return namesrv_port, base_port
     raise AssertionError(f"no free ports for {layout} in 200 tries")
 
