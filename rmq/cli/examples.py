@@ -180,7 +180,25 @@ EXAMPLES: Final[dict[str, tuple[Example, ...]]] = {
             "rmq console -n 127.0.0.1:9876 --port 9000 --interval 10s",
             "Serve on port 9000, charting TPS every 10 s.",
         ),
+        (
+            "rmq console --users ~/.config/rmq/console-users.json --host 10.0.0.5",
+            "Serve on a LAN address; every page asks for a login.",
+        ),
     ),
+    "rmq-console-user": (
+        ("rmq console user add alice --role admin", "Add an admin (asks the password)."),
+    ),
+    "rmq-console-user-add": (
+        ("rmq console user add alice --role admin", "Add an admin; the password is asked twice."),
+        (
+            "printf '%s\\n' \"$PW\" | rmq console user add bob --password-stdin",
+            "Add a viewer with the password from stdin.",
+        ),
+    ),
+    "rmq-console-user-delete": (
+        ("rmq console user delete bob", "Delete bob; his sessions end at their next request."),
+    ),
+    "rmq-console-user-list": (("rmq console user list -o json", "Each account's name and role."),),
     "rmq-message": (("rmq message by-key Orders order-1", "Find messages by key."),),
     "rmq-message-get": (
         (f"rmq message get {_MSG_ID} -o json", "The message an offset message id names."),

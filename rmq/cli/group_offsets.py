@@ -91,8 +91,7 @@ def reset_offsets(
     (the broker asks them); a group without members gets its offsets committed directly.
     Asks for confirmation on a terminal; elsewhere --yes is required.
     """
-    from rmq.client.adminops import consumer as ops
-    from rmq.client.errors import RouteNotFound
+    from rmq.client.adminops.offsetreset import GroupNotFound, reset_group_offsets
     from rmq.remoting.codes import RequestCode
 
     name = group_name(group, group_option)
@@ -116,26 +115,18 @@ def reset_offsets(
 
     async def change(admin: AdminClient) -> list[dict[str, Any]]:
         try:
-            await admin.topic_route(ops.retry_topic(name))
-        except RouteNotFound:
+            reset = await reset_group_offsets(admin, name, topic, timestamp, force=force)
+        except GroupNotFound:
             raise not_found(name) from None
-        try:
-            offsets = await ops.reset_offset_by_time(admin, topic, name, timestamp, force=force)
-        except ops.GroupOffline:
-            stats = await ops.reset_offset_offline(admin, name, topic, timestamp, force=force)
-            return [
-                {
-                    "topic": topic,
-                    "brokerName": row.broker_name,
-                    "queueId": row.queue_id,
-                    "offset": row.rollback_offset,
-                    "online": False,
-                }
-                for row in stats
-            ]
         return [
-            {**_queue_row(mq), "offset": offset, "online": True}
-            for mq, offset in sorted(offsets.items(), key=lambda item: queue_key(item[0]))
+            {
+                "topic": row.topic,
+                "brokerName": row.broker_name,
+                "queueId": row.queue_id,
+                "offset": row.offset,
+                "online": row.online,
+            }
+            for row in reset
         ]
 
     rows = run_admin(resolve_namesrv(namesrv), change)

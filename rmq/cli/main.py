@@ -151,13 +151,13 @@ SUMMARIES: dict[str, str] = {
 
 def command_app(**settings: Any) -> typer.Typer:
     """A typer app configured like every other `rmq` app; `settings` go to `typer.Typer`."""
-    return typer.Typer(
-        rich_markup_mode=None,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        no_args_is_help=True,
-        **settings,
-    )
+    defaults: dict[str, Any] = {
+        "rich_markup_mode": None,
+        "add_completion": False,
+        "pretty_exceptions_enable": False,
+        "no_args_is_help": True,
+    }
+    return typer.Typer(**{**defaults, **settings})
 
 
 @dataclass

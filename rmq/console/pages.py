@@ -40,7 +40,33 @@ th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 form{margin:.4em 0 1em}input,select,button{font-size:.95em;margin-right:.4em}
 pre{background:#fff;border:1px solid #e5e7eb;padding:.6em;white-space:pre-wrap;word-break:break-all}
 svg.chart{background:#fff;border:1px solid #e5e7eb;max-width:100%}
+header .who{margin-left:auto;display:flex;gap:.6em;align-items:center}
+form.inline{display:inline;margin:0}
+fieldset{background:#fff;border:1px solid #e5e7eb;margin:.5em 0 1em;max-width:60em}
+legend{font-weight:600}label{margin-right:.8em}.done{color:#15803d;font-weight:600}
+.warn{color:#b45309;font-weight:600}textarea{width:100%;font-family:monospace}
 """
+
+
+USER_MARK = "<!--rmq:user-->"
+"""Where the header says who is logged in (filled in by `rmq.console.http`)."""
+CSRF_MARK = "<!--rmq:csrf-->"
+"""Inside each form that changes something: the session's CSRF token field."""
+ADMIN_OPEN, ADMIN_CLOSE = "<!--rmq:admin-->", "<!--/rmq:admin-->"
+"""Around the forms of changes, which a viewer's page leaves out."""
+
+
+def admin_only(html: str) -> str:
+    return ADMIN_OPEN + html + ADMIN_CLOSE
+
+
+def post_form(action: str, fields: str, button: str, *, css: str = "") -> str:
+    """A form that changes something: POSTed with the session's CSRF token."""
+    klass = f' class="{css}"' if css else ""
+    return (
+        f'<form method="post" action="{e(action)}"{klass}>{CSRF_MARK}{fields}'
+        f"<button>{e(button)}</button></form>"
+    )
 
 
 def e(value: object) -> str:
@@ -68,7 +94,8 @@ def layout(title: str, body: str, current: str) -> str:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<link rel="icon" href="data:,"><title>{e(title)} - rmq console</title>'
-        f"<style>{STYLE}</style></head><body><header><b>rmq console</b>{nav}</header>"
+        f"<style>{STYLE}</style></head><body><header><b>rmq console</b>{nav}"
+        f'<span class="who">{USER_MARK}</span></header>'
         f"<main><h1>{e(title)}</h1>{body}</main></body></html>"
     )
 
@@ -88,6 +115,20 @@ def table(
         for row in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def login(target: str, problem: str, name: str = "") -> str:
+    """The login form; `problem` says why the last try failed."""
+    note = f'<p class="down" id="problem">{e(problem)}</p>' if problem else ""
+    form = (
+        '<form method="post" action="/login">'
+        f'<input type="hidden" name="next" value="{e(target)}">'
+        f'<label>Name <input name="user" value="{e(name)}" autocomplete="username" required>'
+        "</label><label>Password "
+        '<input type="password" name="password" autocomplete="current-password" required>'
+        "</label><button>Log in</button></form>"
+    )
+    return layout("Log in", note + form, "")
 
 
 def error_page(title: str, message: str, current: str) -> str:
@@ -214,7 +255,8 @@ def broker(addr: str, runtime: dict[str, str], config: dict[str, str]) -> str:
 KINDS = ("NORMAL", "ORDER", "RETRY", "DLQ", "SYSTEM")
 
 
-def topics(rows: list[TopicRow], kinds: set[str], query: str) -> str:
+def topics(rows: list[TopicRow], kinds: set[str], query: str, actions: str = "") -> str:
+    """The topic list; `actions`: the forms of changes (`rmq.console.actionpages`)."""
     boxes = "".join(
         f'<label><input type="checkbox" name="kind" value="{k}"{" checked" if k in kinds else ""}>'
         f"{k}</label> "
@@ -238,10 +280,10 @@ def topics(rows: list[TopicRow], kinds: set[str], query: str) -> str:
         for r in shown
     ]
     headers = ["topic", "kind", "brokers", "read queues", "write queues", "perm"]
-    return layout("Topics", form + table(headers, cells, numeric=(3, 4, 5)), "/topics")
+    return layout("Topics", actions + form + table(headers, cells, numeric=(3, 4, 5)), "/topics")
 
 
-def topic(detail: TopicDetail) -> str:
+def topic(detail: TopicDetail, actions: str = "") -> str:
     queues = [
         (
             e(q.broker_name),
@@ -279,7 +321,7 @@ def topic(detail: TopicDetail) -> str:
             else '<p class="empty">No group consumes it.</p>'
         )
     )
-    return layout(f"Topic {detail.name}", body, "/topics")
+    return layout(f"Topic {detail.name}", body + actions, "/topics")
 
 
 # -- groups --------------------------------------------------------------------------------------
@@ -309,7 +351,7 @@ def groups(rows: list[GroupRow], query: str, system: bool) -> str:
     return layout("Consumer groups", form + table(headers, cells, (1, 2, 3, 4)), "/groups")
 
 
-def group(detail: GroupDetail) -> str:
+def group(detail: GroupDetail, actions: str = "") -> str:
     queues = [
         (
             link("/topic", mq.topic, name=mq.topic),
@@ -391,7 +433,7 @@ def group(detail: GroupDetail) -> str:
         f"{link('/dlq', 'its dead letters', group=detail.name)}</p>"
         "<h2>Clients</h2>" + members + "<h2>Progress per queue</h2>" + progress
     )
-    return layout(f"Group {detail.name}", body, "/groups")
+    return layout(f"Group {detail.name}", body + actions, "/groups")
 
 
 # -- producers -----------------------------------------------------------------------------------

@@ -20,16 +20,18 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TypeVar
-from urllib.parse import parse_qs, urlsplit
 
-from rmq.client.admin import AdminClient, describe
+from rmq.client.admin import AdminClient
 from rmq.common.naming import RMQ_SYS_TRACE_TOPIC, dlq_topic
-from rmq.console import charts, messagepages, pages, reads
+from rmq.console import actionpages, charts, messagepages, pages, reads
+from rmq.console.actions import ACTIONS
+from rmq.console.auth import Sessions
 from rmq.console.exporter import Exporter
 from rmq.console.history import History, day_of, tps_round
+from rmq.console.http import HTML, Answer, Page, Query, Server
 from rmq.console.metrics import CONTENT_TYPE
+from rmq.console.users import Users
 
 log = logging.getLogger(__name__)
 
@@ -39,66 +41,9 @@ DEFAULT_PORT = 8080
 PAGE_TIMEOUT = 30.0
 """Seconds a page waits for its reads."""
 
-HTML = "text/html; charset=utf-8"
-
 DLQ_RANGE_MS = 24 * 3_600_000
 """The dead-letter search's default range: the last day (a message reaches the DLQ only
 after its retries, hours after it was sent with the default delays)."""
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:
-        self._answer(send_body=True)
-
-    def do_HEAD(self) -> None:
-        self._answer(send_body=False)
-
-    def _answer(self, *, send_body: bool) -> None:
-        parts = urlsplit(self.path)
-        query = {k: v for k, v in parse_qs(parts.query).items() if v}
-        console = self.server.console
-        route = ROUTES.get(parts.path)
-        if parts.path == "/favicon.ico":  # the pages have none: no content, not an error
-            self.send_response(204)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        if route is None:
-            status, kind = 404, HTML
-            body = pages.error_page("Not found", f"No page at {parts.path}", "").encode()
-        else:
-            try:
-                status, kind, text = route(console, query)
-            except Exception as exc:
-                log.debug("page %s failed", parts.path, exc_info=True)
-                status, kind = 502, HTML
-                text = pages.error_page("The cluster did not answer", describe(exc), parts.path)
-            body = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        if send_body:
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        log.debug("http: " + format, *args)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], console: Console) -> None:
-        self.console = console
-        super().__init__(address, _Handler)
-
-
-Query = dict[str, list[str]]
-Answer = tuple[int, str, str]
 
 
 def _one(query: Query, name: str, default: str = "") -> str:
@@ -116,6 +61,7 @@ class Console:
         port: int = DEFAULT_PORT,
         interval: float = 60.0,
         history: History | None = None,
+        users: Users | None = None,
     ) -> None:
         self.namesrv_addrs = namesrv_addrs
         self.host = host
@@ -123,16 +69,18 @@ class Console:
         self.interval = interval
         self.history = history if history is not None else History()
         self.exporter = Exporter(namesrv_addrs, interval=interval)
+        self.sessions = Sessions(users)
+        """Who is logged in; `users` None: no login (loopback only, see `rmq console`)."""
         self.seen_brokers: dict[str, tuple[str, str, int]] = {}
         """Every broker the cluster page listed: one gone from the name server shows down."""
         self._admin: AdminClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ready = threading.Event()
-        self._server: _Server | None = None
+        self._server: Server | None = None
 
     def serve(self) -> tuple[str, int]:
         """Start the HTTP server on its thread; the address it listens on."""
-        self._server = _Server((self.host, self.port), self)
+        self._server = Server((self.host, self.port), self, ROUTES, ACTIONS)
         threading.Thread(
             target=self._server.serve_forever, name="console-http", daemon=True
         ).start()
@@ -214,12 +162,15 @@ def _broker(console: Console, query: Query) -> Answer:
 def _topics(console: Console, query: Query) -> Answer:
     kinds = set(query.get("kind", [])) or {"NORMAL", "ORDER"}
     rows = console.read(reads.topics)
-    return 200, HTML, pages.topics(rows, kinds, _one(query, "q"))
+    info = console.read(lambda admin: admin.cluster_info())
+    forms = actionpages.topics_forms(sorted(info.cluster_addr_table))
+    return 200, HTML, pages.topics(rows, kinds, _one(query, "q"), forms)
 
 
 def _topic(console: Console, query: Query) -> Answer:
     name = _one(query, "name")
-    return 200, HTML, pages.topic(console.read(lambda admin: reads.topic_detail(admin, name)))
+    detail = console.read(lambda admin: reads.topic_detail(admin, name))
+    return 200, HTML, pages.topic(detail, actionpages.topic_forms(detail))
 
 
 def _groups(console: Console, query: Query) -> Answer:
@@ -229,7 +180,8 @@ def _groups(console: Console, query: Query) -> Answer:
 
 def _group(console: Console, query: Query) -> Answer:
     name = _one(query, "name")
-    return 200, HTML, pages.group(console.read(lambda admin: reads.group_detail(admin, name)))
+    detail = console.read(lambda admin: reads.group_detail(admin, name))
+    return 200, HTML, pages.group(detail, actionpages.group_forms(detail))
 
 
 def _producers(console: Console, query: Query) -> Answer:
@@ -325,7 +277,7 @@ def _metrics(console: Console, query: Query) -> Answer:
     return 200, CONTENT_TYPE, console.exporter.store.render()
 
 
-ROUTES: dict[str, Callable[[Console, Query], Answer]] = {
+ROUTES: dict[str, Page] = {
     "/": _overview,
     "/cluster": _cluster,
     "/broker": _broker,

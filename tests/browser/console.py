@@ -11,7 +11,7 @@ import asyncio
 import os
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,16 +28,21 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 
 
 class ConsoleProcess:
-    """`rmq console` on a free port, its history under `state`."""
+    """`rmq console` on a free port, its history under `state`; `extra` adds options."""
 
-    def __init__(self, namesrv: str, state: Path, *, interval: str = "1s") -> None:
+    def __init__(
+        self, namesrv: str, state: Path, *, interval: str = "1s", extra: Sequence[str] = ()
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
         env["XDG_STATE_HOME"] = str(state)
         self.process = subprocess.Popen(
             rmq_command(
-                ["console", "-n", namesrv, "--port", str(self.port), "--interval", interval]
+                [
+                    *("console", "-n", namesrv, "--port", str(self.port)),
+                    *("--interval", interval, *extra),
+                ]
             ),
             stderr=subprocess.PIPE,
             env=env,
@@ -103,3 +108,22 @@ async def fail_into_the_dlq(namesrv: str, topic: str, group: str, count: int = 1
         async with asyncio.timeout(60):
             while await held(admin) < count:
                 await asyncio.sleep(0.2)
+
+
+def click(driver: Any, button: Any) -> None:
+    """Click `button` and wait until the page it leads to replaced this one."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "html")
+    button.click()
+
+    def replaced(_: Any) -> bool:
+        try:
+            page.is_enabled()
+        except WebDriverException:  # stale, or no longer in the document
+            return True
+        return False
+
+    WebDriverWait(driver, 30).until(replaced)

@@ -19,6 +19,7 @@ from tests.browser.console import (
     CHROMIUM,
     ConsoleProcess,
     browser,
+    click,
     fail_into_the_dlq,
     wait_until,
 )
@@ -392,12 +393,12 @@ def test_a_dead_letter_shows_on_the_dlq_page(
 
     asyncio.run(fail_into_the_dlq(standalone.namesrv_addr, topic, group))
     visit(driver, console, f"/group?name={group}")
-    driver.find_element(By.LINK_TEXT, "its dead letters").click()
+    click(driver, driver.find_element(By.LINK_TEXT, "its dead letters"))
     result = driver.find_element(By.ID, "result").text
     assert "1 messages in the range" in result and msg_id in result
     listed = driver.find_element(By.XPATH, "//p[starts-with(., 'Groups with dead letters')]")
     assert group in listed.text.split(": ", 1)[1].split(", ")
-    driver.find_element(By.LINK_TEXT, msg_id).click()
+    click(driver, driver.find_element(By.LINK_TEXT, msg_id))
     assert driver.find_element(By.ID, "body").text == "it failed"
     facts = dict(row for row in rows(driver, "Properties"))
     assert facts["RETRY_TOPIC"] == topic and facts["ORIGIN_MESSAGE_ID"]
@@ -406,6 +407,6 @@ def test_a_dead_letter_shows_on_the_dlq_page(
     form = driver.find_elements(By.TAG_NAME, "form")[1]
     form.find_element(By.NAME, "group").send_keys(group)
     form.find_element(By.NAME, "id").send_keys(msg_id)
-    form.find_element(By.TAG_NAME, "button").click()
+    click(driver, form.find_element(By.TAG_NAME, "button"))
     found = driver.find_element(By.ID, "result").text
     assert "1 found" in found and msg_id in found

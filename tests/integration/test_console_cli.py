@@ -61,3 +61,70 @@ def test_a_silent_name_server_free_port_and_ctrl_c(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_without_accounts_only_loopback_and_account_commands_refuse_bad_input(
+    tmp_path: Path,
+) -> None:
+    refused = run_rmq_cli(["console", "-n", "127.0.0.1:1", "--host", "10.9.8.7"], home=tmp_path)
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1
+    assert refused.stderr.startswith("rmq: error: refusing to listen on 10.9.8.7 without a login")
+    assert "--insecure-no-login" in refused.stderr
+    missing = run_rmq_cli(["console", "--users", str(tmp_path / "none.json")], home=tmp_path)
+    assert missing.returncode == 1 and "no users file" in missing.stderr
+
+    users = str(tmp_path / "users.json")
+    listed = run_rmq_cli(["console", "user", "list", "-o", "json"], home=tmp_path)
+    assert (listed.returncode, listed.stdout.strip()) == (0, "[]")
+    no_tty = run_rmq_cli(["console", "user", "add", "ann", "--users", users], home=tmp_path)
+    assert no_tty.returncode == 1 and "pass --password-stdin" in no_tty.stderr
+    short = run_rmq_cli(
+        ["console", "user", "add", "ann", "--password-stdin", "--users", users],
+        home=tmp_path,
+        input=b"short\n",
+    )
+    assert short.returncode == 1 and "at least 8 characters" in short.stderr
+    added = run_rmq_cli(
+        ["console", "user", "add", "ann", "--role", "admin", "--password-stdin", "--users", users],
+        home=tmp_path,
+        input=b"long enough\n",
+    )
+    assert added.returncode == 0, added.stderr
+    both = run_rmq_cli(["console", "--users", users, "--insecure-no-login"], home=tmp_path)
+    assert both.returncode == 1 and "drop one or the other" in both.stderr
+    gone = run_rmq_cli(["console", "user", "delete", "bob", "--users", users], home=tmp_path)
+    assert gone.returncode == 1 and "no user bob" in gone.stderr
+    deleted = run_rmq_cli(["console", "user", "delete", "ann", "--users", users], home=tmp_path)
+    assert deleted.returncode == 0
+    listed = run_rmq_cli(["console", "user", "list", "--users", users, "-o", "json"], home=tmp_path)
+    assert listed.stdout.strip() == "[]"
+
+
+def test_without_accounts_a_change_still_needs_its_csrf_token(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        rmq_command(["console", "-n", "127.0.0.1:1", "--port", "0", "--interval", "1h"]),
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)},
+    )
+    try:
+        assert process.stderr is not None
+        url = process.stderr.readline().decode().split("serving ", 1)[1].strip()
+        with urllib.request.urlopen(url + "trace", timeout=30) as answer:
+            cookie = answer.headers["Set-Cookie"].split(";")[0]
+            assert "HttpOnly" in answer.headers["Set-Cookie"]
+        form = b"topic=T&body=x"
+        request = urllib.request.Request(url + "topic/send", data=form)
+        request.add_header("Cookie", cookie)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 403
+        assert "CSRF token is missing or wrong" in refused.value.read().decode()
+        # a request without the cookie gets a new session, and still no token
+        with pytest.raises(urllib.error.HTTPError) as fresh:
+            urllib.request.urlopen(
+                urllib.request.Request(url + "topic/send", data=form), timeout=30
+            )
+        assert fresh.value.code == 403
+    finally:
+        process.terminate()
+        assert process.wait(15) == 0
