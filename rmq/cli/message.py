@@ -324,17 +324,12 @@ def consume_directly(
 
     async def run(admin: AdminClient) -> dict[str, Any]:
         from rmq.client.adminops import message as ops
-        from rmq.client.adminops.consumer import consumer_connection
 
         if topic is None:
             record = await ops.view_message(admin, msg_id)
         else:
             (record,) = await ops.query_messages(admin, topic, msg_id, unique=True)
-        member = client_id
-        if member is None:
-            connections = (await consumer_connection(admin, group)).connection_set
-            member = sorted(conn.client_id for conn in connections)[0]
-        result = await ops.consume_directly(admin, group, member, record)
+        member, result = await ops.consume_directly_by_group(admin, group, record, client_id)
         return {
             "msgId": record.msg_id,
             "offsetMsgId": record.offset_msg_id,

@@ -32,7 +32,7 @@ from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.common.naming import client_topic_error
 from rmq.common.perm import PERM_READ, PERM_WRITE
-from rmq.console import actionpages
+from rmq.console import actionpages, deadletters
 from rmq.console.auth import Session
 from rmq.console.http import HTML, Action, Answer, Query
 from rmq.remoting.bodies import TopicConfig
@@ -221,4 +221,6 @@ ACTIONS: dict[str, Action] = {
     "/topic/delete": delete_topic,
     "/topic/send": send_message,
     "/group/reset": reset_offsets,
+    "/dlq/resend": deadletters.resend,
+    "/message/resend": deadletters.resend,
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, quote, urlsplit
@@ -51,6 +52,27 @@ Answer = tuple[int, str, str]
 """Status, content type and text; a 303's text is the place it sends the browser to."""
 Page = Callable[["Console", Query], Answer]
 Action = Callable[["Console", Query, Session], Answer]
+
+
+def one(query: Query, name: str, default: str = "") -> str:
+    """The first value of field `name`, stripped."""
+    return query.get(name, [default])[0].strip()
+
+
+def millis(text: str) -> int:
+    """A form's local time (`YYYY-MM-DDTHH:MM[:SS]`) in ms; ValueError when it is not one."""
+    return int(datetime.fromisoformat(text).timestamp() * 1000)
+
+
+def local_time(at: int) -> str:
+    """`at` (ms) as a form's local time."""
+    return datetime.fromtimestamp(at / 1000).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def page_number(query: Query) -> int:
+    text = one(query, "page", "1")
+    return max(1, int(text)) if text.isdigit() else 1
+
 
 _ADMIN_BLOCK = re.compile(re.escape(ADMIN_OPEN) + ".*?" + re.escape(ADMIN_CLOSE), re.DOTALL)
 

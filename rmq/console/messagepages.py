@@ -6,7 +6,7 @@ from __future__ import annotations
 from rmq.client.adminops.message import MessageTrack
 from rmq.common.message import MessageRecord
 from rmq.common.trace import TraceView
-from rmq.console.pages import e, layout, link, table, when
+from rmq.console.pages import admin_only, e, layout, link, post_form, table, when
 from rmq.console.reads import RangePage
 
 
@@ -82,38 +82,6 @@ def range_result(page: RangePage, query: dict[str, str], path: str = "/messages"
     )
 
 
-def dead_letters(
-    groups: list[str], group: str, begin: str, end: str, msg_id: str, result: str
-) -> str:
-    """The dead-letter search: a group's `%DLQ%` messages by time range, or one by id."""
-    choices = "".join(f'<option value="{e(g)}"></option>' for g in groups)
-    group_box = (
-        f'<input name="group" value="{e(group)}" placeholder="consumer group" list="dlq-groups"'
-        " required>"
-    )
-    forms = (
-        f'<datalist id="dlq-groups">{choices}</datalist>'
-        + (
-            f"<p>Groups with dead letters: {', '.join(link('/dlq', g, group=g) for g in groups)}"
-            "</p>"
-            if groups
-            else '<p class="empty">No group has a dead-letter topic.</p>'
-        )
-        + "<h2>By consumer group and time range</h2>"
-        + '<form action="/dlq">'
-        + group_box
-        + f'<input type="datetime-local" step="1" name="begin" value="{e(begin)}">'
-        + f'<input type="datetime-local" step="1" name="end" value="{e(end)}">'
-        + "<button>Search</button></form>"
-        + "<h2>By message id</h2>"
-        + '<form action="/dlq">'
-        + group_box
-        + f'<input name="id" value="{e(msg_id)}" placeholder="message id" size="36" required>'
-        + "<button>Search</button></form>"
-    )
-    return layout("Dead letters", forms + result, "/dlq")
-
-
 def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
     body = record.decompressed_body() or b""
     try:
@@ -158,7 +126,25 @@ def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
             else '<p class="empty">No group consumes its topic.</p>'
         )
     )
-    return layout(f"Message {record.msg_id}", content, "/messages")
+    groups = sorted({t.consumer_group for t in tracks})
+    picker = (
+        '<label>Group <select name="group">'
+        + "".join(f"<option>{e(g)}</option>" for g in groups)
+        + "</select></label>"
+        if groups
+        else '<label>Group <input name="group" required></label>'
+    )
+    resend = admin_only(
+        '<fieldset id="resend-message"><legend>Resend to a group</legend>'
+        + post_form(
+            "/message/resend",
+            f'<input type="hidden" name="ids" value="{e(record.offset_msg_id)}">' + picker,
+            "Resend",
+        )
+        + "<p>An online member of the group consumes it again now (CONSUME_MESSAGE_DIRECTLY)."
+        "</p></fieldset>"
+    )
+    return layout(f"Message {record.msg_id}", content + resend, "/messages")
 
 
 def trace(msg_id: str, trace_topic: str, views: list[TraceView] | None) -> str:

@@ -446,9 +446,12 @@ class RangePage:
     pages: int
 
 
-async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: int = 1) -> RangePage:
-    """Page `page` (from 1) of the messages of `topic` stored in [begin, end] ms: every queue
-    positioned by SEARCH_OFFSET_BY_TIMESTAMP at both ends, the page's offsets pulled only."""
+async def by_time(
+    admin: AdminClient, topic: str, begin: int, end: int, page: int = 1, size: int = PAGE_SIZE
+) -> RangePage:
+    """Page `page` (from 1, of `size` messages) of the messages of `topic` stored in
+    [begin, end] ms: every queue positioned by SEARCH_OFFSET_BY_TIMESTAMP at both ends, the
+    page's offsets pulled only."""
     route = await admin.topic_route(topic)
     spans: list[tuple[str, MessageQueue, int, int]] = []
 
@@ -488,24 +491,24 @@ async def by_time(admin: AdminClient, topic: str, begin: int, end: int, page: in
     spans = [s for s in await asyncio.gather(*work) if s[3] > s[2]]
     spans.sort(key=lambda s: (s[1].broker_name, s[1].queue_id))
     total = sum(high - low for _, _, low, high in spans)
-    pages = max(1, -(-total // PAGE_SIZE))
+    pages = max(1, -(-total // size))
     page = min(max(page, 1), pages)
-    skip = (page - 1) * PAGE_SIZE
+    skip = (page - 1) * size
     found: list[MessageRecord] = []
     for addr, mq, low, high in spans:
-        if len(found) >= PAGE_SIZE:
+        if len(found) >= size:
             break
         if skip >= high - low:
             skip -= high - low
             continue
         offset, skip = low + skip, 0
-        while offset < high and len(found) < PAGE_SIZE:
+        while offset < high and len(found) < size:
             result = await pull_one(admin, addr, mq, offset, min(PULL_BATCH, high - offset))
             records = result.records() if result.status is api.PullStatus.FOUND else []
             if not records:
                 break
             for record in records:
-                if record.queue_offset >= high or len(found) >= PAGE_SIZE:
+                if record.queue_offset >= high or len(found) >= size:
                     break
                 found.append(record)
             offset = records[-1].queue_offset + 1
@@ -524,7 +527,7 @@ async def dlq_groups(admin: AdminClient) -> list[str]:
 
 
 async def dead_letters(
-    admin: AdminClient, group: str, begin: int, end: int, page: int = 1
+    admin: AdminClient, group: str, begin: int, end: int, page: int = 1, size: int = PAGE_SIZE
 ) -> RangePage | None:
     """Page `page` of `group`'s dead letters stored in [begin, end] ms (`by_time` on its
     `%DLQ%` topic); None when the group has no dead-letter topic (nothing ever went there)."""
@@ -532,4 +535,4 @@ async def dead_letters(
         await admin.topic_route(dlq_topic(group))
     except RouteNotFound:
         return None
-    return await by_time(admin, dlq_topic(group), begin, end, page)
+    return await by_time(admin, dlq_topic(group), begin, end, page, size)

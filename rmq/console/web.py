@@ -19,17 +19,26 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import TypeVar
 
 from rmq.client.admin import AdminClient
-from rmq.common.naming import RMQ_SYS_TRACE_TOPIC, dlq_topic
-from rmq.console import actionpages, charts, messagepages, pages, reads
+from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
+from rmq.console import actionpages, charts, deadletters, messagepages, pages, reads
 from rmq.console.actions import ACTIONS
 from rmq.console.auth import Sessions
 from rmq.console.exporter import Exporter
 from rmq.console.history import History, day_of, tps_round
-from rmq.console.http import HTML, Answer, Page, Query, Server
+from rmq.console.http import (
+    HTML,
+    Answer,
+    Page,
+    Query,
+    Server,
+    local_time,
+    millis,
+    one,
+    page_number,
+)
 from rmq.console.metrics import CONTENT_TYPE
 from rmq.console.users import Users
 
@@ -40,14 +49,6 @@ T = TypeVar("T")
 DEFAULT_PORT = 8080
 PAGE_TIMEOUT = 30.0
 """Seconds a page waits for its reads."""
-
-DLQ_RANGE_MS = 24 * 3_600_000
-"""The dead-letter search's default range: the last day (a message reaches the DLQ only
-after its retries, hours after it was sent with the default delays)."""
-
-
-def _one(query: Query, name: str, default: str = "") -> str:
-    return query.get(name, [default])[0].strip()
 
 
 class Console:
@@ -132,10 +133,10 @@ class Console:
 
 def _overview(console: Console, query: Query) -> Answer:
     today = day_of(int(time.time() * 1000))
-    day = _one(query, "date", today)
+    day = one(query, "date", today)
     history = console.history
     busiest = history.busiest_topics(day)
-    topic = _one(query, "topic") or (busiest[0][0] if busiest else None)
+    topic = one(query, "topic") or (busiest[0][0] if busiest else None)
     namesrvs = console.read(reads.namesrv_status)
     broker_chart = charts.line_chart(history.broker_series(day), "broker TPS")
     points = history.topic_series(day, topic) if topic else []
@@ -154,7 +155,7 @@ def _cluster(console: Console, query: Query) -> Answer:
 
 
 def _broker(console: Console, query: Query) -> Answer:
-    addr = _one(query, "addr")
+    addr = one(query, "addr")
     runtime, config = console.read(lambda admin: reads.broker_detail(admin, addr))
     return 200, HTML, pages.broker(addr, runtime, config)
 
@@ -164,22 +165,22 @@ def _topics(console: Console, query: Query) -> Answer:
     rows = console.read(reads.topics)
     info = console.read(lambda admin: admin.cluster_info())
     forms = actionpages.topics_forms(sorted(info.cluster_addr_table))
-    return 200, HTML, pages.topics(rows, kinds, _one(query, "q"), forms)
+    return 200, HTML, pages.topics(rows, kinds, one(query, "q"), forms)
 
 
 def _topic(console: Console, query: Query) -> Answer:
-    name = _one(query, "name")
+    name = one(query, "name")
     detail = console.read(lambda admin: reads.topic_detail(admin, name))
     return 200, HTML, pages.topic(detail, actionpages.topic_forms(detail))
 
 
 def _groups(console: Console, query: Query) -> Answer:
     rows = console.read(reads.groups)
-    return 200, HTML, pages.groups(rows, _one(query, "q"), _one(query, "system") == "1")
+    return 200, HTML, pages.groups(rows, one(query, "q"), one(query, "system") == "1")
 
 
 def _group(console: Console, query: Query) -> Answer:
-    name = _one(query, "name")
+    name = one(query, "name")
     detail = console.read(lambda admin: reads.group_detail(admin, name))
     return 200, HTML, pages.group(detail, actionpages.group_forms(detail))
 
@@ -188,19 +189,11 @@ def _producers(console: Console, query: Query) -> Answer:
     return 200, HTML, pages.producers(console.read(reads.producers))
 
 
-def _millis(text: str) -> int:
-    return int(datetime.fromisoformat(text).timestamp() * 1000)
-
-
-def _local(millis: int) -> str:
-    return datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%dT%H:%M:%S")
-
-
 def _messages(console: Console, query: Query) -> Answer:
-    topic, key, msg_id = _one(query, "topic"), _one(query, "key"), _one(query, "id")
+    topic, key, msg_id = one(query, "topic"), one(query, "key"), one(query, "id")
     now = int(time.time() * 1000)
-    begin = _one(query, "begin") or _local(now - 3_600_000)
-    end = _one(query, "end") or _local(now + 60_000)
+    begin = one(query, "begin") or local_time(now - 3_600_000)
+    end = one(query, "end") or local_time(now + 60_000)
     result = ""
     if msg_id:
         record = console.read(lambda admin: reads.by_id(admin, msg_id, topic or None))
@@ -209,53 +202,19 @@ def _messages(console: Console, query: Query) -> Answer:
         result = messagepages.found(console.read(lambda admin: reads.by_key(admin, topic, key)))
     elif topic:
         try:
-            low, high = _millis(begin), _millis(end)
+            low, high = millis(begin), millis(end)
         except ValueError:
             result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
         else:
-            number = _page_number(query)
+            number = page_number(query)
             page = console.read(lambda admin: reads.by_time(admin, topic, low, high, number))
             args = {"topic": topic, "begin": begin, "end": end}
             result = messagepages.range_result(page, args)
     return 200, HTML, messagepages.messages(topic, begin, end, key, msg_id, result)
 
 
-def _dlq(console: Console, query: Query) -> Answer:
-    group, msg_id = _one(query, "group"), _one(query, "id")
-    now = int(time.time() * 1000)
-    begin = _one(query, "begin") or _local(now - DLQ_RANGE_MS)
-    end = _one(query, "end") or _local(now + 60_000)
-    groups = console.read(reads.dlq_groups)
-    result = ""
-    if group and msg_id:
-        topic = dlq_topic(group)
-        record = console.read(lambda admin: reads.by_id(admin, msg_id, topic))
-        result = messagepages.found(
-            [record] if record is not None and record.topic == topic else []
-        )
-    elif group:
-        try:
-            low, high = _millis(begin), _millis(end)
-        except ValueError:
-            result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
-        else:
-            number = _page_number(query)
-            page = console.read(lambda admin: reads.dead_letters(admin, group, low, high, number))
-            if page is None:
-                result = f'<p class="empty" id="result">{pages.e(group)} has no dead letters.</p>'
-            else:
-                args = {"group": group, "begin": begin, "end": end}
-                result = messagepages.range_result(page, args, "/dlq")
-    return 200, HTML, messagepages.dead_letters(groups, group, begin, end, msg_id, result)
-
-
-def _page_number(query: Query) -> int:
-    text = _one(query, "page", "1")
-    return max(1, int(text)) if text.isdigit() else 1
-
-
 def _message(console: Console, query: Query) -> Answer:
-    msg_id, topic = _one(query, "id"), _one(query, "topic")
+    msg_id, topic = one(query, "id"), one(query, "topic")
     record = console.read(lambda admin: reads.by_id(admin, msg_id, topic or None))
     if record is None:
         return 404, HTML, pages.error_page("Message", f"No message {msg_id}", "/messages")
@@ -268,7 +227,7 @@ def _message(console: Console, query: Query) -> Answer:
 
 
 def _trace(console: Console, query: Query) -> Answer:
-    msg_id, topic = _one(query, "id"), _one(query, "topic") or RMQ_SYS_TRACE_TOPIC
+    msg_id, topic = one(query, "id"), one(query, "topic") or RMQ_SYS_TRACE_TOPIC
     views = console.read(lambda admin: reads.trace(admin, msg_id, topic)) if msg_id else None
     return 200, HTML, messagepages.trace(msg_id, topic, views)
 
@@ -288,7 +247,8 @@ ROUTES: dict[str, Page] = {
     "/producers": _producers,
     "/messages": _messages,
     "/message": _message,
-    "/dlq": _dlq,
+    "/dlq": deadletters.page,
+    "/dlq/export": deadletters.export,
     "/trace": _trace,
     "/metrics": _metrics,
 }

@@ -317,3 +317,57 @@ def test_a_viewer_is_refused_every_change_and_changes_need_the_csrf_token(
     assert status == 401
     status, page = admin.request(f"/topic?name={topic}")
     assert status == 200 and "Status per queue" in page
+
+
+def test_an_admin_resends_a_dead_letter_and_it_is_consumed_and_exports_it(
+    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path
+) -> None:
+    import asyncio
+    import subprocess
+
+    from selenium.webdriver.common.by import By
+
+    from tests.browser.console import fail_into_the_dlq
+    from tests.procs import rmq_command
+
+    topic, group = unique("ConsoleDead"), unique("console_dead")
+    cli(standalone, tmp_path, "topic", "create", topic)
+    sent = json.loads(cli(standalone, tmp_path, "produce", topic, data=b"dead one\n"))
+    asyncio.run(fail_into_the_dlq(standalone.namesrv_addr, topic, group))
+    reading = subprocess.Popen(
+        rmq_command(["consume", topic, "-g", group, "-n", standalone.namesrv_addr]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
+    try:
+        with browser() as driver:
+            log_in(driver, console, ADMIN, ADMIN_PASSWORD)
+
+            def online() -> bool:
+                driver.get(console.url + f"/group?name={group}")
+                return "No client of this group is online." not in driver.page_source
+
+            wait_until(online, f"rmq consume -g {group} online", 60)
+            driver.get(console.url + f"/dlq?group={group}")
+            assert "1 messages in the range" in driver.find_element(By.ID, "result").text
+            driver.find_element(By.NAME, "ids").click()
+            click(driver, driver.find_element(By.CSS_SELECTOR, "button[value=chosen]"))
+            verdicts = driver.find_element(By.TAG_NAME, "table").text
+            assert sent["msgId"] in verdicts and "CR_SUCCESS" in verdicts, verdicts
+        assert reading.stdout is not None
+        record = json.loads(reading.stdout.readline())  # the member printed it
+        assert record["body"] == "dead one" and record["msgId"] == sent["msgId"]
+    finally:
+        reading.terminate()
+        reading.wait(30)
+
+    admin = logged_in(console, ADMIN, ADMIN_PASSWORD)
+    status, exported = admin.request(f"/dlq/export?group={group}")
+    (line,) = exported.splitlines()
+    assert status == 200 and json.loads(line)["body"] == "dead one"
+    assert json.loads(line)["topic"] == f"%DLQ%{group}"
+    viewer = logged_in(console, VIEWER, VIEWER_PASSWORD)
+    offset_id = json.loads(line)["offsetMsgId"]
+    form = {"group": group, "ids": offset_id, "which": "chosen", "csrf": viewer.csrf}
+    assert viewer.request("/dlq/resend", form)[0] == 403

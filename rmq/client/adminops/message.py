@@ -279,6 +279,18 @@ async def consume_directly(
     )
 
 
+async def consume_directly_by_group(
+    admin: AdminClient, group: str, record: MessageRecord, client_id: str | None = None
+) -> tuple[str, ConsumeMessageDirectlyResult]:
+    """`consume_directly` by `client_id`, or by the group's first online member (sorted by
+    client id); the member asked and its verdict.  GroupOffline when none is online."""
+    member = client_id
+    if member is None:
+        connections = (await consumer_connection(admin, group)).connection_set
+        member = sorted(conn.client_id for conn in connections)[0]
+    return member, await consume_directly(admin, group, member, record)
+
+
 async def subscribe_queues(consumer: PullConsumer, topic: str) -> list[MessageQueue]:
     """The topic's readable queues in Java's `HashSet` order."""
     queues = await consumer.fetch_subscribe_message_queues(topic)
