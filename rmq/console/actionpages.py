@@ -10,9 +10,11 @@ from collections.abc import Sequence
 
 from rmq.client.admin import TopicUpdate
 from rmq.client.adminops.offsetreset import QueuePreview, QueueReset
+from rmq.client.adminops.topic import GroupConfigAt, GroupFootprint
 from rmq.common.perm import perm_to_string
 from rmq.console.pages import admin_only, e, layout, link, post_form, table
 from rmq.console.reads import GroupDetail, TopicDetail
+from rmq.remoting.bodies import SubscriptionGroupConfig
 
 Query = dict[str, list[str]]
 NUMBER = 'type="number" min="1" max="1024"'
@@ -118,7 +120,111 @@ def group_forms(detail: GroupDetail) -> str:
     )
 
 
+def _group_fields(clusters: Sequence[str], name: str = "") -> str:
+    options = "".join(f"<option>{e(c)}</option>" for c in clusters)
+    named = (
+        f'<input type="hidden" name="group" value="{e(name)}">'
+        if name
+        else '<label>Group <input name="group" required></label>'
+    )
+    return (
+        named + f'<label>Cluster <select name="cluster">{options}</select></label><br>'
+        '<label><input type="checkbox" name="consume" value="1" checked> may consume</label>'
+        '<label><input type="checkbox" name="broadcast" value="1"> broadcast allowed</label>'
+        '<label><input type="checkbox" name="from_min" value="1"> from the min offset</label><br>'
+        f'<label>Retry queues <input name="retry_queues" {NUMBER} value="1"></label>'
+        '<label>Retries before the DLQ <input name="retry_max_times" type="number" min="-1" '
+        'value="16"></label>'
+        '<label>Consume from broker id <input name="broker_id" type="number" min="0" '
+        'value="0"></label>'
+        '<label>when slow <input name="slow_broker_id" type="number" min="0" value="1"></label>'
+    )
+
+
+def groups_forms(clusters: Sequence[str]) -> str:
+    form = post_form("/group/update", _group_fields(clusters), "Create or update")
+    return admin_only(
+        '<fieldset id="create-group"><legend>Create or update a consumer group</legend>'
+        f"{form}</fieldset>"
+    )
+
+
+def group_settings_forms(name: str, clusters: Sequence[str]) -> str:
+    """The group page's update and delete forms."""
+    options = "".join(f"<option>{e(c)}</option>" for c in clusters)
+    update = post_form("/group/update", _group_fields(clusters, name), "Update…")
+    delete = post_form(
+        "/group/delete",
+        f'<input type="hidden" name="group" value="{e(name)}">'
+        f'<label>Cluster <select name="cluster">{options}</select></label>'
+        '<label><input type="checkbox" name="remove_offset" value="1"> and its offsets</label>',
+        "Delete…",
+    )
+    return admin_only(
+        f'<fieldset id="update-group"><legend>Update its settings</legend>{update}</fieldset>'
+        f'<fieldset id="delete-group"><legend>Delete it</legend>{delete}</fieldset>'
+    )
+
+
 # -- previews and results ---------------------------------------------------------------------
+
+
+def _settings(config: SubscriptionGroupConfig) -> dict[str, str]:
+    return {
+        "may consume": str(config.consume_enable).lower(),
+        "broadcast allowed": str(config.consume_broadcast_enable).lower(),
+        "from the min offset": str(config.consume_from_min_enable).lower(),
+        "retry queues": str(config.retry_queue_nums),
+        "retries before the DLQ": str(config.retry_max_times),
+        "consume from broker id": str(config.broker_id),
+        "when slow": str(config.which_broker_when_consume_slowly),
+    }
+
+
+def group_update_preview(
+    form: Query, config: SubscriptionGroupConfig, before: list[GroupConfigAt]
+) -> str:
+    after = _settings(config)
+    rows = [
+        (e(at.broker_name), e(key), e(old), f"<b>{e(after[key])}</b>")
+        for at in before
+        for key, old in _settings(at.config).items()
+        if old != after[key]
+    ]
+    name = config.group_name
+    body = (
+        f"<p>Group {link('/group', name, name=name)} exists; this changes it:</p>"
+        + table(["broker", "setting", "now", "after"], rows)
+        + _confirm("/group/update", form, "Update", link("/group", "Cancel", name=name))
+    )
+    return layout(f"Update group {name}?", body, "/groups")
+
+
+def group_done(name: str, verb: str, addrs: list[str]) -> str:
+    return (
+        f'<p class="done" id="done">Consumer group {link("/group", name, name=name)} {e(verb)} '
+        f"on {e(', '.join(addrs))}.</p>"
+    )
+
+
+def group_delete_preview(form: Query, name: str, cluster: str, found: GroupFootprint) -> str:
+    offsets = "and its committed offsets " if form.get("remove_offset") else ""
+    body = (
+        f"<p>This deletes consumer group {link('/group', name, name=name)} {e(offsets)}from "
+        f"{e(', '.join(found.broker_addrs) or 'no broker')} and its topics "
+        f"{e(', '.join(found.topics) or '(none)')} from cluster {e(cluster)}: its members "
+        "stop being able to consume until it is created again.</p>"
+        + _confirm("/group/delete", form, f"Delete {name}", link("/group", "Cancel", name=name))
+    )
+    return layout(f"Delete group {name}?", body, "/groups")
+
+
+def group_deleted(name: str, found: GroupFootprint) -> str:
+    return (
+        f'<p class="done" id="done">Consumer group {e(name)} deleted from '
+        f"{e(', '.join(found.broker_addrs) or 'no broker')}; topics deleted: "
+        f"{e(', '.join(found.topics) or 'none')}.</p>"
+    )
 
 
 def topic_update_preview(

@@ -12,7 +12,11 @@ as the CLI's `--dry-run` shows a plan before the real run.
   name servers (`AdminClient.delete_topic`);
 * `/topic/send`: send a test message (rmq's `Producer`, group `rmq-console`);
 * `/group/reset`: move a group's offsets on a topic to a time, or to the end (skip the
-  backlog) (`rmq.client.adminops.offsetreset`).
+  backlog) (`rmq.client.adminops.offsetreset`);
+* `/group/update`, `/group/delete`: a subscription group on every master of a cluster
+  (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP; DELETE_SUBSCRIPTIONGROUP and the group's retry and
+  dead-letter topics), as `rmq group update` and `rmq group delete`;
+* `/dlq/resend`, `/message/resend`: `rmq.console.deadletters`.
 
 Every change is logged at INFO with the user who made it.
 """
@@ -27,15 +31,21 @@ from typing import TYPE_CHECKING
 from rmq.client.admin import AdminClient
 from rmq.client.adminops.offsetreset import reset_group_offsets, reset_preview
 from rmq.client.adminops.stats import topic_consumers
+from rmq.client.adminops.topic import (
+    delete_subscription_group,
+    group_configs,
+    group_footprint,
+    update_subscription_group,
+)
 from rmq.client.errors import RouteNotFound
 from rmq.client.message import Message
 from rmq.client.producer import Producer
-from rmq.common.naming import client_topic_error
+from rmq.common.naming import client_topic_error, group_error
 from rmq.common.perm import PERM_READ, PERM_WRITE
 from rmq.console import actionpages, deadletters
 from rmq.console.auth import Session
 from rmq.console.http import HTML, Action, Answer, Query
-from rmq.remoting.bodies import TopicConfig
+from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 
 if TYPE_CHECKING:
     from rmq.console.web import Console
@@ -216,7 +226,106 @@ def reset_offsets(console: Console, form: Query, session: Session) -> Answer:
     return _answer(f"Offsets of {group} reset", actionpages.reset_done(group, topic, done))
 
 
+def _flag(form: Query, name: str) -> bool:
+    return field(form, name) == "1"
+
+
+def _small(form: Query, name: str, what: str, low: int, default: str) -> int:
+    text = field(form, name, default)
+    try:
+        value = int(text)
+    except ValueError:
+        raise FormError(f"{what} must be a whole number") from None
+    if not low <= value <= 65535:
+        raise FormError(f"{what} must be from {low} to 65535")
+    return value
+
+
+def _group_config(form: Query) -> SubscriptionGroupConfig:
+    name = field(form, "group")
+    error = group_error(name)
+    if error is not None:
+        raise FormError(error)
+    return SubscriptionGroupConfig(
+        group_name=name,
+        consume_enable=_flag(form, "consume"),
+        consume_from_min_enable=_flag(form, "from_min"),
+        consume_broadcast_enable=_flag(form, "broadcast"),
+        retry_queue_nums=_small(form, "retry_queues", "retry queues", 1, "1"),
+        retry_max_times=_small(form, "retry_max_times", "retries before the DLQ", -1, "16"),
+        broker_id=_small(form, "broker_id", "the broker id to consume from", 0, "0"),
+        which_broker_when_consume_slowly=_small(
+            form, "slow_broker_id", "the broker id when slow", 0, "1"
+        ),
+    )
+
+
+def update_group(console: Console, form: Query, session: Session) -> Answer:
+    cluster = field(form, "cluster")
+    try:
+        config = _group_config(form)
+        if not cluster:
+            raise FormError("choose the cluster the group goes to")
+    except FormError as exc:
+        return _refused("Create or update a consumer group", exc)
+    name = config.group_name
+    before = [
+        at
+        for at in console.read(lambda admin: group_configs(admin, name))
+        if at.cluster == cluster and at.config != config
+    ]
+    if before and field(form, "confirm") != "1":
+        return 200, HTML, actionpages.group_update_preview(form, config, before)
+
+    async def update(admin: AdminClient) -> list[str]:
+        done = await update_subscription_group(admin, config, cluster=cluster)
+        if done.outcome.failures:
+            addr, exc = next(iter(done.outcome.failures.items()))
+            raise FormError(f"the update failed on {addr}: {exc}")
+        return list(done.outcome.done)
+
+    try:
+        addrs = console.read(update)
+    except FormError as exc:
+        return _refused(f"Consumer group {name}", exc)
+    verb = "updated" if before else "saved"
+    log.info("console: %s %s group %s on %s", session.user, verb, name, addrs)
+    return _answer(f"Consumer group {name} {verb}", actionpages.group_done(name, verb, addrs))
+
+
+def delete_group(console: Console, form: Query, session: Session) -> Answer:
+    name, cluster = field(form, "group"), field(form, "cluster")
+    remove_offset = _flag(form, "remove_offset")
+    if not name or not cluster:
+        return _refused("Delete a consumer group", FormError("name the group and its cluster"))
+    found = console.read(
+        lambda admin: group_footprint(admin, name, offsets=remove_offset, cluster=cluster)
+    )
+    if not found.broker_addrs and not found.topics:
+        message = f"consumer group {name} not found on {cluster}: nothing to delete"
+        return _refused("Delete a consumer group", FormError(message))
+    if field(form, "confirm") != "1":
+        return 200, HTML, actionpages.group_delete_preview(form, name, cluster, found)
+
+    async def delete(admin: AdminClient) -> None:
+        done = await delete_subscription_group(
+            admin, name, remove_offset=remove_offset, cluster=cluster
+        )
+        failure = done.failure or done.topic_failure
+        if failure is not None:
+            raise FormError(f"the deletion of group {name} failed: {failure}")
+
+    try:
+        console.read(delete)
+    except FormError as exc:
+        return _refused(f"Delete {name}", exc)
+    log.info("console: %s deleted group %s from %s", session.user, name, cluster)
+    return _answer(f"Consumer group {name} deleted", actionpages.group_deleted(name, found))
+
+
 ACTIONS: dict[str, Action] = {
+    "/group/update": update_group,
+    "/group/delete": delete_group,
     "/topic/update": update_topic,
     "/topic/delete": delete_topic,
     "/topic/send": send_message,

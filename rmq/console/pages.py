@@ -327,7 +327,7 @@ def topic(detail: TopicDetail, actions: str = "") -> str:
 # -- groups --------------------------------------------------------------------------------------
 
 
-def groups(rows: list[GroupRow], query: str, system: bool) -> str:
+def groups(rows: list[GroupRow], query: str, system: bool, actions: str = "") -> str:
     shown = [r for r in rows if (system or not r.system) and query.lower() in r.name.lower()]
     form = (
         f'<form action="/groups"><input name="q" value="{e(query)}" placeholder="filter by name">'
@@ -348,7 +348,8 @@ def groups(rows: list[GroupRow], query: str, system: bool) -> str:
         for r in shown
     ]
     headers = ["group", "lag", "retry lag", "consume TPS", "clients", "model", "topics"]
-    return layout("Consumer groups", form + table(headers, cells, (1, 2, 3, 4)), "/groups")
+    listing = table(headers, cells, (1, 2, 3, 4))
+    return layout("Consumer groups", actions + form + listing, "/groups")
 
 
 def group(detail: GroupDetail, actions: str = "") -> str:

@@ -163,8 +163,7 @@ def _broker(console: Console, query: Query) -> Answer:
 def _topics(console: Console, query: Query) -> Answer:
     kinds = set(query.get("kind", [])) or {"NORMAL", "ORDER"}
     rows = console.read(reads.topics)
-    info = console.read(lambda admin: admin.cluster_info())
-    forms = actionpages.topics_forms(sorted(info.cluster_addr_table))
+    forms = actionpages.topics_forms(_clusters(console))
     return 200, HTML, pages.topics(rows, kinds, one(query, "q"), forms)
 
 
@@ -176,13 +175,21 @@ def _topic(console: Console, query: Query) -> Answer:
 
 def _groups(console: Console, query: Query) -> Answer:
     rows = console.read(reads.groups)
-    return 200, HTML, pages.groups(rows, one(query, "q"), one(query, "system") == "1")
+    forms = actionpages.groups_forms(_clusters(console))
+    return 200, HTML, pages.groups(rows, one(query, "q"), one(query, "system") == "1", forms)
+
+
+def _clusters(console: Console) -> list[str]:
+    info = console.read(lambda admin: admin.cluster_info())
+    return sorted(info.cluster_addr_table)
 
 
 def _group(console: Console, query: Query) -> Answer:
     name = one(query, "name")
     detail = console.read(lambda admin: reads.group_detail(admin, name))
-    return 200, HTML, pages.group(detail, actionpages.group_forms(detail))
+    forms = actionpages.group_forms(detail)
+    forms += actionpages.group_settings_forms(name, _clusters(console))
+    return 200, HTML, pages.group(detail, forms)
 
 
 def _producers(console: Console, query: Query) -> Answer:

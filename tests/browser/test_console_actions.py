@@ -371,3 +371,33 @@ def test_an_admin_resends_a_dead_letter_and_it_is_consumed_and_exports_it(
     offset_id = json.loads(line)["offsetMsgId"]
     form = {"group": group, "ids": offset_id, "which": "chosen", "csrf": viewer.csrf}
     assert viewer.request("/dlq/resend", form)[0] == 403
+
+
+def test_an_admin_creates_updates_and_deletes_a_consumer_group(
+    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    group = unique("console_made")
+    with browser() as driver:
+        log_in(driver, console, ADMIN, ADMIN_PASSWORD)
+        driver.get(console.url + "/groups")
+        text = submit(driver, "create-group", group=group, retry_max_times="3")
+        assert f"Consumer group {group} saved on {standalone.addr}" in text
+        wide = json.loads(cli(standalone, tmp_path, "group", "list", "-o", "json"))
+        assert group in {row["group"] for row in wide}
+
+        driver.get(console.url + f"/group?name={group}")
+        submit(driver, "update-group", retry_max_times="5")
+        assert driver.title.startswith(f"Update group {group}?")
+        changes = driver.find_element(By.TAG_NAME, "table").text
+        assert "retries before the DLQ 3 5" in changes, changes
+        assert "may consume" not in changes  # unchanged settings are not listed
+        assert f"Consumer group {group} updated" in confirm(driver)
+
+        driver.get(console.url + f"/group?name={group}")
+        text = submit(driver, "delete-group")
+        assert f"This deletes consumer group {group} from {standalone.addr}" in text
+        assert f"Consumer group {group} deleted from {standalone.addr}" in confirm(driver)
+    rows = json.loads(cli(standalone, tmp_path, "group", "list", "-o", "json"))
+    assert group not in {row["group"] for row in rows}
