@@ -25,13 +25,13 @@ def add_to_cluster_commands(
     options: Callable[[], list[click.Option]],
     wrap: Callable[[Callback], Callback],
 ) -> None:
-    """Give `command` (every sub-command of a group) the `options()`, whose parameter
+    """Give `command` (every sub-command of a group, and a group whose own callback takes
+    -n, as `rmq console` does) the `options()`, whose parameter
     `names` it must not have already, and make its callback `wrap(callback)`, when it takes
     the shared -n/--namesrv option."""
-    if isinstance(command, click.Group):
+    if isinstance(command, click.Group):  # its commands, and its own callback's options
         for sub in command.commands.values():
             add_to_cluster_commands(sub, names, options, wrap)
-        return
     taken = {param.name for param in command.params}
     takes_namesrv = any(
         isinstance(param, click.Option) and param.help == NAMESRV_HELP for param in command.params

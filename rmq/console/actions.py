@@ -16,7 +16,8 @@ as the CLI's `--dry-run` shows a plan before the real run.
 * `/group/update`, `/group/delete`: a subscription group on every master of a cluster
   (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP; DELETE_SUBSCRIPTIONGROUP and the group's retry and
   dead-letter topics), as `rmq group update` and `rmq group delete`;
-* `/dlq/resend`, `/message/resend`: `rmq.console.deadletters`.
+* `/dlq/resend`, `/message/resend`: `rmq.console.deadletters`;
+* `/acl/account`, `/acl/delete`, `/acl/white`: `rmq.console.aclpages`.
 
 Every change is logged at INFO with the user who made it.
 """
@@ -42,7 +43,7 @@ from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.common.naming import client_topic_error, group_error
 from rmq.common.perm import PERM_READ, PERM_WRITE
-from rmq.console import actionpages, deadletters
+from rmq.console import aclpages, actionpages, deadletters
 from rmq.console.auth import Session
 from rmq.console.http import HTML, Action, Answer, Query
 from rmq.remoting.bodies import SubscriptionGroupConfig, TopicConfig
@@ -331,5 +332,8 @@ ACTIONS: dict[str, Action] = {
     "/topic/send": send_message,
     "/group/reset": reset_offsets,
     "/dlq/resend": deadletters.resend,
+    "/acl/account": aclpages.save_account,
+    "/acl/delete": aclpages.delete,
+    "/acl/white": aclpages.white_list,
     "/message/resend": deadletters.resend,
 }

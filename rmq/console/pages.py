@@ -25,6 +25,7 @@ NAV = (
     ("/producers", "Producers"),
     ("/messages", "Messages"),
     ("/dlq", "Dead letters"),
+    ("/acl", "ACL"),
     ("/metrics", "Metrics"),
 )
 

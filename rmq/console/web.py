@@ -23,7 +23,15 @@ from typing import TypeVar
 
 from rmq.client.admin import AdminClient
 from rmq.common.naming import RMQ_SYS_TRACE_TOPIC
-from rmq.console import actionpages, charts, deadletters, messagepages, pages, reads
+from rmq.console import (
+    aclpages,
+    actionpages,
+    charts,
+    deadletters,
+    messagepages,
+    pages,
+    reads,
+)
 from rmq.console.actions import ACTIONS
 from rmq.console.auth import Sessions
 from rmq.console.exporter import Exporter
@@ -256,6 +264,7 @@ ROUTES: dict[str, Page] = {
     "/message": _message,
     "/dlq": deadletters.page,
     "/dlq/export": deadletters.export,
+    "/acl": aclpages.page,
     "/trace": _trace,
     "/metrics": _metrics,
 }

@@ -127,3 +127,18 @@ def click(driver: Any, button: Any) -> None:
         return False
 
     WebDriverWait(driver, 30).until(replaced)
+
+
+def add_account(users: Path, name: str, password: str, role: str) -> None:
+    """`rmq console user add NAME --role ROLE` into the users file `users`."""
+    from tests.procs import run_rmq_cli
+
+    done = run_rmq_cli(
+        [
+            *("console", "user", "add", name, "--role", role),
+            *("--password-stdin", "--users", str(users)),
+        ],
+        home=users.parent,
+        input=password.encode() + b"\n",
+    )
+    assert done.returncode == 0, done.stderr

@@ -31,6 +31,7 @@ from tests.browser.console import (
     CHROMEDRIVER,
     CHROMIUM,
     ConsoleProcess,
+    add_account,
     browser,
     click,
     wait_until,
@@ -57,26 +58,8 @@ def console(
 ) -> Iterator[ConsoleProcess]:
     home = tmp_path_factory.mktemp("accounts")
     users = home / "users.json"
-    for name, password, role in (
-        (ADMIN, ADMIN_PASSWORD, "admin"),
-        (VIEWER, VIEWER_PASSWORD, "viewer"),
-    ):
-        done = run_rmq_cli(
-            [
-                "console",
-                "user",
-                "add",
-                name,
-                "--role",
-                role,
-                "--password-stdin",
-                "--users",
-                str(users),
-            ],
-            home=home,
-            input=password.encode() + b"\n",
-        )
-        assert done.returncode == 0, done.stderr
+    add_account(users, ADMIN, ADMIN_PASSWORD, "admin")
+    add_account(users, VIEWER, VIEWER_PASSWORD, "viewer")
     assert users.stat().st_mode & 0o077 == 0  # owner-only
     running = ConsoleProcess(
         standalone.namesrv_addr, tmp_path_factory.mktemp("state"), extra=["--users", str(users)]
