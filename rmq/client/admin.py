@@ -205,6 +205,16 @@ class AdminClient:
         if self._owns_remoting:
             await self._remoting.close()
 
+    @property
+    def current_namesrv(self) -> str:
+        """The name server asked first (another one only when it fails)."""
+        return self._namesrvs.current
+
+    def use_namesrv(self, addr: str) -> None:
+        """Ask `addr`, one of the name servers given, first from now on; ValueError for an
+        address that is not one of them."""
+        self._namesrvs.use(addr)
+
     # -- name server reads -------------------------------------------------------------------
 
     async def cluster_info(self) -> ClusterInfo:

@@ -129,6 +129,15 @@ class NameServerList:
         self.addrs = addrs
         self._current = current % len(addrs)
 
+    @property
+    def current(self) -> str:
+        """The name server requests go to first."""
+        return self.addrs[self._current]
+
+    def use(self, addr: str) -> None:
+        """Make `addr`, one of `addrs`, the current name server; ValueError for another."""
+        self._current = self.addrs.index(addr)
+
     async def call(self, call: Callable[[str], Awaitable[T]]) -> T:
         """`await call(addr)` with the current name server, failing over as described; when
         every one failed, the last failure is raised."""

@@ -17,7 +17,8 @@ as the CLI's `--dry-run` shows a plan before the real run.
   (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP; DELETE_SUBSCRIPTIONGROUP and the group's retry and
   dead-letter topics), as `rmq group update` and `rmq group delete`;
 * `/dlq/resend`, `/message/resend`: `rmq.console.deadletters`;
-* `/acl/account`, `/acl/delete`, `/acl/white`: `rmq.console.aclpages`.
+* `/acl/account`, `/acl/delete`, `/acl/white`: `rmq.console.aclpages`;
+* `/namesrv/use`: ask another of the configured name servers first (only those).
 
 Every change is logged at INFO with the user who made it.
 """
@@ -324,7 +325,28 @@ def delete_group(console: Console, form: Query, session: Session) -> Answer:
     return _answer(f"Consumer group {name} deleted", actionpages.group_deleted(name, found))
 
 
+def use_namesrv(console: Console, form: Query, session: Session) -> Answer:
+    """Ask another of the name servers the console was started with first; an address it
+    was not given is refused (the console never reaches a server it was not told of)."""
+    addr = field(form, "addr")
+
+    async def use(admin: AdminClient) -> bool:
+        if addr not in admin.namesrv_addrs:
+            return False
+        admin.use_namesrv(addr)
+        return True
+
+    if not console.read(use):
+        return _refused(
+            "Switch name servers",
+            FormError(f"{addr!r} is not one of the name servers the console was started with"),
+        )
+    log.info("console: %s switched to name server %s", session.user, addr)
+    return 303, HTML, "/"
+
+
 ACTIONS: dict[str, Action] = {
+    "/namesrv/use": use_namesrv,
     "/group/update": update_group,
     "/group/delete": delete_group,
     "/topic/update": update_topic,
@@ -336,4 +358,5 @@ ACTIONS: dict[str, Action] = {
     "/acl/delete": aclpages.delete,
     "/acl/white": aclpages.white_list,
     "/message/resend": deadletters.resend,
+    "/message/send-again": deadletters.send_again,
 }

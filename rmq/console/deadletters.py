@@ -10,7 +10,9 @@ or id, resent to the group, exported as NDJSON.
   message id, is consumed again by an online member of the group (CONSUME_MESSAGE_DIRECTLY
   through the broker that stored it, as the dashboard's resend and `rmq message
   consume-directly` do); the page lists each member's verdict.  The message page's "Resend
-  to a group" posts here too, for the groups consuming its topic.
+  to a group" posts here too, for the groups consuming its topic;
+* POST `/message/send-again`: the message page's "Send it again to its topic" (`rmq message
+  resend`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import orjson
 from rmq.client.admin import AdminClient, describe
 from rmq.client.adminops.consumer import GroupOffline
 from rmq.client.adminops.message import consume_directly_by_group, view_message
+from rmq.client.adminops.message_friendly import resend as resend_copy_of
 from rmq.common.jsonrecord import to_record_dict
 from rmq.common.message import MessageRecord
 from rmq.common.naming import dlq_topic
@@ -233,3 +236,26 @@ def resend(console: Console, form: Query, session: Session) -> Answer:
         + f"<p>{link('/dlq', 'Back to the dead letters', group=group)}</p>"
     )
     return 200, HTML, layout(f"Resent to {group}", body, "/dlq")
+
+
+def send_again(console: Console, form: Query, session: Session) -> Answer:
+    """POST /message/send-again: a stored message (by its offset id) sent again to its
+    topic as a copy with a new unique key (producer group ReSendMsgById, as `rmq message
+    resend` and mqadmin's queryMsgById -s true do)."""
+    offset_id = one(form, "id")
+    if not offset_id:
+        body = '<p class="down" id="problem">Name the message (its offset id).</p>'
+        return 400, HTML, layout("Send again", body, "/messages")
+
+    async def run(admin: AdminClient) -> tuple[str, str, str]:
+        record = await view_message(admin, offset_id)
+        sent = await resend_copy_of(admin, record)
+        return record.msg_id, sent.msg_id, sent.message_queue.topic
+
+    original, copy, topic = console.read(run)
+    log.info("console: %s sent %s again to %s as %s", session.user, original, topic, copy)
+    body = (
+        f'<p class="done" id="done">Sent {e(original)} again to {link("/topic", topic, name=topic)}'
+        f" as {link('/message', copy, id=copy, topic=topic)}.</p>"
+    )
+    return 200, HTML, layout("Sent again", body, "/messages")

@@ -143,6 +143,13 @@ def message(record: MessageRecord, tracks: list[MessageTrack]) -> str:
         )
         + "<p>An online member of the group consumes it again now (CONSUME_MESSAGE_DIRECTLY)."
         "</p></fieldset>"
+        '<fieldset id="send-again"><legend>Send it again to its topic</legend>'
+        + post_form(
+            "/message/send-again",
+            f'<input type="hidden" name="id" value="{e(record.offset_msg_id)}">',
+            "Send again",
+        )
+        + "<p>A copy with a new message id, as rmq message resend sends.</p></fieldset>"
     )
     return layout(f"Message {record.msg_id}", content + resend, "/messages")
 

@@ -141,6 +141,7 @@ def error_page(title: str, message: str, current: str) -> str:
 
 def overview(
     namesrvs: list[tuple[str, str | None]],
+    current: str,
     day: str,
     days: list[str],
     broker_chart: str,
@@ -154,6 +155,16 @@ def overview(
             '<span class="ok">up</span>'
             if error is None
             else f'<span class="down">down: {e(error)}</span>',
+            "in use"
+            if addr == current
+            else admin_only(
+                post_form(
+                    "/namesrv/use",
+                    f'<input type="hidden" name="addr" value="{e(addr)}">',
+                    "Use this one",
+                    css="inline",
+                )
+            ),
         )
         for addr, error in namesrvs
     ]
@@ -165,7 +176,7 @@ def overview(
     )
     body = (
         "<h2>Name servers</h2>"
-        + table(["address", "status"], rows)
+        + table(["address", "status", ""], rows)
         + f'<form action="/"><label>Day <select name="date">{choices}</select></label>'
         + (f'<label>Topic <select name="topic">{picks}</select></label>' if busiest else "")
         + "<button>Show</button></form>"

@@ -158,6 +158,11 @@ async def namesrv_status(admin: AdminClient) -> list[tuple[str, str | None]]:
     return list(await asyncio.gather(*(one(addr) for addr in admin.namesrv_addrs)))
 
 
+async def current_namesrv(admin: AdminClient) -> str:
+    """The name server the console asks first."""
+    return admin.current_namesrv
+
+
 # -- topics ------------------------------------------------------------------------------------
 
 

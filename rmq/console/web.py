@@ -146,13 +146,14 @@ def _overview(console: Console, query: Query) -> Answer:
     busiest = history.busiest_topics(day)
     topic = one(query, "topic") or (busiest[0][0] if busiest else None)
     namesrvs = console.read(reads.namesrv_status)
+    current = console.read(reads.current_namesrv)
     broker_chart = charts.line_chart(history.broker_series(day), "broker TPS")
     points = history.topic_series(day, topic) if topic else []
     topic_chart = charts.line_chart({f"{topic} in": points} if topic else {}, "topic TPS")
     days = history.days()
     if today not in days:
         days.insert(0, today)
-    html = pages.overview(namesrvs, day, days, broker_chart, topic, topic_chart, busiest)
+    html = pages.overview(namesrvs, current, day, days, broker_chart, topic, topic_chart, busiest)
     return 200, HTML, html
 
 

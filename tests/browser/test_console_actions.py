@@ -197,9 +197,16 @@ def test_an_admin_creates_a_topic_sends_finds_resets_and_deletes(
         driver.get(console.url + f"/group?name={group}")
         assert driver.find_element(By.ID, "total-lag").text == "1"  # the lag jumped back
 
+        driver.get(console.url + f"/message?id={msg_id}&topic={topic}")
+        text = submit(driver, "send-again")
+        assert f"Sent {msg_id} again to {topic} as" in text
+        copy = re.search(r"as ([0-9A-F]{32})", text).group(1)  # type: ignore[union-attr]
+        click(driver, driver.find_element(By.LINK_TEXT, copy))
+        assert driver.find_element(By.ID, "body").text == "hello console"
+
         driver.get(console.url + f"/topic?name={topic}")
         text = submit(driver, "delete-topic")
-        assert "Messages it holds: 1" in text and group in text
+        assert "Messages it holds: 2" in text and group in text
         text = confirm(driver)
         assert f"Topic {topic} deleted from DefaultCluster" in text
         driver.get(console.url + "/topics")

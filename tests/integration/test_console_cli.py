@@ -128,3 +128,57 @@ def test_without_accounts_a_change_still_needs_its_csrf_token(tmp_path: Path) ->
     finally:
         process.terminate()
         assert process.wait(15) == 0
+
+
+def test_name_servers_are_switched_only_among_the_configured_ones(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        rmq_command(
+            ["console", "-n", "127.0.0.1:1;127.0.0.1:2", "--port", "0", "--interval", "1h"]
+        ),
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)},
+    )
+    try:
+        assert process.stderr is not None
+        url = process.stderr.readline().decode().split("serving ", 1)[1].strip()
+        opener = urllib.request.build_opener(NoRedirect)
+
+        def overview() -> tuple[str, str, str]:
+            with opener.open(
+                urllib.request.Request(url, headers={"Cookie": cookie}), timeout=60
+            ) as answer:
+                page = answer.read().decode()
+            token = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+            rows = page.split("<h2>Name servers</h2>", 1)[1].split("</table>", 1)[0]
+            in_use = rows.split("in use", 1)[0].rsplit("<tr><td>", 1)[1].split("<", 1)[0]
+            return page, token, in_use
+
+        cookie = ""
+        with opener.open(url, timeout=60) as first:
+            cookie = first.headers["Set-Cookie"].split(";")[0]
+        _, token, in_use = overview()
+        assert in_use == "127.0.0.1:1"
+
+        def use(addr: str) -> int:
+            form = f"addr={addr}&csrf={token}".encode()
+            request = urllib.request.Request(
+                url + "namesrv/use", data=form, headers={"Cookie": cookie}
+            )
+            try:
+                with opener.open(request, timeout=60) as answer:
+                    return int(answer.status)
+            except urllib.error.HTTPError as error:
+                return error.code
+
+        assert use("127.0.0.1:2") == 303
+        assert overview()[2] == "127.0.0.1:2"
+        assert use("10.1.2.3:9876") == 400  # never a server it was not given
+        assert overview()[2] == "127.0.0.1:2"
+    finally:
+        process.terminate()
+        assert process.wait(15) == 0
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
