@@ -91,6 +91,7 @@ class TraceDispatcher:
         self._first_at = 0.0
         self._in_flight: set[asyncio.Task[object]] = set()
         self._worker: asyncio.Task[None] | None = None
+        self._stopping = False
         self.producer = Producer(
             f"{TRACE_PRODUCER_GROUP_PREFIX}-{group}-{kind}-{next(_COUNTER)}",
             namesrv_addrs,
@@ -109,6 +110,9 @@ class TraceDispatcher:
         """Send everything queued, wait for the sends (up to `flush_timeout`), stop."""
         if self._worker is None:
             return
+        # The flag, not only the cancel: when the cancel meets a context arriving, Python
+        # 3.11's wait_for returns the context and drops the cancellation.
+        self._stopping = True
         self._worker.cancel()
         await asyncio.gather(self._worker, return_exceptions=True)
         self._worker = None
@@ -160,7 +164,7 @@ class TraceDispatcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopping:
             timeout = None
             if self._records:
                 timeout = max(0.0, self._first_at + self._flush_after - loop.time())

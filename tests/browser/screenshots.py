@@ -12,17 +12,28 @@ and dead-letter pages as DIR/<page>.png from a headless Chromium.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from tests.browser.console import ConsoleProcess, browser, fail_into_the_dlq, wait_until
+from tests.browser.console import (
+    ConsoleProcess,
+    add_account,
+    browser,
+    click,
+    fail_into_the_dlq,
+    wait_until,
+)
 from tests.procs import RmqProcesses, run_rmq_cli
 
 TOPIC = "Orders"
 GROUP = "billing"
 FAILING = "audit"
+ADMIN, PASSWORD = "alice", "screenshots-only"
 
 
 def charted(state: Path) -> bool:
@@ -48,7 +59,11 @@ def main(out: Path) -> None:
                 return done.stdout
 
             cli("topic", "create", TOPIC, "--write-queues", "4", "--read-queues", "4")
-            console = ConsoleProcess(namesrv, root / "state", interval="1s")
+            users = root / "users.json"
+            add_account(users, ADMIN, PASSWORD, "admin")
+            console = ConsoleProcess(
+                namesrv, root / "state", interval="1s", extra=["--users", str(users)]
+            )
             try:
                 lines = b"".join(
                     b'{"body": "order %d", "keys": "order-%d"}\n' % (i, i) for i in range(40)
@@ -62,6 +77,10 @@ def main(out: Path) -> None:
                 asyncio.run(fail_into_the_dlq(namesrv, TOPIC, FAILING, 40))
                 wait_until(lambda: charted(root / "state"), "the overview's history", 90)
                 with browser(1280, 800) as driver:
+                    shoot(
+                        driver, out, "login", functools.partial(driver.get, console.url + "/login")
+                    )
+                    log_in(driver, console.url)
                     pages = {
                         "overview": f"/?topic={TOPIC}",
                         "cluster": "/cluster",
@@ -73,21 +92,51 @@ def main(out: Path) -> None:
                         "message": f"/message?id={msg_id}&topic={TOPIC}",
                         "trace": f"/trace?id={msg_id}",
                         "dlq": f"/dlq?group={FAILING}",
+                        "acl": "/acl",
                     }
                     for name, path in pages.items():
-                        driver.set_window_size(1280, 800)
-                        driver.get(console.url + path)
-                        height = driver.execute_script(
-                            "return document.documentElement.scrollHeight"
-                        )
-                        driver.set_window_size(1280, min(max(height + 140, 400), 1800))
-                        driver.get(console.url + path)
-                        driver.save_screenshot(str(out / f"{name}.png"))
-                        print(out / f"{name}.png")
+                        shoot(driver, out, name, functools.partial(driver.get, console.url + path))
+                    dialogs = {
+                        "reset-preview": (f"/group?name={GROUP}", "reset-offsets"),
+                        "delete-preview": (f"/topic?name={TOPIC}", "delete-topic"),
+                        "group-update-preview": (f"/group?name={GROUP}", "update-group"),
+                    }
+                    for name, (path, fieldset) in dialogs.items():
+                        show = functools.partial(press, driver, console.url + path, fieldset)
+                        shoot(driver, out, name, show)
             finally:
                 console.stop()
         finally:
             processes.kill_all()
+
+
+def shoot(driver: Any, out: Path, name: str, show: Callable[[], None]) -> None:
+    """Save what `show()` puts in the window as OUT/NAME.png, the window as tall as the
+    page (400 to 1800 pixels)."""
+    driver.set_window_size(1280, 800)
+    show()
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, min(max(height + 140, 400), 1800))
+    show()
+    driver.save_screenshot(str(out / f"{name}.png"))
+    print(out / f"{name}.png")
+
+
+def log_in(driver: Any, url: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(url + "/login")
+    driver.find_element(By.NAME, "user").send_keys(ADMIN)
+    driver.find_element(By.NAME, "password").send_keys(PASSWORD)
+    click(driver, driver.find_element(By.TAG_NAME, "button"))
+
+
+def press(driver: Any, page: str, fieldset: str) -> None:
+    """Open `page` and send the form in `fieldset` as it is: the preview it answers."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(page)
+    click(driver, driver.find_element(By.ID, fieldset).find_element(By.TAG_NAME, "button"))
 
 
 if __name__ == "__main__":
