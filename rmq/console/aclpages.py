@@ -39,7 +39,6 @@ from rmq.client.errors import MQBrokerError
 from rmq.console.auth import Session
 from rmq.console.http import HTML, Answer, Query, one
 from rmq.console.pages import admin_only, e, layout, post_form, table
-from rmq.remoting.codes import ResponseCode
 
 if TYPE_CHECKING:
     from rmq.console.web import Console
@@ -51,7 +50,12 @@ MIN_SECRET = 7
 """A secret key must be longer than 6 characters, as the brokers require."""
 
 
-async def _listing(admin: AdminClient) -> tuple[list[str], list[AclAccounts], list[str]]:
+async def _listing(
+    admin: AdminClient,
+) -> tuple[list[str], list[AclAccounts], list[tuple[str, str]]]:
+    """The clusters, the accounts of each master that lists them, and each master that
+    does not with its answer (rmq's without aclEnable: REQUEST_CODE_NOT_SUPPORTED; Apache
+    4.9.8's: SYSTEM_ERROR, its handler's response header class missing from its jars)."""
     info = await admin.cluster_info()
     clusters = sorted(info.cluster_addr_table)
     found, lacking = [], []
@@ -60,9 +64,7 @@ async def _listing(admin: AdminClient) -> tuple[list[str], list[AclAccounts], li
             try:
                 found.append(await acl_accounts(admin, addr))
             except MQBrokerError as exc:
-                if exc.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                    raise
-                lacking.append(addr)
+                lacking.append((addr, describe(exc)))
     return clusters, found, lacking
 
 
@@ -99,10 +101,11 @@ def page(console: Console, query: Query) -> Answer:
             + f'<p>Global white addresses: <span class="white">'
             f"{e(', '.join(entry.global_white_addrs) or '(none)')}</span></p>"
         )
-    for addr in lacking:
+    for addr, answer in lacking:
         parts.append(
             f'<p class="empty">Broker {e(addr)} does not list accounts: it does not serve '
-            "GET_BROKER_CLUSTER_ACL_CONFIG (ACL off, or Apache's since 4.9.8).</p>"
+            "GET_BROKER_CLUSTER_ACL_CONFIG (ACL off, or Apache's since 4.9.8); it answered "
+            f"{e(answer)}</p>"
         )
     return 200, HTML, layout("ACL", "".join(parts) + _forms(clusters), "/acl")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -62,17 +63,23 @@ def browser(width: int = 1280, height: int = 900) -> Iterator[Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    scratch = tempfile.TemporaryDirectory(prefix="rmq-chromium-")  # its profile and sockets
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
+    options.add_argument(f"--user-data-dir={scratch.name}/profile")
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         options.add_argument(flag)
     options.add_argument(f"--window-size={width},{height}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    service = Service(str(CHROMEDRIVER), env={**os.environ, "TMPDIR": scratch.name})
     try:
-        yield driver
+        driver = webdriver.Chrome(options=options, service=service)
+        try:
+            yield driver
+        finally:
+            driver.quit()
     finally:
-        driver.quit()
+        scratch.cleanup()
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

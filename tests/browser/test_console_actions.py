@@ -70,6 +70,21 @@ def console(
         assert running.stop() == 0
 
 
+@pytest.fixture(scope="module")
+def shared_browser() -> Iterator[Any]:
+    with browser() as opened:
+        yield opened
+
+
+@pytest.fixture
+def driver(shared_browser: Any, console: ConsoleProcess) -> Any:
+    """The module's Chromium, logged out: no cookie of an earlier test's session."""
+    shared_browser.get(console.url + "/login")
+    shared_browser.delete_all_cookies()
+    shared_browser.get_log("browser")  # what earlier tests left
+    return shared_browser
+
+
 def cli(standalone: StandaloneProcess, home: Path, *args: str, data: bytes = b"") -> str:
     done = run_rmq_cli([*args, "-n", standalone.namesrv_addr], home=home, input=data)
     assert done.returncode == 0, done.stderr
@@ -121,30 +136,31 @@ def confirm(driver: Any) -> str:
     return str(driver.find_element(By.TAG_NAME, "body").text)
 
 
-def test_every_page_asks_for_a_login_and_failed_logins_wait(console: ConsoleProcess) -> None:
+def test_every_page_asks_for_a_login_and_failed_logins_wait(
+    console: ConsoleProcess, driver: Any
+) -> None:
     from selenium.webdriver.common.by import By
 
-    with browser() as driver:
-        driver.get(console.url + "/topics")
-        assert driver.current_url == console.url + "/login?next=%2Ftopics"
-        driver.find_element(By.NAME, "user").send_keys(ADMIN)
-        driver.find_element(By.NAME, "password").send_keys("not-the-password")
-        click(driver, driver.find_element(By.TAG_NAME, "button"))
-        assert driver.find_element(By.ID, "problem").text == "Wrong name or password."
-        log_in(driver, console, ADMIN, ADMIN_PASSWORD, "/login?next=%2Ftopics")  # after the wait
-        assert driver.title.startswith("Topics")  # where it was going
-        session = {c["name"]: c for c in driver.get_cookies()}["rmq_console_session"]
-        assert session["httpOnly"] is True and session["sameSite"] == "Strict"
-        click(driver, driver.find_element(By.CSS_SELECTOR, "#who + form button"))  # log out
-        driver.get(console.url + "/cluster")
-        assert driver.current_url.startswith(console.url + "/login")
-        errors = [
-            entry
-            for entry in driver.get_log("browser")
-            if entry["level"] == "SEVERE"  # the refused login's 401 is meant
-            and not (entry["source"] == "network" and "/login - " in entry["message"])
-        ]
-        assert errors == []
+    driver.get(console.url + "/topics")
+    assert driver.current_url == console.url + "/login?next=%2Ftopics"
+    driver.find_element(By.NAME, "user").send_keys(ADMIN)
+    driver.find_element(By.NAME, "password").send_keys("not-the-password")
+    click(driver, driver.find_element(By.TAG_NAME, "button"))
+    assert driver.find_element(By.ID, "problem").text == "Wrong name or password."
+    log_in(driver, console, ADMIN, ADMIN_PASSWORD, "/login?next=%2Ftopics")  # after the wait
+    assert driver.title.startswith("Topics")  # where it was going
+    session = {c["name"]: c for c in driver.get_cookies()}["rmq_console_session"]
+    assert session["httpOnly"] is True and session["sameSite"] == "Strict"
+    click(driver, driver.find_element(By.CSS_SELECTOR, "#who + form button"))  # log out
+    driver.get(console.url + "/cluster")
+    assert driver.current_url.startswith(console.url + "/login")
+    errors = [
+        entry
+        for entry in driver.get_log("browser")
+        if entry["level"] == "SEVERE"  # the refused login's 401 is meant
+        and not (entry["source"] == "network" and "/login - " in entry["message"])
+    ]
+    assert errors == []
 
     # three failures checked, each after the wait the one before set (1 s, then 2 s): the
     # right password right after the third is not even checked (a 4 s wait)
@@ -164,54 +180,53 @@ def test_every_page_asks_for_a_login_and_failed_logins_wait(console: ConsoleProc
 
 
 def test_an_admin_creates_a_topic_sends_finds_resets_and_deletes(
-    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path
+    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path, driver: Any
 ) -> None:
     from selenium.webdriver.common.by import By
 
     topic, group = unique("ConsoleMade"), unique("console_reset")
-    with browser() as driver:
-        log_in(driver, console, ADMIN, ADMIN_PASSWORD)
-        driver.get(console.url + "/topics")
-        text = submit(driver, "create-topic", topic=topic, read="4", write="4")
-        assert f"Topic {topic} created on {standalone.addr}: 4 read and 4 write queues" in text
-        click(driver, driver.find_element(By.LINK_TEXT, topic))
-        assert [row.split()[1] for row in queue_rows(driver)] == ["0", "1", "2", "3"]
+    log_in(driver, console, ADMIN, ADMIN_PASSWORD)
+    driver.get(console.url + "/topics")
+    text = submit(driver, "create-topic", topic=topic, read="4", write="4")
+    assert f"Topic {topic} created on {standalone.addr}: 4 read and 4 write queues" in text
+    click(driver, driver.find_element(By.LINK_TEXT, topic))
+    assert [row.split()[1] for row in queue_rows(driver)] == ["0", "1", "2", "3"]
 
-        text = submit(driver, "send-message", tags="TagA", keys="made-here", body="hello console")
-        assert f"Sent to {topic}: message" in text
-        msg_id = re.search(r"message ([0-9A-F]{32})", text).group(1)  # type: ignore[union-attr]
-        click(driver, driver.find_element(By.LINK_TEXT, msg_id))
-        assert driver.find_element(By.ID, "body").text == "hello console"
-        consumed = cli(
-            standalone, tmp_path, "consume", topic, "-g", group, "--from", "first", "-c", "1"
-        )
-        assert json.loads(consumed)["msgId"] == msg_id
+    text = submit(driver, "send-message", tags="TagA", keys="made-here", body="hello console")
+    assert f"Sent to {topic}: message" in text
+    msg_id = re.search(r"message ([0-9A-F]{32})", text).group(1)  # type: ignore[union-attr]
+    click(driver, driver.find_element(By.LINK_TEXT, msg_id))
+    assert driver.find_element(By.ID, "body").text == "hello console"
+    consumed = cli(
+        standalone, tmp_path, "consume", topic, "-g", group, "--from", "first", "-c", "1"
+    )
+    assert json.loads(consumed)["msgId"] == msg_id
 
-        driver.get(console.url + f"/group?name={group}")
-        assert driver.find_element(By.ID, "total-lag").text == "0"
-        text = submit(driver, "reset-offsets")  # to an hour ago, the form's default
-        assert driver.title.startswith(f"Reset {group}'s offsets?")
-        assert driver.find_element(By.ID, "lag-after").text == "1"
-        text = confirm(driver)
-        assert f"Offsets of {group} on {topic} reset" in text
-        driver.get(console.url + f"/group?name={group}")
-        assert driver.find_element(By.ID, "total-lag").text == "1"  # the lag jumped back
+    driver.get(console.url + f"/group?name={group}")
+    assert driver.find_element(By.ID, "total-lag").text == "0"
+    text = submit(driver, "reset-offsets")  # to an hour ago, the form's default
+    assert driver.title.startswith(f"Reset {group}'s offsets?")
+    assert driver.find_element(By.ID, "lag-after").text == "1"
+    text = confirm(driver)
+    assert f"Offsets of {group} on {topic} reset" in text
+    driver.get(console.url + f"/group?name={group}")
+    assert driver.find_element(By.ID, "total-lag").text == "1"  # the lag jumped back
 
-        driver.get(console.url + f"/message?id={msg_id}&topic={topic}")
-        text = submit(driver, "send-again")
-        assert f"Sent {msg_id} again to {topic} as" in text
-        copy = re.search(r"as ([0-9A-F]{32})", text).group(1)  # type: ignore[union-attr]
-        click(driver, driver.find_element(By.LINK_TEXT, copy))
-        assert driver.find_element(By.ID, "body").text == "hello console"
+    driver.get(console.url + f"/message?id={msg_id}&topic={topic}")
+    text = submit(driver, "send-again")
+    assert f"Sent {msg_id} again to {topic} as" in text
+    copy = re.search(r"as ([0-9A-F]{32})", text).group(1)  # type: ignore[union-attr]
+    click(driver, driver.find_element(By.LINK_TEXT, copy))
+    assert driver.find_element(By.ID, "body").text == "hello console"
 
-        driver.get(console.url + f"/topic?name={topic}")
-        text = submit(driver, "delete-topic")
-        assert "Messages it holds: 2" in text and group in text
-        text = confirm(driver)
-        assert f"Topic {topic} deleted from DefaultCluster" in text
-        driver.get(console.url + "/topics")
-        assert topic not in driver.find_element(By.TAG_NAME, "table").text
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    driver.get(console.url + f"/topic?name={topic}")
+    text = submit(driver, "delete-topic")
+    assert "Messages it holds: 2" in text and group in text
+    text = confirm(driver)
+    assert f"Topic {topic} deleted from DefaultCluster" in text
+    driver.get(console.url + "/topics")
+    assert topic not in driver.find_element(By.TAG_NAME, "table").text
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def queue_rows(driver: Any) -> list[str]:
@@ -310,7 +325,7 @@ def test_a_viewer_is_refused_every_change_and_changes_need_the_csrf_token(
 
 
 def test_an_admin_resends_a_dead_letter_and_it_is_consumed_and_exports_it(
-    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path
+    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path, driver: Any
 ) -> None:
     import asyncio
     import subprocess
@@ -331,20 +346,19 @@ def test_an_admin_resends_a_dead_letter_and_it_is_consumed_and_exports_it(
         env={**os.environ, "HOME": str(tmp_path)},
     )
     try:
-        with browser() as driver:
-            log_in(driver, console, ADMIN, ADMIN_PASSWORD)
+        log_in(driver, console, ADMIN, ADMIN_PASSWORD)
 
-            def online() -> bool:
-                driver.get(console.url + f"/group?name={group}")
-                return "No client of this group is online." not in driver.page_source
+        def online() -> bool:
+            driver.get(console.url + f"/group?name={group}")
+            return "No client of this group is online." not in driver.page_source
 
-            wait_until(online, f"rmq consume -g {group} online", 60)
-            driver.get(console.url + f"/dlq?group={group}")
-            assert "1 messages in the range" in driver.find_element(By.ID, "result").text
-            driver.find_element(By.NAME, "ids").click()
-            click(driver, driver.find_element(By.CSS_SELECTOR, "button[value=chosen]"))
-            verdicts = driver.find_element(By.TAG_NAME, "table").text
-            assert sent["msgId"] in verdicts and "CR_SUCCESS" in verdicts, verdicts
+        wait_until(online, f"rmq consume -g {group} online", 60)
+        driver.get(console.url + f"/dlq?group={group}")
+        assert "1 messages in the range" in driver.find_element(By.ID, "result").text
+        driver.find_element(By.NAME, "ids").click()
+        click(driver, driver.find_element(By.CSS_SELECTOR, "button[value=chosen]"))
+        verdicts = driver.find_element(By.TAG_NAME, "table").text
+        assert sent["msgId"] in verdicts and "CR_SUCCESS" in verdicts, verdicts
         assert reading.stdout is not None
         record = json.loads(reading.stdout.readline())  # the member printed it
         assert record["body"] == "dead one" and record["msgId"] == sent["msgId"]
@@ -364,30 +378,29 @@ def test_an_admin_resends_a_dead_letter_and_it_is_consumed_and_exports_it(
 
 
 def test_an_admin_creates_updates_and_deletes_a_consumer_group(
-    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path
+    standalone: StandaloneProcess, console: ConsoleProcess, tmp_path: Path, driver: Any
 ) -> None:
     from selenium.webdriver.common.by import By
 
     group = unique("console_made")
-    with browser() as driver:
-        log_in(driver, console, ADMIN, ADMIN_PASSWORD)
-        driver.get(console.url + "/groups")
-        text = submit(driver, "create-group", group=group, retry_max_times="3")
-        assert f"Consumer group {group} saved on {standalone.addr}" in text
-        wide = json.loads(cli(standalone, tmp_path, "group", "list", "-o", "json"))
-        assert group in {row["group"] for row in wide}
+    log_in(driver, console, ADMIN, ADMIN_PASSWORD)
+    driver.get(console.url + "/groups")
+    text = submit(driver, "create-group", group=group, retry_max_times="3")
+    assert f"Consumer group {group} saved on {standalone.addr}" in text
+    wide = json.loads(cli(standalone, tmp_path, "group", "list", "-o", "json"))
+    assert group in {row["group"] for row in wide}
 
-        driver.get(console.url + f"/group?name={group}")
-        submit(driver, "update-group", retry_max_times="5")
-        assert driver.title.startswith(f"Update group {group}?")
-        changes = driver.find_element(By.TAG_NAME, "table").text
-        assert "retries before the DLQ 3 5" in changes, changes
-        assert "may consume" not in changes  # unchanged settings are not listed
-        assert f"Consumer group {group} updated" in confirm(driver)
+    driver.get(console.url + f"/group?name={group}")
+    submit(driver, "update-group", retry_max_times="5")
+    assert driver.title.startswith(f"Update group {group}?")
+    changes = driver.find_element(By.TAG_NAME, "table").text
+    assert "retries before the DLQ 3 5" in changes, changes
+    assert "may consume" not in changes  # unchanged settings are not listed
+    assert f"Consumer group {group} updated" in confirm(driver)
 
-        driver.get(console.url + f"/group?name={group}")
-        text = submit(driver, "delete-group")
-        assert f"This deletes consumer group {group} from {standalone.addr}" in text
-        assert f"Consumer group {group} deleted from {standalone.addr}" in confirm(driver)
+    driver.get(console.url + f"/group?name={group}")
+    text = submit(driver, "delete-group")
+    assert f"This deletes consumer group {group} from {standalone.addr}" in text
+    assert f"Consumer group {group} deleted from {standalone.addr}" in confirm(driver)
     rows = json.loads(cli(standalone, tmp_path, "group", "list", "-o", "json"))
     assert group not in {row["group"] for row in rows}

@@ -237,7 +237,7 @@ def test_cluster_broker_overview_and_metrics(
 
     wait_until(charted, f"the overview charts {topic}'s TPS")
     status = rows(driver, "Name servers")
-    assert status == [[standalone.namesrv_addr, "up"]]
+    assert status == [[standalone.namesrv_addr, "up", "in use"]]
 
     def exported() -> bool:
         driver.get(console.url + "/metrics")

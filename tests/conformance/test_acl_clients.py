@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conformance.clusters import BROKER_PROPS
+from tests.conformance.console_acl import console_acl_effects
 from tests.conformance.java import ensure_built, run_driver, start_apache_namesrv
 from tests.conformance.mqadmin_acl import acl_home, each_kind, start_acl_broker
 from tests.procs import RmqProcesses
@@ -72,7 +73,7 @@ STEPS: list[dict[str, Any]] = [
 ACL_PROPS = {**BROKER_PROPS, "brokerClusterName": "AclCluster", "aclEnable": True}
 
 
-def _steps(kind: str, processes: RmqProcesses) -> list[Any]:
+def _steps(kind: str, processes: RmqProcesses) -> dict[str, Any]:
     home = acl_home(processes.root, {"plain_acl.yml": PLAIN_ACL})
     namesrv = start_apache_namesrv(processes) if kind == "apache" else processes.start_namesrv()
     broker = start_acl_broker(
@@ -82,18 +83,23 @@ def _steps(kind: str, processes: RmqProcesses) -> list[Any]:
     outcomes: list[Any] = run_driver("AclScenarios.steps", spec, home=processes.root / "driver")[
         "outcomes"
     ]
-    return outcomes
+    cluster = str(ACL_PROPS["brokerClusterName"])
+    try:  # on the same cluster; its failure is its own test's
+        console: Any = console_acl_effects(namesrv, broker, processes.root, ADMIN, cluster)
+    except Exception as exc:
+        console = exc
+    return {"java": outcomes, "console": console}
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     ensure_built()
     return each_kind(tmp_path_factory.mktemp("acl-clients"), _steps)
 
 
 @pytest.mark.matrix("ACL", "Java client with AclClientRPCHook: allowed and refused", "rmq")
-def test_java_client_outcomes_equal_apaches(outcomes: dict[str, list[Any]]) -> None:
-    apache, rmq = outcomes["apache"], outcomes["rmq"]
+def test_java_client_outcomes_equal_apaches(outcomes: dict[str, dict[str, Any]]) -> None:
+    apache, rmq = outcomes["apache"]["java"], outcomes["rmq"]["java"]
     assert len(apache) == len(STEPS)
     # Apache's own answers are what this test says they are
     assert apache[0] == {"status": "CREATED"}
@@ -102,3 +108,19 @@ def test_java_client_outcomes_equal_apaches(outcomes: dict[str, list[Any]]) -> N
     assert apache[12]["bodies"] == ["one", "two"]
     for step, theirs, ours in zip(STEPS, apache, rmq, strict=True):
         assert ours == theirs, step
+
+
+@pytest.mark.matrix(
+    "ACL",
+    "rmq console: an account created that rmq produce sends with, refused once deleted",
+    "rmq",
+)
+def test_console_acl_changes_have_the_same_effect(outcomes: dict[str, dict[str, Any]]) -> None:
+    apache, rmq = outcomes["apache"]["console"], outcomes["rmq"]["console"]
+    for side in (apache, rmq):
+        if isinstance(side, BaseException):
+            raise side
+    assert apache["sent"] == (0, "SEND_OK") and apache["refused"] != 0, apache
+    assert apache["listed"] is False and rmq["listed"] is True  # the deliberate difference
+    for key in ("created", "saved", "sent", "deleted", "refused"):
+        assert rmq[key] == apache[key], key

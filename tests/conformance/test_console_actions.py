@@ -2,7 +2,9 @@
 a topic created from the console with three queues, a test message sent to it and found
 with its body, a group's offsets reset an hour back after it read the message (its lag is 1
 again), a consumer group created with 3 retries whose update to 5 the console previews from
-what the broker stored, and the topic deleted after its preview.
+what the broker stored, a dead letter exported as NDJSON and resent to its group (a running
+`rmq consume` prints it, the broker relays the member's CR_SUCCESS), and the topic deleted
+after its preview.
 
 The console runs without accounts (each browser is the local admin, with a session and its
 CSRF token), its forms are posted over HTTP and its pages parsed (`_Page` of
@@ -16,14 +18,12 @@ import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
 import pytest
 
 from tests.conformance.clusters import CLUSTER, Cluster
+from tests.conformance.console_http import ConsoleSession, done
 from tests.conformance.test_console import _Page
 from tests.conformance.test_rmq_tools import rmq_cli
 from tests.ports import free_port
@@ -31,40 +31,12 @@ from tests.ports import free_port
 SECTION = "rmq console against both clusters"
 CASE = (
     "changes: topic created, test message sent and found, offsets reset back, group "
-    "created and its update previewed, topic deleted"
+    "created and its update previewed, a dead letter exported and resent, topic deleted"
 )
 TOPIC = "ConfConsoleMade"
 GROUP = "ConfConsoleReader"
 MADE_GROUP = "ConfConsoleMadeGroup"
-
-
-class _Browser:
-    """The console's session of one browser: its cookie and CSRF token."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.cookie = ""
-        self.csrf = ""
-
-    def open(self, path: str, form: dict[str, str] | None = None) -> tuple[int, str]:
-        data = None
-        if form is not None:
-            data = urllib.parse.urlencode({**form, "csrf": self.csrf}).encode()
-        request = urllib.request.Request(self.base + path, data=data)
-        if self.cookie:
-            request.add_header("Cookie", self.cookie)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                status, body, headers = answer.status, answer.read(), answer.headers
-        except urllib.error.HTTPError as error:
-            status, body, headers = error.code, error.read(), error.headers
-        if headers.get("Set-Cookie"):
-            self.cookie = headers["Set-Cookie"].split(";")[0]
-        text = body.decode()
-        token = re.search(r'name="csrf" value="([^"]+)"', text)
-        if token:
-            self.csrf = token.group(1)
-        return status, text
+DEAD_GROUP = "ConfConsoleDeadGroup"
 
 
 def _effects(cluster: Cluster) -> dict[str, Any]:
@@ -85,24 +57,19 @@ def _effects(cluster: Cluster) -> dict[str, Any]:
         assert process.stderr is not None
         line = process.stderr.readline().decode()
         assert line == f"rmq console: serving {base}/\n", line
-        return _act(cluster, _Browser(base))
+        return _act(cluster, ConsoleSession(base))
     finally:
         process.terminate()
         process.wait(15)
 
 
-def _done(status: int, text: str) -> str:
-    assert status == 200, text
-    return _Page(text).ids["done"].replace("\n", " ")
-
-
-def _act(cluster: Cluster, browser: _Browser) -> dict[str, Any]:
+def _act(cluster: Cluster, browser: ConsoleSession) -> dict[str, Any]:
     def plain(text: str) -> str:
         return text.replace(cluster.broker_addr, "<broker>")
 
     status, _ = browser.open("/topics")
     assert status == 200 and browser.csrf
-    made = _done(
+    made = done(
         *browser.open(
             "/topic/update",
             {"topic": TOPIC, "cluster": CLUSTER, "read": "3", "write": "3", "perm": "6"},
@@ -112,7 +79,7 @@ def _act(cluster: Cluster, browser: _Browser) -> dict[str, Any]:
     assert status == 200
     route = _Page(page).table("Route", 1)
 
-    sent = _done(*browser.open("/topic/send", {"topic": TOPIC, "keys": "k1", "body": "made here"}))
+    sent = done(*browser.open("/topic/send", {"topic": TOPIC, "keys": "k1", "body": "made here"}))
     msg_id = re.search(r"message ([0-9A-F]{32})", sent).group(1)  # type: ignore[union-attr]
     status, page = browser.open(f"/message?id={msg_id}&topic={TOPIC}")
     body = _Page(page).ids["body"]
@@ -123,7 +90,7 @@ def _act(cluster: Cluster, browser: _Browser) -> dict[str, Any]:
     status, preview = browser.open("/group/reset", reset)
     assert status == 200
     lag_after = _Page(preview).ids["lag-after"]
-    reset_done = _done(*browser.open("/group/reset", {**reset, "confirm": "1"}))
+    reset_done = done(*browser.open("/group/reset", {**reset, "confirm": "1"}))
     deadline = time.monotonic() + 60
     while True:  # the broker reports the committed offsets a moment after the reset
         status, page = browser.open(f"/group?name={GROUP}")
@@ -133,15 +100,17 @@ def _act(cluster: Cluster, browser: _Browser) -> dict[str, Any]:
         time.sleep(0.5)
 
     group_form = {"group": MADE_GROUP, "cluster": CLUSTER, "consume": "1", "retry_max_times": "3"}
-    group_made = _done(*browser.open("/group/update", group_form))
+    group_made = done(*browser.open("/group/update", group_form))
     status, preview = browser.open("/group/update", {**group_form, "retry_max_times": "5"})
     assert status == 200
     group_changes = _Page(preview).table(f"Update group {MADE_GROUP}?")
 
+    dead = _dead_letter(cluster, browser)
+
     status, preview = browser.open("/topic/delete", {"topic": TOPIC})
     assert status == 200
     held = re.sub(r"<[^>]+>", "", preview.split("<ul>", 1)[1].split("</ul>", 1)[0])
-    deleted = _done(*browser.open("/topic/delete", {"topic": TOPIC, "confirm": "1"}))
+    deleted = done(*browser.open("/topic/delete", {"topic": TOPIC, "confirm": "1"}))
     status, page = browser.open("/topics")
     listed = [row["topic"] for row in _Page(page).table("Topics")]
     return {
@@ -157,6 +126,65 @@ def _act(cluster: Cluster, browser: _Browser) -> dict[str, Any]:
         "delete preview": held,
         "deleted": deleted,
         "still listed": TOPIC in listed,
+        "dead letter": dead,
+    }
+
+
+def _dead_letter(cluster: Cluster, browser: ConsoleSession) -> dict[str, Any]:
+    """A message failed into DEAD_GROUP's DLQ (maxReconsumeTimes 0), exported as NDJSON and
+    resent to the group, where a running `rmq consume -g DEAD_GROUP` prints it."""
+    import asyncio
+    import json
+
+    from tests.browser.console import fail_into_the_dlq
+
+    asyncio.run(fail_into_the_dlq(cluster.namesrv_addr, TOPIC, DEAD_GROUP))
+    status, exported = browser.open(f"/dlq/export?group={DEAD_GROUP}")
+    assert status == 200
+    records = [json.loads(line) for line in exported.splitlines()]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
+    env["HOME"] = str(cluster.root / "console-dead-home")
+    reading = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rmq",
+            "consume",
+            TOPIC,
+            "-g",
+            DEAD_GROUP,
+            "-n",
+            cluster.namesrv_addr,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            status, page = browser.open(f"/group?name={DEAD_GROUP}")
+            if "No client of this group is online." not in page or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        form = {"group": DEAD_GROUP, "ids": records[0]["offsetMsgId"], "which": "chosen"}
+        status, page = browser.open("/dlq/resend", form)
+        assert status == 200, page
+        verdicts = _Page(page).table(f"Resent to {DEAD_GROUP}")
+        assert reading.stdout is not None
+        printed = json.loads(reading.stdout.readline())
+    finally:
+        reading.terminate()
+        reading.wait(30)
+    return {
+        "exported": [
+            {k: r[k] for k in ("topic", "body", "keys", "reconsumeTimes") if k in r}
+            for r in records
+        ],
+        "verdicts": [
+            {k: v for k, v in row.items() if k in ("result", "remark")} for row in verdicts
+        ],
+        "printed": {k: printed[k] for k in ("topic", "body")},
     }
 
 
