@@ -127,6 +127,9 @@ def test_the_offline_mode_reads_the_broker_store(spark: SparkSession, broker: Rm
     )
 
 
+# test_offline.py's self-join on one DataFrame stays in make test; this online one runs
+# under make stress.
+@pytest.mark.stress
 def test_one_online_dataframe_queried_with_different_filters_and_a_self_join(
     spark: SparkSession, broker: RmqProcess, namesrv: RmqProcess
 ) -> None:

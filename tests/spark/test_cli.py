@@ -111,6 +111,9 @@ def test_csv_export_partitioned_by_topic_and_date(
     assert "already exists; pass --overwrite" in capsys.readouterr().err
 
 
+# spark-submit starts a JVM of its own for the job (the longest of the module):
+# under make stress; test_session.py's spark-submit test stays in make test.
+@pytest.mark.stress
 def test_the_job_runs_under_spark_submit(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "json"
     spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"

@@ -58,6 +58,9 @@ def test_in_a_pipe_stderr_holds_only_the_phases(store: Path, tmp_path: Path) -> 
     assert any(line.startswith("rmq: writing json to") for line in lines)
 
 
+# A second Spark job of its own, for the terminal's rendering of what the pipe test above
+# already checks: under make stress, to keep .ci/run within its time.
+@pytest.mark.stress
 @pytest.mark.timeout(900)
 def test_on_a_terminal_a_progress_bar_and_no_spark_chatter(store: Path, tmp_path: Path) -> None:
     out = tmp_path / "summary.json"
