@@ -33,6 +33,7 @@ from rmq.common.naming import dlq_topic
 from rmq.console import reads
 from rmq.console.auth import Session
 from rmq.console.http import HTML, Answer, Query, local_time, millis, one, page_number
+from rmq.console.messagepages import BAD_TIMES, pager
 from rmq.console.pages import (
     ADMIN_CLOSE,
     ADMIN_OPEN,
@@ -79,12 +80,12 @@ def page(console: Console, query: Query) -> Answer:
     if group and msg_id:
         record = _by_id(console, group, msg_id)
         found = [record] if record is not None else []
-        result = _listing(group, found, f"{len(found)} found", {"group": group, "id": msg_id})
+        result = _listing(group, found, f"{len(found)} found")
     elif group:
         try:
             low, high = millis(begin), millis(end)
         except ValueError:
-            result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
+            result = BAD_TIMES
         else:
             number = page_number(query)
             found_page = console.read(
@@ -93,7 +94,7 @@ def page(console: Console, query: Query) -> Answer:
             if found_page is None:
                 result = f'<p class="empty" id="result">{e(group)} has no dead letters.</p>'
             else:
-                result = _listing(group, found_page.messages, _pager(found_page, args), args)
+                result = _listing(group, found_page.messages, _pager(found_page, args))
     return 200, HTML, _search_page(groups, group, begin, end, msg_id, result)
 
 
@@ -125,18 +126,12 @@ def export(console: Console, query: Query) -> Answer:
 
 
 def _pager(found: RangePage, args: dict[str, str]) -> str:
-    parts = []
-    if found.page > 1:
-        parts.append(link("/dlq", "previous", **{**args, "page": found.page - 1}))
-    parts.append(f"page {found.page} of {found.pages}")
-    if found.page < found.pages:
-        parts.append(link("/dlq", "next", **{**args, "page": found.page + 1}))
     more = f" (the first {EXPORT_MAX})" if found.total > EXPORT_MAX else ""
     export = link("/dlq/export", f"export the range as NDJSON{more}", **args)
-    return f"{found.total} messages in the range; {' '.join(parts)}; {export}"
+    return f"{found.total} messages in the range; {pager(found, args, '/dlq')}; {export}"
 
 
-def _listing(group: str, records: list[MessageRecord], heading: str, args: dict[str, str]) -> str:
+def _listing(group: str, records: list[MessageRecord], heading: str) -> str:
     """The messages found, each with a box to choose it for a resend (admins only)."""
     if not records:
         return f'<div id="result"><p class="empty">{heading}</p></div>'

@@ -67,16 +67,26 @@ def found(records: list[MessageRecord]) -> str:
     return f'<div id="result"><p>{len(records)} found</p>{rows}</div>'
 
 
-def range_result(page: RangePage, query: dict[str, str], path: str = "/messages") -> str:
-    """A page of a time-range search with links to its neighbours (on `path`)."""
-    pager = []
+BAD_TIMES = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
+"""What a time-range search with a time it cannot read shows in place of its result."""
+
+
+def pager(page: RangePage, query: dict[str, str], path: str) -> str:
+    """ "page N of M" with links to the neighbouring pages of the same search on `path`."""
+    parts = []
     if page.page > 1:
-        pager.append(link(path, "previous", **{**query, "page": page.page - 1}))
-    pager.append(f"page {page.page} of {page.pages}")
+        parts.append(link(path, "previous", **{**query, "page": page.page - 1}))
+    parts.append(f"page {page.page} of {page.pages}")
     if page.page < page.pages:
-        pager.append(link(path, "next", **{**query, "page": page.page + 1}))
+        parts.append(link(path, "next", **{**query, "page": page.page + 1}))
+    return " ".join(parts)
+
+
+def range_result(page: RangePage, query: dict[str, str]) -> str:
+    """A page of the messages search by time range, with links to its neighbours."""
+    pages = pager(page, query, "/messages")
     return (
-        f'<div id="result"><p>{page.total} messages in the range; {" ".join(pager)}</p>'
+        f'<div id="result"><p>{page.total} messages in the range; {pages}</p>'
         + table(MESSAGE_HEADERS, _message_rows(page.messages), (4, 5))
         + "</div>"
     )

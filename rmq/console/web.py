@@ -220,7 +220,7 @@ def _messages(console: Console, query: Query) -> Answer:
         try:
             low, high = millis(begin), millis(end)
         except ValueError:
-            result = '<p class="down" id="result">The times must be YYYY-MM-DDTHH:MM[:SS].</p>'
+            result = messagepages.BAD_TIMES
         else:
             number = page_number(query)
             page = console.read(lambda admin: reads.by_time(admin, topic, low, high, number))
