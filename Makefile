@@ -75,7 +75,7 @@ chromium:
 
 unit: $(VENV)/.test-installed $(MAN_STAMP) chromium
 	$(BYTECODE)
-	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance $(call PARALLEL,$(TEST_WORKERS))
+	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance $(call PARALLEL,$(TEST_WORKERS)) --durations=30
 
 test: lint unit
 
@@ -124,7 +124,7 @@ apache: $(DRIVERS)/classes/.stamp
 # fails when its matrix differs from the committed docs/conformance.md.
 conformance: apache $(VENV)/.test-installed
 	$(BYTECODE)
-	RMQ_CONFORMANCE_MATRIX=check $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance \
+	RMQ_CONFORMANCE_MATRIX=check $(BIN)/python -m pytest -q -p no:cacheprovider tests/conformance --durations=30 \
 		$(call PARALLEL,$(CONFORMANCE_WORKERS))
 
 # Rewrite docs/conformance.md from a full run (review the diff before committing it).
