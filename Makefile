@@ -84,10 +84,11 @@ test: lint unit
 screenshots: $(VENV)/.test-installed chromium
 	$(BIN)/python -m tests.browser.screenshots docs/console
 
-stress: $(VENV)/.test-installed
+stress: apache $(VENV)/.test-installed
 	$(BYTECODE)
 	RMQ_STRESS=1 $(BIN)/python -m pytest -q -m stress --ignore=tests/conformance \
 		$(call PARALLEL,$(STRESS_WORKERS))
+	RMQ_STRESS=1 $(BIN)/python -m pytest -q -p no:cacheprovider -m stress tests/conformance
 
 # rmq beside Apache RocketMQ (bench/versus_apache.py: Apache's jars and tools, the C++ client of
 # the test extras; bench/broker_scale.py: metadata and client churn at scale), then rmq's own

@@ -20,6 +20,7 @@ import pytest
 from tests.conformance import matrix
 from tests.conformance.clusters import Cluster, start_apache, start_rmq, stop
 from tests.conformance.java import ensure_built, make_client_archive
+from tests.conformance.matrix import STRESS_REASON
 
 TARGETS = ("apache", "rmq")
 
@@ -114,7 +115,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         elif report.skipped and hasattr(report, "wasxfail"):
             cell = f"expected fail: {report.wasxfail}"
         elif report.skipped:
-            cell = "skipped"
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+            cell = STRESS_REASON if str(reason).endswith(STRESS_REASON) else "skipped"
         elif "XPASS" in str(report.longrepr):
             cell = "XPASS: remove the expected-fail mark"
         else:
