@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.procs import RmqProcess, RmqProcesses
+
+# A suite started in the background of a non-interactive shell inherits SIGINT ignored, and
+# every process it started would too (exec keeps an ignored signal ignored): the tests that
+# press Ctrl-C on an rmq command need it delivered, as it is from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The modules that take longest (40 s or more of a quiet machine), longest first: the
 # parallel runs (pytest-xdist, --dist loadfile) hand modules out in collection order, so these

@@ -3,9 +3,11 @@
 * `mqadmin` runs one command through `rmq.conformance.MqAdmin` (conformance/drivers), which is
   MQAdminStartup.main followed by System.exit: the same program and output as `run_mqadmin`,
   without the ~3 s mqadmin spends after the command waiting for Netty's event loops to wind
-  down.  `mqadmin_until` runs a command that never ends (clusterRT) with MQAdminStartup itself
-  and kills it once its output holds what the caller waits for; `mqadmin_monitor` does the
-  same for startMonitoring, whose reports go to the client log.
+  down.  `mqadmin_texts` runs several commands that only print text (help) in one JVM
+  (`rmq.conformance.MqAdminTexts`).  `mqadmin_until` runs a command that never ends
+  (clusterRT) with MQAdminStartup itself and kills it once its output holds what the caller
+  waits for; `mqadmin_monitor` does the same for startMonitoring, whose reports
+  go to the client log.
 * `rmq_mqadmin` / `rmq_mqadmin_until` run `rmq mqadmin` the same ways, for the column that
   compares rmq's mqadmin with Apache's against the same cluster.
 * `Clients` is one `rmq.conformance.MqAdminClients` process: it sets up a cluster (topics,
@@ -25,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tests.conformance.java import java_argv, java_env, run_java
+from tests.conformance.java import java_argv, java_env, run_driver, run_java
 from tests.procs import rmq_command
 
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
@@ -41,6 +43,13 @@ def mqadmin(
         "rmq.conformance.MqAdmin", args, home=home, timeout=timeout, drivers=True, props=props
     )
     return done.stdout + _stderr_block(done.stderr)
+
+
+def mqadmin_texts(runs: Sequence[Sequence[str]], *, home: Path, timeout: float = 120) -> list[str]:
+    """What `mqadmin` would give for each of `runs`, all run in one JVM; only for commands
+    that print and return (not `-h` or a parse error: those end the JVM)."""
+    result = run_driver("MqAdminTexts.runs", {"runs": runs}, home=home, timeout=timeout)
+    return [out["stdout"] + _stderr_block(out["stderr"]) for out in result["outputs"]]
 
 
 def _stderr_block(stderr: str) -> str:

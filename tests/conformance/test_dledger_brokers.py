@@ -18,92 +18,20 @@ minute).
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from rmq.remoting.client import RemotingClient
-from rmq.server.broker.dledger.protocol import DLedgerRequestCode, decode_body, request_command
-from tests.conformance.clusters import BROKER_PROPS
-from tests.conformance.java import run_driver, start_apache_broker
+from tests.conformance.dledger_nodes import Node, metadata, start_group, wait_for
+from tests.conformance.java import run_driver
 from tests.conformance.matrix import stress_row
-from tests.ports import free_port
-from tests.procs import RmqProcess, RmqProcesses, registered_brokers, unique
+from tests.procs import RmqProcesses, registered_brokers, unique
 
 SECTION = "DLedger broker groups (rmq and Apache nodes in one group)"
 BEFORE = 30
 """Messages sent before the master is killed."""
 AFTER = 30
 """Messages sent after it, while the group elects a new leader."""
-
-
-@dataclass
-class Node:
-    kind: str
-    self_id: str
-    dledger_addr: str
-    process: RmqProcess
-
-
-def wait_for(what: str, condition: Callable[[], bool], timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout}s"
-        time.sleep(0.1)
-
-
-def start_group(processes: RmqProcesses, namesrv: str, kinds: list[str]) -> tuple[str, list[Node]]:
-    """Nodes n0.. of one DLedger group, `kinds[i]` ("rmq" or "apache") for node i, started
-    side by side; returned once the name server lists a master and every node."""
-    name = unique("dlmix")
-    ports = [free_port() for _ in kinds]
-    peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
-    nodes = []
-    for i, kind in enumerate(kinds):
-        props = {
-            **BROKER_PROPS,
-            "brokerName": name,
-            "namesrvAddr": namesrv,
-            "enableDLegerCommitLog": "true",
-            "dLegerGroup": name,
-            "dLegerPeers": peers,
-            "dLegerSelfId": f"n{i}",
-        }
-        node_name = f"{name}-n{i}-{kind}"
-        if kind == "apache":
-            process = start_apache_broker(processes, node_name, namesrv_addr=None, props=props)
-        else:
-            process = processes.start_broker(node_name, namesrv=None, props=props)
-        nodes.append(Node(kind, f"n{i}", f"127.0.0.1:{ports[i]}", process))
-
-    def listed() -> bool:
-        ids = registered_brokers(namesrv)
-        return 0 in ids and len(ids) == len(kinds)
-
-    wait_for("a master and every node registered", listed)
-    return name, nodes
-
-
-def metadata(group: str, nodes: list[Node]) -> dict[str, dict[str, Any]]:
-    """Each running node's answer to DLedger's METADATA request, by selfId."""
-
-    async def ask() -> dict[str, dict[str, Any]]:
-        answers = {}
-        async with RemotingClient() as client:
-            for node in nodes:
-                if not node.process.running:
-                    continue
-                request = {"group": group, "remoteId": node.self_id}
-                command = request_command(DLedgerRequestCode.METADATA, request)
-                response = await client.invoke(node.dledger_addr, command, 5.0)
-                answers[node.self_id] = decode_body(response.body)
-        return answers
-
-    return asyncio.run(ask())
 
 
 def settled(namesrv: str, group: str, nodes: list[Node]) -> str | None:

@@ -35,7 +35,7 @@ from rmq.server.broker.dledger.protocol import (
     request_command,
 )
 from rmq.store.dledger.entry import Entry
-from tests.conformance.test_dledger_mixed import FILE_SIZE, GROUP, start_java
+from tests.conformance.dledger_nodes import FILE_SIZE, GROUP, start_java
 from tests.ports import free_port
 from tests.procs import RmqProcesses
 

@@ -48,6 +48,7 @@ from tests.conformance.mqadmin_run import (
     Clients,
     mqadmin,
     mqadmin_monitor,
+    mqadmin_texts,
     mqadmin_until,
     rmq_mqadmin,
     rmq_mqadmin_until,
@@ -358,10 +359,12 @@ def test_rmq_mqadmin_texts(tmp_path: Path) -> None:
     assert mine[0] == theirs[0] and mine[-2:] == theirs[-2:]
     lines = {line.split()[0]: line for line in theirs[1:-2] if line.strip()}
     assert mine[1:-2] == [lines[name] for name in names]
-    runs = [["help", name] for name in names] + [["noSuchCommand"], ["help", "noSuchCommand"]]
-    if names:
-        runs += [[names[0], "-h"], [names[0], "--noSuchOption"], [names[0].upper(), "-h"]]
-    for args in runs:
+    texts = [["help", name] for name in names] + [["noSuchCommand"], ["help", "noSuchCommand"]]
+    for args, theirs_text in zip(texts, mqadmin_texts(texts, home=home), strict=True):
+        assert rmq_mqadmin(args, home=home) == theirs_text, args
+    # These end mqadmin's JVM (System.exit): one run each.
+    exits = [[names[0], "-h"], [names[0], "--noSuchOption"], [names[0].upper(), "-h"]]
+    for args in exits if names else []:
         assert rmq_mqadmin(args, home=home) == mqadmin(args, home=home), args
 
 

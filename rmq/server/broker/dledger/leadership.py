@@ -40,7 +40,8 @@ MASTER_ID = 0
 
 def dledger_config(context: BrokerContext) -> DLedgerConfig:
     """The node's configuration from the broker's keys (raises PeersError when they do not
-    hold together)."""
+    hold together).  The data files are ``mappedFileSizeCommitLog`` bytes, as RocketMQ's
+    DLedgerCommitLog sets them; the index files keep DLedger's own size."""
     store = context.store_config
     peers = parse_peers(store.d_leger_peers or "")
     preferred = [p.strip() for p in (store.preferred_leader_id or "").split(";") if p.strip()]
@@ -50,6 +51,7 @@ def dledger_config(context: BrokerContext) -> DLedgerConfig:
         peers=peers,
         store_root=store.store_path_root_dir,
         preferred_leader_ids=preferred,
+        data_file_size=store.mapped_file_size_commit_log,
     )
 
 

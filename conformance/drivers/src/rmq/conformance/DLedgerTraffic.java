@@ -24,12 +24,13 @@ final class DLedgerTraffic {
     private DLedgerTraffic() {
     }
 
-    static String body(int i) {
-        return "dledger-" + i;
+    /** Message i's body: "dledger-i", and with "padded" a tail of 0-699 dots after it. */
+    static String body(int i, boolean padded) {
+        return "dledger-" + i + (padded ? ".".repeat(i * 53 % 700) : "");
     }
 
     /**
-     * Messages `from` .. `from + count - 1` (body "dledger-i", key "k-i") sent one after the
+     * Messages `from` .. `from + count - 1` (body `body(i, padded)`, key "k-i") sent one after the
      * other; a send that fails or is not SEND_OK is tried again until "deadline" seconds
      * have passed.  "create": create the topic ("queues" queues) on the masters first.
      * Out: "acks" (i, msgId, broker, queueId, queueOffset of each SEND_OK) and "failures"
@@ -41,6 +42,7 @@ final class DLedgerTraffic {
         }
         int from = spec.integer("from", 0);
         int count = spec.integer("count", 20);
+        boolean padded = spec.flag("padded");
         long deadline = System.currentTimeMillis() + spec.seconds("deadline", 60);
         DefaultMQProducer producer = spec.startedProducer();
         JSONArray acks = new JSONArray();
@@ -48,7 +50,7 @@ final class DLedgerTraffic {
         try {
             for (int i = from; i < from + count; i++) {
                 Message message = new Message(spec.topic(), "dl", "k-" + i,
-                    body(i).getBytes(StandardCharsets.UTF_8));
+                    body(i, padded).getBytes(StandardCharsets.UTF_8));
                 while (true) {
                     String error;
                     try {
@@ -86,13 +88,13 @@ final class DLedgerTraffic {
 
     /**
      * Every queue of the topic pulled from offset 0 to its end at the master, again until
-     * the bodies "dledger-i" for every i in "expect" were read or "deadline" seconds passed.
+     * the bodies `body(i, padded)` for every i in "expect" were read or "deadline" seconds passed.
      * Out: "messages" (body, queueId, queueOffset, msgId of each message read, in queue order).
      */
     static JSONObject consume(Spec spec) throws Exception {
         Set<String> expected = new HashSet<>();
         for (Object i : spec.json.getJSONArray("expect")) {
-            expected.add(body(((Number) i).intValue()));
+            expected.add(body(((Number) i).intValue(), spec.flag("padded")));
         }
         long deadline = System.currentTimeMillis() + spec.seconds("deadline", 60);
         DefaultMQPullConsumer consumer = spec.pullConsumer(spec.group());
