@@ -38,7 +38,6 @@ LONGEST_MODULES = (
     "browser/test_console_pages.py",
     "browser/test_console_roles.py",
     "integration/test_console_memory.py",
-    "spark/test_quiet.py",
     "integration/test_produce_consume.py",
     "spark/test_session.py",
 )

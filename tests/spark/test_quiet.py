@@ -45,6 +45,9 @@ def export_argv(store: Path, out: Path) -> list[str]:
     ]
 
 
+# A Spark job of its own for a local run: under make stress.  In make test, test_cluster.py's
+# export (rmq spark-export in a pipe, on a standalone cluster) checks its stderr the same way.
+@pytest.mark.stress
 @pytest.mark.timeout(900)  # starting a JVM and a Spark job on a loaded machine
 def test_in_a_pipe_stderr_holds_only_the_phases(store: Path, tmp_path: Path) -> None:
     result = subprocess.run(
@@ -59,7 +62,7 @@ def test_in_a_pipe_stderr_holds_only_the_phases(store: Path, tmp_path: Path) -> 
 
 
 # A second Spark job of its own, for the terminal's rendering of what the pipe test above
-# already checks: under make stress, to keep .ci/run within its time.
+# checks: under make stress too, to keep .ci/run within its time.
 @pytest.mark.stress
 @pytest.mark.timeout(900)
 def test_on_a_terminal_a_progress_bar_and_no_spark_chatter(store: Path, tmp_path: Path) -> None:
