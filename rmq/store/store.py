@@ -67,6 +67,7 @@ from rmq.store.commitlog import CommitLog
 from rmq.store.consumequeue import ConsumeQueue, ConsumeQueueStore
 from rmq.store.diskguard import PutGate
 from rmq.store.dispatch import ArrivalListener, Dispatcher
+from rmq.store.dledger import upgrade
 from rmq.store.errors import StoreError
 from rmq.store.flush import CommitLogFlushService, Handoff, LogicsFlushService
 from rmq.store.getmessage import (
@@ -202,6 +203,11 @@ class MessageStore:
         self.dledger = False
         """Whether the commitlog's files are a DLedger log's data files (see the module
         docstring)."""
+        self._dledger_data: MappedFileQueue | None = None
+        self._classic_below: MappedFileQueue | None = None
+        self.dledger_divided = 0
+        """DLedger mode: where the DLedger log starts (``dividedCommitlogOffset``; 0 without
+        a classic commitlog below it)."""
         self.running = False
         self.disk_full = False
 
@@ -215,8 +221,9 @@ class MessageStore:
 
     def use_dledger_data(self, data: MappedFileQueue) -> None:
         """Read records from a DLedger log's data files (``data``, loaded and written by the
-        log itself) instead of the commitlog; call before :meth:`start`."""
-        self.commitlog.queue = data
+        log itself) instead of the commitlog, or below them from a classic commitlog the store
+        had (:mod:`rmq.store.dledger.upgrade`); call before :meth:`start`."""
+        self._dledger_data = data
         self.dledger = True
 
     def dispatch_record(self, info: DispatchInfo) -> None:
@@ -241,34 +248,7 @@ class MessageStore:
             if self.dledger:
                 self._start_dledger(abnormal, set_aside)
                 return self.recovery
-            try:
-                self.commitlog.queue.load()
-            except StoreError:
-                if not set_aside_empty_tail(self.layout.commitlog, set_aside):
-                    raise
-                self.commitlog.queue.load()
-            rebuild: list[ConsumeQueue] = []
-            self.consume_queues.load(
-                lambda queue, error: on_load_failure(queue, error, set_aside, rebuild)
-            )
-            if self.index is not None and self.index_lag is not None:
-                reindex_from = self.index.load(
-                    lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
-                )
-                self.index_lag.load()
-                if reindex_from >= 0:
-                    self.index_lag.fall_behind(reindex_from, None)
-            self.recovery = recover(
-                self.config,
-                self.commitlog,
-                self._dispatcher,
-                self._checkpoint,
-                abnormal=abnormal,
-                store_root=self.layout.root,
-                set_aside=set_aside,
-                rebuild=rebuild,
-            )
-            self._replica_dispatched = self.recovery.end_offset
+            self._recover_classic(abnormal, set_aside)
             create_abort_file(self.layout.abort)
         except BaseException:
             self._close_files()
@@ -278,18 +258,75 @@ class MessageStore:
         self.running = True
         return self.recovery
 
-    def _start_dledger(self, abnormal: bool, set_aside: SetAsideDir) -> None:
-        """The DLedger log recovers its own files; consume queues are loaded and cut after
-        their last valid entry, and dispatch resumes from their end."""
+    def _recover_classic(self, abnormal: bool, set_aside: SetAsideDir) -> None:
+        """Load and recover the commitlog, consume queues and index."""
         assert self._checkpoint is not None
-        self.consume_queues.load(lambda queue, error: on_load_failure(queue, error, set_aside, []))
-        self.dledger_dispatched_end = self.consume_queues.recover()
+        try:
+            self.commitlog.queue.load()
+        except StoreError:
+            if not set_aside_empty_tail(self.layout.commitlog, set_aside):
+                raise
+            self.commitlog.queue.load()
+        rebuild: list[ConsumeQueue] = []
+        self.consume_queues.load(
+            lambda queue, error: on_load_failure(queue, error, set_aside, rebuild)
+        )
         if self.index is not None and self.index_lag is not None:
-            self.index.load(
+            reindex_from = self.index.load(
                 lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
             )
             self.index_lag.load()
+            if reindex_from >= 0:
+                self.index_lag.fall_behind(reindex_from, None)
+        self.recovery = recover(
+            self.config,
+            self.commitlog,
+            self._dispatcher,
+            self._checkpoint,
+            abnormal=abnormal,
+            store_root=self.layout.root,
+            set_aside=set_aside,
+            rebuild=rebuild,
+        )
+        self._replica_dispatched = self.recovery.end_offset
+
+    def _start_dledger(self, abnormal: bool, set_aside: SetAsideDir) -> None:
+        """The DLedger log recovers its own files; consume queues are loaded and cut after
+        their last valid entry, and dispatch resumes from their end.  A classic commitlog
+        in the store stays readable below the DLedger log (recovered and closed the first
+        time, :mod:`rmq.store.dledger.upgrade`)."""
+        assert self._checkpoint is not None and self._dledger_data is not None
+        data = self._dledger_data
+        classic = self.commitlog.queue
         self.recovery = RecoveryResult(abnormal=abnormal)
+        divided = upgrade.first_file_offset(data.store_path)
+        recovered = False
+        if upgrade.first_file_offset(classic.store_path) is None:
+            self.commitlog.queue = data
+        elif divided is None:
+            recovered = True
+            self._recover_classic(abnormal, set_aside)
+            divided = upgrade.close_classic_log(classic)
+            upgrade.start_dledger_log(data.store_path, data.mapped_file_size, divided)
+            log.info("classic commitlog closed at %d: the DLedger log starts there", divided)
+        else:
+            classic.load()
+        if self.commitlog.queue is classic:
+            self._classic_below = classic
+            self.commitlog.queue = upgrade.JoinedFileQueue(classic, data, divided or 0)
+            self.dledger_divided = divided or 0
+        if not recovered:
+            self.consume_queues.load(
+                lambda queue, error: on_load_failure(queue, error, set_aside, [])
+            )
+            self.dledger_dispatched_end = self.consume_queues.recover()
+            if self.index is not None and self.index_lag is not None:
+                self.index.load(
+                    lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
+                )
+                self.index_lag.load()
+        else:
+            self.dledger_dispatched_end = self.dledger_divided
         create_abort_file(self.layout.abort)
         self._logics_flush = self._logics_flush_service()
         self._logics_flush.start()
@@ -323,6 +360,8 @@ class MessageStore:
     def _close_files(self) -> None:
         if not self.dledger:  # the DLedger log closes its own files
             self.commitlog.queue.close()
+        elif self._classic_below is not None:
+            self._classic_below.close()
         self.consume_queues.close()
         if self.index is not None:
             self.index.close()

@@ -90,7 +90,10 @@ class DLedgerBroker:
         self.commitlog = commitlog
         store = self.context.store
         if store.dledger_dispatched_end >= 0:  # a record's end is the next entry's position
-            commitlog.messages.dispatched_pos = store.dledger_dispatched_end
+            # (below the DLedger log's start: records of the classic commitlog under it)
+            commitlog.messages.dispatched_pos = max(
+                store.dledger_dispatched_end, store.dledger_divided
+            )
             commitlog.messages.dispatched_queue_table = {
                 (queue.topic, queue.queue_id): queue.max_offset for queue in store.consume_queues
             }
