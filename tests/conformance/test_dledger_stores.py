@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from rmq.common.message import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, decode_record
+from rmq.common.message import decode_record
+from rmq.common.msgconst import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rmq.store.dledger.entry import BLANK_MAGIC, INDEX_UNIT_SIZE, decode_entry, decode_index
 from tests.conformance.dledger_nodes import node_props, start_node, wait_for
 from tests.conformance.java import run_driver
