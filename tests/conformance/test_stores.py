@@ -35,6 +35,7 @@ from tests.conformance import store_runs as runs
 from tests.conformance import store_switch as switches
 from tests.conformance.clusters import start_apache, start_rmq
 from tests.conformance.java import ensure_built
+from tests.conformance.matrix import stress_row
 from tests.conformance.store_switch import Switch, in_topic, visible
 from tests.procs import RmqProcess, RmqProcesses
 
@@ -198,6 +199,9 @@ def test_apache_store_config(apache_store: ApacheStore, record_property: Any) ->
     expect_none(record_property, problems)
 
 
+# A Spark job of its own (a JVM for a minute or two of a loaded machine): under make stress.
+# rmq inspect's rows above read the same store through the same record codec.
+@stress_row
 @row("Apache -> rmq: rmq spark-export = Java consumer, field by field")
 def test_apache_store_spark_export(
     apache_store: ApacheStore, tmp_path: Path, record_property: Any
