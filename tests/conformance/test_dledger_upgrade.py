@@ -20,6 +20,7 @@ import pytest
 from rmq.common.recordwalk import BLANK_MAGIC
 from tests.conformance.dledger_nodes import node_props, start_node, wait_for
 from tests.conformance.java import run_driver
+from tests.conformance.matrix import stress_row
 from tests.conformance.store_runs import SMALL_FILES, store_props
 from tests.conformance.test_dledger_stores import entries, index_units
 from tests.ports import free_port
@@ -111,6 +112,8 @@ def upgrade(processes: RmqProcesses, kind: str, topic: str, home: Path) -> dict[
     }
 
 
+# Four brokers, two of them JVMs, for under a minute: under make stress.
+@stress_row
 @pytest.mark.matrix(
     SECTION, "a classic store switched to DLedger: same division, both read", "result"
 )
