@@ -97,6 +97,12 @@ def start_node(
     return processes.start_broker(name, namesrv=None, props=props)
 
 
+def stop_node(kind: str, process: RmqProcess) -> None:
+    """SIGTERM; rmq exits 0, a JVM 143 once its shutdown hooks (the broker's) have run."""
+    code = process.stop()
+    assert code == (0 if kind == "rmq" else 143), f"{kind}'s broker exited with {code}"
+
+
 def start_group(processes: RmqProcesses, namesrv: str, kinds: list[str]) -> tuple[str, list[Node]]:
     """Nodes n0.. of one DLedger group, `kinds[i]` ("rmq" or "apache") for node i, started
     side by side; returned once the name server lists a master and every node."""

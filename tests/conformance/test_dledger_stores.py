@@ -25,7 +25,7 @@ import pytest
 from rmq.common.message import decode_record
 from rmq.common.msgconst import PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 from rmq.store.dledger.entry import BLANK_MAGIC, INDEX_UNIT_SIZE, decode_entry, decode_index
-from tests.conformance.dledger_nodes import node_props, start_node, wait_for
+from tests.conformance.dledger_nodes import node_props, start_node, stop_node, wait_for
 from tests.conformance.java import run_driver
 from tests.conformance.store_runs import SMALL_FILES
 from tests.ports import free_port
@@ -69,9 +69,7 @@ def start_single(processes: RmqProcesses, kind: str, side: Side | None = None) -
 
 
 def stop(side: Side) -> None:
-    """SIGTERM; rmq exits 0, a JVM 143 once its shutdown hooks (the broker's) have run."""
-    code = side.broker.stop()
-    assert code == (0 if side.kind == "rmq" else 143), f"{side.kind} exited with {code}"
+    stop_node(side.kind, side.broker)
 
 
 def entries(store: Path) -> list[dict[str, Any]]:

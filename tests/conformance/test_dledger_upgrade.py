@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from rmq.common.recordwalk import BLANK_MAGIC
-from tests.conformance.dledger_nodes import node_props, start_node, wait_for
+from tests.conformance.dledger_nodes import node_props, start_node, stop_node, wait_for
 from tests.conformance.java import run_driver
 from tests.conformance.matrix import stress_row
 from tests.conformance.store_runs import SMALL_FILES, store_props
@@ -29,11 +29,6 @@ from tests.procs import RmqProcess, RmqProcesses, registered_brokers, unique
 SECTION = "DLedger stores (rmq's and Apache's, the same sends)"
 BEFORE = 30
 AFTER = 20
-
-
-def stop(kind: str, broker: RmqProcess) -> None:
-    code = broker.stop()
-    assert code == (0 if kind == "rmq" else 143), f"{kind} exited with {code}"
 
 
 def send(namesrv: str, topic: str, home: Path, first: int, count: int) -> list[dict[str, Any]]:
@@ -85,14 +80,14 @@ def upgrade(processes: RmqProcesses, kind: str, topic: str, home: Path) -> dict[
     classic = start_node(processes, kind, unique(f"{name}-classic-{kind}"), props)
     wait_for(f"{kind}'s classic broker", lambda: registered_brokers(namesrv) == {0: classic.addr})
     acks = send(namesrv, topic, home, 0, BEFORE)
-    stop(kind, classic)
+    stop_node(kind, classic)
     old_files = sorted((store / "commitlog").iterdir())
     peers = f"n0-127.0.0.1:{free_port()}"
     broker = start_dledger(processes, kind, name, namesrv, store, peers)
     acks += send(namesrv, topic, home, BEFORE, AFTER)
     assert [ack["queueOffset"] for ack in acks] == list(range(BEFORE + AFTER))
     read_all(namesrv, topic, home, acks)
-    stop(kind, broker)
+    stop_node(kind, broker)
     last = old_files[-1].read_bytes()
     blank_at = next(
         pos
@@ -141,4 +136,4 @@ def test_a_classic_store_switched_to_dledger_alike_by_rmq_and_apache(
             upgraded["peers"],
         )
         read_all(upgraded["namesrv"], topic, home, upgraded["acks"])
-        stop(other, broker)
+        stop_node(other, broker)
