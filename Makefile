@@ -45,9 +45,7 @@ lint: $(VENV)/.test-installed
 # time is spent waiting on them, so more workers than cores pay.  TEST_WORKERS=0 runs in-process.
 # The conformance suite runs on two workers: its brokers get waitTimeMillsInSendQueue=5000
 # (tests/conformance/clusters.py), as with Apache's 200 ms a send queued on a busy machine was
-# answered SYSTEM_BUSY ([TIMEOUT_CLEAN_QUEUE]).  N=0 runs a suite in one process.  make unit
-# hands out modules as groups (--dist loadgroup, tests/conftest.py's ModuleGroups): one per
-# module, all of tests/spark/ one, so a single worker starts a Spark JVM.
+# answered SYSTEM_BUSY ([TIMEOUT_CLEAN_QUEUE]).  N=0 runs a suite in one process.
 TEST_WORKERS ?= 4
 CONFORMANCE_WORKERS ?= 2
 STRESS_WORKERS ?= 0
@@ -77,8 +75,7 @@ chromium:
 
 unit: $(VENV)/.test-installed $(MAN_STAMP) chromium
 	$(BYTECODE)
-	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance \
-		$(subst loadfile,loadgroup,$(call PARALLEL,$(TEST_WORKERS))) --durations=30
+	$(BIN)/python -m pytest -q -m "not stress" --ignore=tests/conformance $(call PARALLEL,$(TEST_WORKERS)) --durations=30
 
 test: lint unit
 

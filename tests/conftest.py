@@ -43,24 +43,6 @@ LONGEST_MODULES = (
 )
 
 
-class ModuleGroups:
-    """Work units for pytest-xdist's `--dist loadgroup` (make unit): each module is one, as with
-    `--dist loadfile`, except that every module of tests/spark/ is in one: the Spark tests
-    share one worker and so one Spark JVM (the `spark` fixture is per worker), instead of one
-    on every worker side by side."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            path = item.nodeid.split("::", 1)[0]
-            group = "spark" if path.startswith("tests/spark/") else path
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(ModuleGroups(), "rmq-module-groups")
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest modules first (stable: each module's own order is kept)."""
