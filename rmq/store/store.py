@@ -299,38 +299,48 @@ class MessageStore:
         data = self._dledger_data
         classic = self.commitlog.queue
         self.recovery = RecoveryResult(abnormal=abnormal)
-        divided = upgrade.first_file_offset(data.store_path)
-        recovered = False
         if upgrade.first_file_offset(classic.store_path) is None:
             self.commitlog.queue = data
-        elif divided is None:
-            recovered = True
-            self._recover_classic(abnormal, set_aside)
-            divided = upgrade.close_classic_log(classic)
-            upgrade.start_dledger_log(data.store_path, data.mapped_file_size, divided)
-            log.info("classic commitlog closed at %d: the DLedger log starts there", divided)
+            self._load_dledger_queues(set_aside)
         else:
-            classic.load()
-        if self.commitlog.queue is classic:
-            self._classic_below = classic
-            self.commitlog.queue = upgrade.JoinedFileQueue(classic, data, divided or 0)
-            self.dledger_divided = divided or 0
-        if not recovered:
-            self.consume_queues.load(
-                lambda queue, error: on_load_failure(queue, error, set_aside, [])
-            )
-            self.dledger_dispatched_end = self.consume_queues.recover()
-            if self.index is not None and self.index_lag is not None:
-                self.index.load(
-                    lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
-                )
-                self.index_lag.load()
-        else:
-            self.dledger_dispatched_end = self.dledger_divided
+            self._start_below_classic(abnormal, set_aside, classic, data)
         create_abort_file(self.layout.abort)
         self._logics_flush = self._logics_flush_service()
         self._logics_flush.start()
         self.running = True
+
+    def _start_below_classic(
+        self,
+        abnormal: bool,
+        set_aside: SetAsideDir,
+        classic: MappedFileQueue,
+        data: MappedFileQueue,
+    ) -> None:
+        """The DLedger log on top of the store's classic commitlog: recovered and closed on
+        the first start, loaded on the later ones; reads go through both."""
+        self._classic_below = classic  # closed with the store's files from here on
+        divided = upgrade.first_file_offset(data.store_path)
+        if divided is None:  # the first start on a classic store
+            self._recover_classic(abnormal, set_aside)
+            divided = upgrade.close_classic_log(classic)
+            upgrade.start_dledger_log(data.store_path, data.mapped_file_size, divided)
+            log.info("classic commitlog closed at %d: the DLedger log starts there", divided)
+            self.dledger_dispatched_end = divided
+        else:
+            classic.load()
+            self._load_dledger_queues(set_aside)
+        self.commitlog.queue = upgrade.JoinedFileQueue(classic, data, divided)
+        self.dledger_divided = divided
+
+    def _load_dledger_queues(self, set_aside: SetAsideDir) -> None:
+        """Load the consume queues (cut after their last valid entry) and the index."""
+        self.consume_queues.load(lambda queue, error: on_load_failure(queue, error, set_aside, []))
+        self.dledger_dispatched_end = self.consume_queues.recover()
+        if self.index is not None and self.index_lag is not None:
+            self.index.load(
+                lambda path, reason: self._set_index_file_aside(path, reason, set_aside)
+            )
+            self.index_lag.load()
 
     @staticmethod
     def _set_index_file_aside(path: Path, reason: str, set_aside: SetAsideDir) -> None:
