@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cpu_report import REPORT
 from tests.procs import RmqProcess, RmqProcesses
 
 # A suite started in the background of a non-interactive shell inherits SIGINT ignored, and
@@ -55,6 +56,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return len(LONGEST_MODULES)
 
     items.sort(key=rank)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Under pytest-xdist the controller sees every worker's tests but runs none of them.
+    if REPORT is not None and getattr(config.option, "numprocesses", None):
+        REPORT.enabled = hasattr(config, "workerinput")
+
+
+def pytest_runtest_logfinish(nodeid: str) -> None:
+    if REPORT is not None and REPORT.enabled:
+        REPORT.test_finished(nodeid)
+
+
+def pytest_sessionfinish() -> None:
+    if REPORT is not None and REPORT.enabled:
+        REPORT.flush()
 
 
 @pytest.fixture
