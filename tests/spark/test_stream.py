@@ -62,7 +62,14 @@ def rows_per_batch(query: StreamingQuery) -> dict[int, int]:
 
 
 def batches_at_least(query: StreamingQuery, count: int) -> Callable[[], bool]:
-    return lambda: len(rows_per_batch(query)) >= count
+    """A condition for `wait_for`: ``count`` batches done (a query that failed raises)."""
+
+    def done() -> bool:
+        if query.exception() is not None:
+            raise AssertionError(f"the query failed: {query.exception()}")
+        return len(rows_per_batch(query)) >= count
+
+    return done
 
 
 def pull_all(namesrv: str, topic: str) -> list[Any]:
@@ -127,7 +134,8 @@ def test_a_stream_reads_every_message_once_in_capped_batches_and_after_a_restart
     query = start()
     sender.start()
     try:
-        wait_for("three micro-batches", batches_at_least(query, 3))
+        # Each batch writes a Parquet file: seconds apiece on a loaded machine.
+        wait_for("three micro-batches", batches_at_least(query, 3), timeout=240)
     finally:
         query.stop()
     first = rows_per_batch(query)  # a batch the stop cut short is not among them
@@ -335,7 +343,7 @@ def test_a_long_stream_under_load_loses_and_repeats_nothing(
                 sent += sender.finish()
                 query.processAllAvailable()
             else:
-                wait_for("two batches", batches_at_least(query, 2))
+                wait_for("two batches", batches_at_least(query, 2), timeout=240)
         finally:
             query.stop()
     everything = read_positions(spark, out)
