@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,13 @@ import pytest
 
 from tests.cpu_report import REPORT
 from tests.procs import RmqProcess, RmqProcesses
+
+# Every Spark driver a test starts (its session, `rmq spark-export` runs, the standalone
+# cluster's daemons) is a JVM of a few seconds' work: without the optimising compiler and with
+# the serial collector one costs half the CPU time (a session's start and a small job: 15 CPU
+# seconds instead of 25-35), on a machine the suites keep busy.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 # A suite started in the background of a non-interactive shell inherits SIGINT ignored, and
 # every process it started would too (exec keeps an ignored signal ignored): the tests that
