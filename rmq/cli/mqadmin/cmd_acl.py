@@ -19,9 +19,6 @@ import random
 from rmq.cli.mqadmin.consumertext import date_time
 from rmq.cli.mqadmin.javafmt import jprintf, parse_bool
 from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
-from rmq.client.adminops import acl as ops
-from rmq.client.adminops.cluster import CLUSTER_ERROR
-from rmq.client.api.acl import PlainAccessConfig
 
 PLAIN_ACCESS_CONFIG = "org.apache.rocketmq.common.PlainAccessConfig"
 VERSION_ROW = "%-16s  %-22s  %-22s  %-20s  %-22s  %-22s%n"
@@ -38,6 +35,9 @@ def _target(broker: str, cluster: str) -> tuple[Opt, Opt]:
 async def _brokers(inv: Invocation, *, masters: bool = False) -> list[str]:
     """`-b`'s broker, or the brokers of `-c`'s cluster (mqadmin's `[error]` line and none
     when the cluster is unknown)."""
+    from rmq.client.adminops import acl as ops
+    from rmq.client.adminops.cluster import CLUSTER_ERROR
+
     async with inv.admin(namesrv_needed=not inv.has("b")) as admin:
         broker = inv.value("b") if inv.has("b") else None
         addrs = await ops.acl_targets(admin, broker, inv.value("c"), masters=masters)
@@ -72,6 +72,9 @@ def _split(value: str | None) -> list[str] | None:
     Opt("m", "admin", True, False, "set admin flag in acl config file"),
 )
 async def update_acl_config(inv: Invocation) -> None:
+    from rmq.client.adminops import acl as ops
+    from rmq.client.api.acl import PlainAccessConfig
+
     with failing("UpdateAccessConfigSubCommand"):
         account = PlainAccessConfig(
             access_key=inv.value("a") or "",
@@ -105,6 +108,8 @@ async def update_acl_config(inv: Invocation) -> None:
     alias="deleteAccessConfig",
 )
 async def delete_acl_config(inv: Invocation) -> None:
+    from rmq.client.adminops import acl as ops
+
     with failing("DeleteAccessConfigSubCommand"):
         access_key = inv.value("a") or ""
         addrs = await _brokers(inv)
@@ -125,6 +130,8 @@ async def delete_acl_config(inv: Invocation) -> None:
     ),
 )
 async def cluster_acl_config_version(inv: Invocation) -> None:
+    from rmq.client.adminops import acl as ops
+
     with failing("ClusterAclConfigVersionListSubCommand"):
         by_cluster = not inv.has("b")
         addrs = await _brokers(inv, masters=True)
@@ -180,6 +187,8 @@ async def cluster_acl_config_version(inv: Invocation) -> None:
     ),
 )
 async def update_global_white_addr(inv: Invocation) -> None:
+    from rmq.client.adminops import acl as ops
+
     with failing("UpdateGlobalWhiteAddrSubCommand"):
         addresses = inv.value("g") or ""
         acl_file = inv.value("p")

@@ -9,7 +9,6 @@ sorts (broker names, runtime keys) they are sorted the same way.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import math
 import time
@@ -29,21 +28,22 @@ from rmq.cli.mqadmin.registry import (
     failing,
     subcommand,
 )
-from rmq.client.adminops import cluster as ops
-from rmq.common.fastjson import dumps
 from rmq.common.javahash import java_hash_order
 from rmq.common.naming import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from rmq.remoting.bodies import ClusterInfo, TopicRouteData
 
 if TYPE_CHECKING:
     from rmq.client.admin import AdminClient
+    from rmq.client.adminops import cluster as ops
     from rmq.client.producer import Producer
+    from rmq.remoting.bodies import ClusterInfo, TopicRouteData
 
 CONFIG_LINE = "%-50s=  %s\n"
 
 
 def _error_line(inv: Invocation) -> None:
     """CommandUtil's `[error]` line for an unknown cluster (no line break, as in Java)."""
+    from rmq.client.adminops import cluster as ops
+
     jprintf(inv.out, "[error] %s", ops.CLUSTER_ERROR)
 
 
@@ -88,6 +88,8 @@ async def topic_route(inv: Invocation) -> None:
 
 def _route_json(route: TopicRouteData) -> str:
     """`TopicRouteData.toJson(true)`: fastjson's pretty form, bean properties by name."""
+    from rmq.common.fastjson import dumps
+
     brokers = [
         {
             "brokerAddrs": dict(sorted(data.broker_addrs.items())),
@@ -122,6 +124,8 @@ def _route_json(route: TopicRouteData) -> str:
     Opt("t", "topic", True, True, "topic name"),
 )
 async def topic_cluster_list(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     with failing("TopicClusterSubCommand"):
         async with inv.admin() as admin:
             info = await admin.cluster_info()
@@ -141,6 +145,8 @@ async def topic_cluster_list(inv: Invocation) -> None:
     Opt("c", "clusterModel", False, False, "clusterModel"),
 )
 async def topic_list(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     with failing("TopicListSubCommand"):
         async with inv.admin() as admin:
             if not inv.has("c"):
@@ -176,6 +182,8 @@ async def topic_list(inv: Invocation) -> None:
     Opt("i", "interval", True, False, "specify intervals numbers, it is in seconds"),
 )
 async def cluster_list(inv: Invocation) -> None:
+    import asyncio
+
     interval = 1.0
     if inv.has("i"):
         try:
@@ -201,6 +209,8 @@ async def cluster_list(inv: Invocation) -> None:
 
 def _brokers(info: ClusterInfo) -> list[tuple[str, str, int, str]]:
     """(cluster, broker name, broker id, address) as clusterList walks them."""
+    from rmq.client.adminops import cluster as ops
+
     rows = []
     for cluster in ops.cluster_names(info):
         for name in sorted(info.cluster_addr_table[cluster]):
@@ -294,6 +304,8 @@ def _server_list(inv: Invocation) -> list[str] | None:
 
 @subcommand(43, "getNamesrvConfig", "Get configs of name server.")
 async def get_namesrv_config(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     with failing("GetNamesrvConfigCommand"):
         async with inv.admin() as admin:
             configs = await ops.namesrv_configs(admin, _server_list(inv))
@@ -310,6 +322,8 @@ async def get_namesrv_config(inv: Invocation) -> None:
     Opt("v", "value", True, True, "config value"),
 )
 async def update_namesrv_config(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     key, value = inv.value("k") or "", inv.value("v") or ""
     servers = _server_list(inv)
     with failing("UpdateNamesrvConfigCommand"):
@@ -328,6 +342,8 @@ async def update_namesrv_config(inv: Invocation) -> None:
     Opt("v", "value", True, True, "set the key value"),
 )
 async def update_kv_config(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     with failing("UpdateKvConfigCommand"):
         async with inv.admin() as admin:
             await ops.put_kv_config(
@@ -344,6 +360,8 @@ async def update_kv_config(inv: Invocation) -> None:
     Opt("k", "key", True, True, "set the key name"),
 )
 async def delete_kv_config(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     with failing("DeleteKvConfigCommand"):
         async with inv.admin() as admin:
             await ops.delete_kv_config(admin, inv.value("s") or "", inv.value("k") or "")
@@ -351,6 +369,8 @@ async def delete_kv_config(inv: Invocation) -> None:
 
 
 async def _write_perm(inv: Invocation, *, add: bool) -> None:
+    from rmq.client.adminops import cluster as ops
+
     name = inv.value("b") or ""
     verb = "add" if add else "wipe"
     command_class = "AddWritePermSubCommand" if add else "WipeWritePermSubCommand"
@@ -394,6 +414,8 @@ async def add_write_perm(inv: Invocation) -> None:
 
 
 async def _print_broker_config(inv: Invocation, admin: AdminClient, title: str, addr: str) -> None:
+    from rmq.client.adminops import cluster as ops
+
     inv.out.write(title)
     _print_properties(inv, await ops.broker_config(admin, addr))
     jprintf(inv.out, "%n")
@@ -407,6 +429,8 @@ async def _print_broker_config(inv: Invocation, admin: AdminClient, title: str, 
     Opt("c", "clusterName", True, False, "get which cluster"),
 )
 async def get_broker_config(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     with failing("GetBrokerConfigCommand"):
         async with inv.admin() as admin:
             if inv.has("b"):
@@ -436,6 +460,7 @@ async def get_broker_config(inv: Invocation) -> None:
     Opt("v", "value", True, True, "config value"),
 )
 async def update_broker_config(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
     from rmq.client.errors import MQBrokerError
 
     properties = {inv.value("k") or "": inv.value("v") or ""}
@@ -483,6 +508,8 @@ async def update_broker_config(inv: Invocation) -> None:
     Opt("c", "clusterName", True, False, "which cluster"),
 )
 async def broker_status(inv: Invocation) -> None:
+    from rmq.client.adminops import cluster as ops
+
     failures = []
     with failing("BrokerStatusSubCommand"):
         async with inv.admin() as admin:
@@ -520,6 +547,9 @@ async def broker_status(inv: Invocation) -> None:
 )
 async def cluster_rt(inv: Invocation) -> None:
     """Sends to every broker's own topic round after round, until interrupted."""
+    import asyncio
+
+    from rmq.client.adminops import cluster as ops
     from rmq.client.producer import Producer
 
     with failing("CLusterSendMsgRTCommand"):
@@ -551,6 +581,8 @@ async def _rt_round(
     tlog: bool,
     room: str | None,
 ) -> None:
+    from rmq.client.adminops import cluster as ops
+
     for cluster in clusters:
         names = info.cluster_addr_table.get(cluster)
         if names is None:

@@ -9,7 +9,6 @@ where mqadmin iterates a HashMap or HashSet it decoded (group names, topics, que
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -28,18 +27,14 @@ from rmq.cli.mqadmin.consumertext import (
 )
 from rmq.cli.mqadmin.javafmt import jformat, jprintf, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
-from rmq.client.admin import AdminClient
-from rmq.client.adminops import consumer as ops
-from rmq.client.errors import ClientError
 from rmq.common.naming import MONITOR_CONSUMER_GROUP, RMQ_SYS_OFFSET_MOVED_EVENT
-from rmq.remoting.bodies import ConsumerConnection, ConsumeStats, MessageQueue
-from rmq.remoting.bodies.client import ConsumeType
-from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo
-from rmq.remoting.codes import version_desc
-from rmq.remoting.errors import RemotingError
 
 if TYPE_CHECKING:
+    from rmq.client.admin import AdminClient
+    from rmq.client.adminops import consumer as ops
     from rmq.client.consumer import MessageExt
+    from rmq.remoting.bodies import ConsumerConnection, ConsumeStats, MessageQueue
+    from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo
 
 T = TypeVar("T")
 
@@ -65,6 +60,8 @@ def _stats_rows(stats: ConsumeStats) -> list[tuple[MessageQueue, int, int, int]]
     Opt("o", "order", True, False, "order topic"),
 )
 async def broker_consume_stats(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+
     broker = inv.value("b") or ""
     with failing("BrokerConsumeStatsSubCommad"):
         is_order = parse_bool(inv.value("o"))
@@ -119,6 +116,9 @@ async def broker_consume_stats(inv: Invocation) -> None:
     Opt("t", "topic", True, True, "topic name"),
 )
 async def producer_connection(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+    from rmq.remoting.codes import version_desc
+
     async with inv.admin() as admin:
         with failing("ProducerConnectionSubCommand"):
             connection = await ops.producer_connection(
@@ -144,6 +144,9 @@ async def producer_connection(inv: Invocation) -> None:
     Opt("b", "brokerAddr", True, False, "broker address"),
 )
 async def consumer_connection(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+    from rmq.remoting.codes import version_desc
+
     async with inv.admin() as admin:
         with failing("ConsumerConnectionSubCommand"):
             cc = await ops.consumer_connection(admin, inv.value("g") or "", inv.value("b"))
@@ -181,6 +184,8 @@ def _name(value: object) -> str | None:
     Opt("b", "broker", True, True, "broker address"),
 )
 async def producer(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+
     async with inv.admin() as admin:
         with failing("ProducerSubCommand"):
             table = await ops.producer_table(admin, inv.value("b") or "")
@@ -212,6 +217,8 @@ async def producer(inv: Invocation) -> None:
     Opt("s", "showClientIP", True, False, "Show Client IP per Queue"),
 )
 async def consumer_progress(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+
     show_ip = parse_bool(inv.value("s"))
     group = inv.value("g")
     if group is None:
@@ -278,6 +285,10 @@ async def consumer_progress(inv: Invocation) -> None:
 
 async def _queue_owners(admin: AdminClient, group: str) -> dict[MessageQueue, str]:
     """Queue -> the IP part of the client id of the member holding it (empty on failure)."""
+    from rmq.client.adminops import consumer as ops
+    from rmq.client.errors import ClientError
+    from rmq.remoting.errors import RemotingError
+
     owners: dict[MessageQueue, str] = {}
     try:
         cc = await ops.consumer_connection(admin, group)
@@ -291,6 +302,8 @@ async def _queue_owners(admin: AdminClient, group: str) -> dict[MessageQueue, st
 
 
 async def _all_groups_progress(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+
     jprintf(
         inv.out,
         "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s%n",
@@ -318,6 +331,9 @@ async def _all_groups_progress(inv: Invocation) -> None:
 
 async def _quietly(work: Awaitable[T]) -> T | None:
     """`work`'s result, None when it fails (mqadmin logs those and prints the row anyway)."""
+    from rmq.client.errors import ClientError
+    from rmq.remoting.errors import RemotingError
+
     try:
         return await work
     except (ClientError, RemotingError):
@@ -329,6 +345,9 @@ def _group_row(
 ) -> tuple[str, int, str, str, str, int, int]:
     """GroupConsumeInfo's columns: group, members, min version (OFFLINE), type, model, TPS,
     summed lag."""
+    from rmq.remoting.bodies.client import ConsumeType
+    from rmq.remoting.codes import version_desc
+
     tps = int(stats.consume_tps) if stats is not None else 0
     diff = (
         sum(row.broker_offset - row.consumer_offset for row in stats.offset_table.values())
@@ -357,6 +376,11 @@ def _group_row(
     Opt("s", "jstack", False, False, "Run jstack command in the consumer progress"),
 )
 async def consumer_status(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+    from rmq.client.errors import ClientError
+    from rmq.remoting.codes import version_desc
+    from rmq.remoting.errors import RemotingError
+
     name = "ConsumerStatusSubCommand"
     group = inv.value("g") or ""
     jstack = inv.has("s")
@@ -435,6 +459,8 @@ async def start_monitoring(inv: Invocation) -> None:
     """MonitorService: a push consumer of `__MONITOR_CONSUMER` on the offset-moved events and
     a round over every group each minute.  mqadmin writes its reports to the client log;
     rmq mqadmin prints the same lines on stdout.  It runs until interrupted."""
+    import asyncio
+
     from rmq.client.consumer import ConsumeStatus, PushConsumer
 
     async def offset_moved(messages: list[MessageExt]) -> ConsumeStatus:
@@ -460,6 +486,10 @@ async def start_monitoring(inv: Invocation) -> None:
 
 
 async def _monitor_round(inv: Invocation, admin: AdminClient) -> None:
+    from rmq.client.adminops import consumer as ops
+    from rmq.client.errors import ClientError
+    from rmq.remoting.errors import RemotingError
+
     _report(inv, MONITOR + ROUND_LINE + "beginRound")
     try:
         reports = await ops.monitor_round(admin)
@@ -524,6 +554,8 @@ def running_info_notices(infos: dict[str, ConsumerRunningInfo], now: int) -> lis
 def delete_event_lines(messages: list[MessageExt]) -> list[str]:
     """reportDeleteMsgsEvent of an OFFSET_MOVED_EVENT message (its body is the
     OffsetMovedEvent's JSON); nothing for a body that does not decode."""
+    from rmq.remoting.bodies import MessageQueue
+
     lines = []
     for message in messages:
         try:

@@ -30,11 +30,10 @@ from typing import TYPE_CHECKING
 
 from rmq.cli.mqadmin.javafmt import jprintf, jstr, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
-from rmq.client.api import PullStatus
 
 if TYPE_CHECKING:
     from rmq.client.adminops.message import MessageTrack
-    from rmq.client.api import SendResult
+    from rmq.client.api import PullStatus, SendResult
     from rmq.client.consumer.pull import PullConsumer
     from rmq.client.messageext import MessageExt
     from rmq.client.producer import Producer
@@ -346,6 +345,8 @@ async def producer(inv: Invocation, *, trace: bool = False) -> AsyncIterator[Pro
 
 def pull_status_line(inv: Invocation, mq: MessageQueue, status: PullStatus, offset: int) -> None:
     """printMsg's and consumeMessage's line for a pull that found nothing to print."""
+    from rmq.client.api import PullStatus
+
     if status is PullStatus.NO_MATCHED_MSG:
         text = "%s no matched msg. status=%s, offset=%s%n"
     else:
@@ -394,6 +395,7 @@ PRINT_OPTIONS = (
 )
 async def print_msg(inv: Invocation) -> None:
     from rmq.client.adminops.message import queue_pulls, subscribe_queues
+    from rmq.client.api import PullStatus
 
     with failing("PrintMessageSubCommand"):
         charset, expression = _print_settings(inv)
@@ -425,6 +427,7 @@ async def print_msg(inv: Invocation) -> None:
 )
 async def print_msg_by_queue(inv: Invocation) -> None:
     from rmq.client.adminops.message import found_messages, queue_pulls
+    from rmq.client.api import PullStatus
     from rmq.remoting.bodies import MessageQueue
 
     with failing("PrintMessageByQueueCommand"):

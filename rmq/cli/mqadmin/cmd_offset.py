@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rmq.cli.mqadmin.consumertext import front
 from rmq.cli.mqadmin.javafmt import jprintf, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import Invocation, Opt, failing, subcommand
-from rmq.client.adminops import consumer as ops
-from rmq.remoting.bodies import MessageQueue
-from rmq.remoting.bodies.consumerinfo import in_hash_map_order
+
+if TYPE_CHECKING:
+    from rmq.client.adminops import consumer as ops
+    from rmq.remoting.bodies import MessageQueue
 
 # -- cloneGroupOffset (24) -------------------------------------------------------------------
 
@@ -31,6 +33,8 @@ from rmq.remoting.bodies.consumerinfo import in_hash_map_order
     Opt("o", "offline", True, False, "the group or the topic is offline"),
 )
 async def clone_group_offset(inv: Invocation) -> None:
+    from rmq.client.adminops import consumer as ops
+
     src, dest, topic = inv.value("s") or "", inv.value("d") or "", inv.value("t") or ""
     with failing("CloneGroupOffsetCommand"):
         async with inv.admin() as admin:
@@ -69,6 +73,8 @@ _ROLLBACK_ROW = "%-20s  %-20d  %-20d  %-20d  %-20d  %-20d%n"
 
 
 def _print_offsets(inv: Invocation, offsets: dict[MessageQueue, int]) -> None:
+    from rmq.remoting.bodies.consumerinfo import in_hash_map_order
+
     jprintf(inv.out, "%-40s  %-40s  %-40s%n", "#brokerName", "#queueId", "#offset")
     for mq, offset in in_hash_map_order(offsets).items():
         jprintf(inv.out, _RESET_ROW, front(mq.broker_name, 32), mq.queue_id, offset)
@@ -106,6 +112,8 @@ async def _reset(
     offline: Callable[[list[ops.RollbackStats]], None],
 ) -> None:
     """Reset the group's offsets on the topic through its online members, else directly."""
+    from rmq.client.adminops import consumer as ops
+
     group, topic, force = inv.value("g") or "", inv.value("t") or "", _force(inv)
     with failing(name):
         async with inv.admin() as admin:

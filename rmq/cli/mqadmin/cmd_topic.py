@@ -9,10 +9,13 @@ neither of its `-b` / `-c` targets prints its usage, as mqadmin does.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from rmq.cli.mqadmin.javafmt import jprintf, jstr, parse_bool, parse_int
 from rmq.cli.mqadmin.registry import Invocation, MqadminFailure, Opt, failing, subcommand
-from rmq.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
+
+if TYPE_CHECKING:
+    from rmq.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 
 
 def topic_config_text(config: TopicConfig) -> str:
@@ -61,6 +64,7 @@ def group_config_text(config: SubscriptionGroupConfig) -> str:
 async def update_topic(inv: Invocation) -> None:
     from rmq.client.adminops.topic import cluster_order_conf, put_order_conf
     from rmq.common.javahash import java_hash_order
+    from rmq.remoting.bodies import TopicConfig
 
     with failing("UpdateTopicSubCommand"):
         config = TopicConfig(topic_name=inv.value("t") or "", read_queue_nums=8, write_queue_nums=8)
@@ -333,6 +337,7 @@ async def clean_unused_topic(inv: Invocation) -> None:
 )
 async def update_sub_group(inv: Invocation) -> None:
     from rmq.client.adminops.topic import update_subscription_group
+    from rmq.remoting.bodies import SubscriptionGroupConfig
 
     with failing("UpdateSubGroupSubCommand"):
         config = SubscriptionGroupConfig(

@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from rmq.cli.mqadmin.javafmt import jformat
 from rmq.common.javahash import java_hash, java_hash_order_by
-from rmq.remoting.bodies.client import ConsumeType
-from rmq.remoting.bodies.consumerinfo import (
-    PROP_CONSUME_TYPE,
-    PROP_CONSUMER_START_TIMESTAMP,
-    ConsumerRunningInfo,
-    ProcessQueueInfo,
-)
-from rmq.store.layout import index_file_name
+
+if TYPE_CHECKING:
+    from rmq.remoting.bodies.consumerinfo import ConsumerRunningInfo, ProcessQueueInfo
 
 PROP_CONSUME_ORDERLY = "PROP_CONSUMEORDERLY"
 REBALANCE_SETTLE_MS = 2 * 60 * 1000
@@ -81,12 +77,17 @@ def java_hash_set(names: list[str]) -> list[str]:
 
 
 def _is_push(info: ConsumerRunningInfo) -> bool:
+    from rmq.remoting.bodies.client import ConsumeType
+    from rmq.remoting.bodies.consumerinfo import PROP_CONSUME_TYPE
+
     return info.properties.get(PROP_CONSUME_TYPE) == ConsumeType.CONSUME_PASSIVELY.name
 
 
 def same_subscriptions(infos: Mapping[str, ConsumerRunningInfo], now: int) -> bool:
     """`ConsumerRunningInfo.analyzeSubscription` over the members by client id: a push group
     started over two minutes ago must have one non-empty subscription set."""
+    from rmq.remoting.bodies.consumerinfo import PROP_CONSUMER_START_TIMESTAMP
+
     first = next(iter(infos.values()))
     started = int(first.properties.get(PROP_CONSUMER_START_TIMESTAMP, "0") or 0)
     if not (_is_push(first) and now - started > REBALANCE_SETTLE_MS):
@@ -224,6 +225,8 @@ def running_info_text(info: ConsumerRunningInfo) -> str:
 def process_queue_text(pq: ProcessQueueInfo) -> str:
     """`ProcessQueueInfo.toString()` (its times as `UtilAll.timeMillisToHumanString`, the
     index files' name form)."""
+    from rmq.store.layout import index_file_name
+
     return jformat(
         "ProcessQueueInfo [commitOffset=%d, cachedMsgMinOffset=%d, cachedMsgMaxOffset=%d, "
         "cachedMsgCount=%d, cachedMsgSizeInMiB=%d, transactionMsgMinOffset=%d, "

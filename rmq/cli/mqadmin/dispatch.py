@@ -18,7 +18,6 @@ closed output (`| head`) ends the command quietly with exit 1, as every rmq comm
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import sys
@@ -140,6 +139,8 @@ def _main(args: Sequence[str], out: TextIO, err: TextIO) -> int:
         return 0
     apply_mqadmin_credentials()  # $ROCKETMQ_HOME/conf/tools.yml, as MQAdminStartup reads it
     apply_client_tls(None, None)  # RMQ_TLS / RMQ_TLS_CA / profile (mqadmin: -Dtls.enable)
+    import asyncio  # the texts above stay quick: no event loop, no client imported
+
     inv = Invocation(values=values, out=out, namesrv=values.get("n"), usage=usage(command))
     try:
         asyncio.run(_execute(command, inv))

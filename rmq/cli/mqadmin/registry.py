@@ -18,6 +18,10 @@ by raising `MqadminFailure` (`with failing("TopicRouteSubCommand"):` turns any e
 block into one); the dispatcher prints it and exits 1.  A failure may carry the whole text
 mqadmin prints for it (`printed`: its exception lines, without the stack frames), built with
 `broker_exception` for a broker's refusal.
+
+The command modules import the client, the remoting bodies and asyncio inside the commands
+(and for annotations under TYPE_CHECKING): the command list, `help <cmd>`, `<cmd> -h` and a
+parse error import none of them (`rmq mqadmin topicList -h`: 0.17 s of CPU instead of 0.67 s).
 """
 
 from __future__ import annotations

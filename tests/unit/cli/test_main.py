@@ -62,6 +62,23 @@ def test_help_version_and_completion_import_no_heavy_module(cli_env: dict[str, s
     assert heavy == []
 
 
+def test_mqadmin_help_and_usage_import_no_client(cli_env: dict[str, str]) -> None:
+    """`rmq mqadmin` with no command, `help <cmd>`, `<cmd> -h` and a parse error only print
+    text: the command modules import the client inside the commands, and none of it loads."""
+    script = """
+        import contextlib, io, json, sys
+        from rmq.cli.mqadmin.dispatch import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            codes = [main([]), main(["help", "topicList"]), main(["consumerProgress", "-h"])]
+            codes.append(main(["resetOffsetByTime", "--noSuchOption"]))
+        heavy = ("rmq.client", "rmq.remoting", "rmq.store", "asyncio")
+        loaded = [m for m in sys.modules if m.partition(".")[0] in heavy or m.startswith(heavy)]
+        print(json.dumps({"codes": codes, "loaded": loaded}))
+    """
+    report = json.loads(_python(script, cli_env))
+    assert report == {"codes": [0, 0, 0, 1], "loaded": []}
+
+
 def test_command_modules_are_imported_only_when_used(cli_env: dict[str, str]) -> None:
     script = """
         import contextlib, io, sys
