@@ -26,22 +26,18 @@ command built with `create_request`/`create_response` puts them first in its `ex
 
 The codec is driven by a per-class table of `(attribute, key, parser, required)` built once
 per class, so decoding a header is one dict lookup and at most one small conversion per field.
-
-Making a dataclass compiles its methods (about half a millisecond a class), so a module of
-headers declares them lazily: `@header` only records the class, and the module ends with
-`__getattr__ = declared(globals())`, which takes the recorded classes out of the module and
-makes each one (dataclass and codec table) the first time it is asked for.  A command-line
-call that sends two requests then makes two header classes, not eighty.
+A header class is made (its dataclass methods and its table) the first time it is used: a
+command-line call that sends two requests makes two of the eighty classes.
 """
 
 import dataclasses
-import threading
 import types
 import typing
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NamedTuple, TypeVar, dataclass_transform
 
 from rmq.common.javanames import camel_case
+from rmq.common.lazydata import complete, lazy_dataclass
 from rmq.remoting.errors import HeaderError
 
 
@@ -147,62 +143,35 @@ def _build_codec(cls: type) -> _HeaderCodec:
     )
 
 
-_PENDING: dict[str, type] = {}
-"""Classes `@header` recorded and nobody has asked for yet, by qualified name, in
-declaration order."""
-_ORDER: dict[str, int] = {}
-_MADE: dict[str, type] = {}
-_MAKING = threading.RLock()  # two threads asking for one class get the same class
+_DECLARED: list[type] = []
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(wire,))
 def header(cls: type[H]) -> type[H]:
-    """Class decorator: `cls` becomes a slotted keyword-only dataclass with a codec, when it
-    is first asked for through its module (see `declared`)."""
-    name = f"{cls.__module__}.{cls.__qualname__}"
-    _ORDER.setdefault(name, len(_ORDER))
-    _PENDING[name] = cls
-    return cls
+    """Class decorator: `cls` as a keyword-only dataclass with a codec table, both made the
+    first time the class is used (:mod:`rmq.common.lazydata`)."""
+    declared = lazy_dataclass(kw_only=True, on_complete=_register)(cls)
+    _DECLARED.append(declared)
+    return declared
 
 
-def _make(name: str) -> type:
-    with _MAKING:
-        raw = _PENDING.pop(name)
-        if raw.__doc__ is None:  # else dataclass builds one from inspect.signature
-            raw.__doc__ = f"The custom header {raw.__name__}."
-        made: type = dataclasses.dataclass(slots=True, kw_only=True)(raw)
-        _CODECS[made] = _build_codec(made)
-        _MADE[name] = made
-        return made
+def _register(cls: type) -> None:
+    _CODECS[cls] = _build_codec(cls)
 
 
-def declared(namespace: MutableMapping[str, Any]) -> Callable[[str], type]:
-    """The `__getattr__` of a module of `@header` classes (its `globals()`): the classes are
-    taken out of the module and each is made on first access, then kept there."""
-    module = namespace["__name__"]
-    for attribute, value in list(namespace.items()):
-        if isinstance(value, type) and f"{module}.{value.__qualname__}" in _PENDING:
-            del namespace[attribute]
-
-    def module_getattr(attribute: str) -> type:
-        name = f"{module}.{attribute}"
-        with _MAKING:
-            made: type | None = _MADE.get(name)
-            if made is None:
-                if name not in _PENDING:
-                    raise AttributeError(f"module {module!r} has no attribute {attribute!r}")
-                made = _make(name)
-            namespace[attribute] = made
-            return made
-
-    return module_getattr
+def _codec(cls: type) -> _HeaderCodec:
+    codec = _CODECS.get(cls)
+    if codec is None:
+        complete(cls)
+        codec = _CODECS[cls]
+    return codec
 
 
 def decode_header(
     cls: type[H], ext_fields: Mapping[str, str] | None, *, short_keys: bool = False
 ) -> H:
     """Build a `cls` header from a command's extFields (see the module docstring for errors)."""
-    codec = _CODECS[cls]
+    codec = _codec(cls)
     source = ext_fields if ext_fields is not None else {}
     values: dict[str, object] = {}
     for name, key, parse, required in codec.short_fields if short_keys else codec.fields:
@@ -224,7 +193,7 @@ def decode_header(
 
 def encode_header(header: object, *, short_keys: bool = False) -> dict[str, str]:
     """The extFields of a header: every field that is not None, as text."""
-    codec = _CODECS[type(header)]
+    codec = _codec(type(header))
     ext_fields: dict[str, str] = {}
     for name, key, _, _ in codec.short_fields if short_keys else codec.fields:
         value = getattr(header, name)
@@ -234,9 +203,8 @@ def encode_header(header: object, *, short_keys: bool = False) -> dict[str, str]
 
 
 def header_classes() -> tuple[type, ...]:
-    """Every header class declared so far, made, in declaration order (all of
-    :mod:`rmq.remoting.headers` once it is imported)."""
-    with _MAKING:
-        for name in list(_PENDING):
-            _make(name)
-        return tuple(_MADE[name] for name in sorted(_MADE, key=_ORDER.__getitem__))
+    """Every header class declared so far, in declaration order (all of
+    :mod:`rmq.remoting.headers` once it is imported), each made."""
+    for cls in _DECLARED:
+        complete(cls)
+    return tuple(_DECLARED)

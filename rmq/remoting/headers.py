@@ -14,9 +14,7 @@ The field types, what a bad header raises and how headers are encoded and decode
 :mod:`rmq.remoting.headercodec`'s (`decode_header`, `encode_header`).
 """
 
-from typing import TYPE_CHECKING
-
-from rmq.remoting.headercodec import Long, declared, header, wire
+from rmq.remoting.headercodec import Long, header, wire
 
 # ---------------------------------------------------------------------------------------------
 # Broker and client headers (org.apache.rocketmq.common.protocol.header)
@@ -580,7 +578,3 @@ class WipeWritePermOfBrokerRequestHeader:
 @header
 class WipeWritePermOfBrokerResponseHeader:
     wipe_topic_count: int
-
-
-if not TYPE_CHECKING:  # each class is made the first time it is asked for (headercodec)
-    __getattr__ = declared(globals())
