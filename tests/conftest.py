@@ -11,6 +11,7 @@ import pytest
 
 from tests.cpu_report import REPORT
 from tests.procs import RmqProcess, RmqProcesses
+from tests.spark_home import linked_spark_home
 
 # Every Spark driver a test starts (its session, `rmq spark-export` runs, the standalone
 # cluster's daemons) is a JVM of a few seconds' work: without the optimising compiler and with
@@ -18,6 +19,9 @@ from tests.procs import RmqProcess, RmqProcesses
 # seconds instead of 25-35), on a machine the suites keep busy.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# Their Python workers import the installed pyspark, not the package's zip (tests/spark_home.py).
+if "SPARK_HOME" not in os.environ and (_spark_home := linked_spark_home()) is not None:
+    os.environ["SPARK_HOME"] = str(_spark_home)
 
 # A suite started in the background of a non-interactive shell inherits SIGINT ignored, and
 # every process it started would too (exec keeps an ignored signal ignored): the tests that

@@ -45,7 +45,10 @@ def start_java(
         heap=CLIENT_HEAP,
         drivers=True,
     )
-    return processes.start("dledger-java", [], port=port, command=argv, env=java_env(home))
+    # A JVM on a busy machine can take longer to listen than an rmq process (as java.py's).
+    return processes.start(
+        "dledger-java", [], port=port, command=argv, env=java_env(home), ready_timeout=60
+    )
 
 
 def java_state(java: RmqProcess) -> list[str]:

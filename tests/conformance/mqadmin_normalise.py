@@ -343,9 +343,14 @@ def metric_rates(text: str, where: Where) -> str:
     broker's 10 s sampling last ran), and `messageAverageSize` averages the puts each broker
     counted, which include the re-puts of its transaction check and delay timers on Apache's
     (its commitlog counts every put; rmq's runtime counters count client sends only, a known
-    difference of GET_BROKER_RUNTIME_INFO): their values keep their shape only (`shape`)."""
+    difference of GET_BROKER_RUNTIME_INFO): their values keep their shape only (`shape`).
+    So do `scheduleOneDayInNum` and `transOneDayInNum`: mqadmin takes them from the stats
+    items' day window, else the hour's, else the minute's, and which window holds a put made
+    a minute or two before (a consumer's retry of another module, stored on the delay topic)
+    depends on when each broker last sampled."""
     return re.sub(
-        r'(?m)^(\s*"(?:\w*Tps|messageAverageSize)": )(.*?)(,?)$',
+        r'(?m)^(\s*"(?:\w*Tps|messageAverageSize|scheduleOneDayInNum|transOneDayInNum)": )'
+        r"(.*?)(,?)$",
         lambda m: m.group(1) + shape(m.group(2)) + m.group(3),
         text,
     )

@@ -129,12 +129,17 @@ def test_route_lookups_are_answered_while_5000_topics_register(
         assert not failure, failure
         assert registered == [ResponseCode.SUCCESS] * 5
         assert len(latencies) >= 10, f"only {len(latencies)} lookups overlapped the rounds"
-        # A lookup never waits for a registration to be applied: on a quiet machine the
-        # slowest takes under 0.1 s; on a loaded one (where the scheduler alone can hold a
-        # process that long) under 0.25 s, or half the quickest round when that is longer.
+        # A lookup never waits for a registration to be applied. If lookups did wait, nearly
+        # every one would (the rounds run back to back), each for up to a round; the
+        # scheduler of a loaded machine can hold any one lookup as long. So nine in ten must
+        # take under 0.25 s (on a quiet machine all take under 0.1 s), or half the quickest
+        # round when that is longer, and the slowest under 1 s, or the quickest round.
+        latencies.sort()
         bound = max(0.25, min(rounds) / 2)
-        slowest = max(latencies)
-        assert slowest < bound, f"slowest of {len(latencies)}: {slowest:.3f}s, bound {bound:.3f}s"
+        ninth = latencies[len(latencies) * 9 // 10 - 1]
+        shown = f"{len(latencies)} lookups {[round(t, 3) for t in latencies]}, rounds {rounds}"
+        assert ninth < bound, f"90th percentile {ninth:.3f}s, bound {bound:.3f}s: {shown}"
+        assert latencies[-1] < max(1.0, min(rounds)), shown
         assert lookup(session, namesrv, "ScaleTopic04999").code == ResponseCode.SUCCESS
     probe.close()
     big.close()

@@ -31,7 +31,7 @@ import pytest
 
 from rmq.spark.failures import PYTHON_HINT, STORE_HINT
 from tests.procs import RmqProcess, RmqProcesses
-from tests.spark.cluster import SPARK_SUBMIT, StandaloneCluster, driver_env
+from tests.spark.cluster import SPARK_HOME, SPARK_SUBMIT, StandaloneCluster, driver_env
 from tests.spark.records import build_spec_store, stored_records
 from tests.spark.streams import follow_through_kills
 
@@ -151,6 +151,7 @@ def test_the_driver_plans_with_the_workers_python(
         str(store),
         *("--out", str(tmp_path / "out"), "--master", cluster.master_url),
         PATH=f"{cluster.bare / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        SPARK_HOME=str(SPARK_HOME),  # with pyspark's zip, as the bare python3 needs
     )
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()

@@ -327,7 +327,7 @@ final class StoreTraffic {
         } finally {
             consumer.shutdown();
         }
-        if (!Waits.until(() -> caughtUp(admin, group, spec.topic()), 15_000)) {
+        if (!Waits.until(() -> caughtUp(admin, group, spec.topic()), 60_000)) {
             throw new IllegalStateException(group + " received " + collector.size() + " of "
                 + expected + " and its offsets on the broker did not reach the queue ends");
         }
