@@ -167,6 +167,23 @@ def _cell(value: Any) -> str:
 def _render_table(
     obj: dict[str, Any] | list[dict[str, Any]], columns: list[str], title: str | None, out: TextIO
 ) -> None:
+    if not out.isatty():
+        if isinstance(obj, dict):
+            grid = [[column_header(key), _cell(obj.get(key))] for key in columns]
+        else:
+            grid = [[column_header(key) for key in columns]]
+            grid += [[_cell(row.get(key)) for key in columns] for row in obj]
+        lines = plain_table(grid, title, header=not isinstance(obj, dict))
+        if lines is not None:
+            out.writelines(line + "\n" for line in lines)
+            return
+    rich_table(obj, columns, title, out)
+
+
+def rich_table(
+    obj: dict[str, Any] | list[dict[str, Any]], columns: list[str], title: str | None, out: TextIO
+) -> None:
+    """The table drawn by rich: on a terminal, or whatever `plain_table` leaves to it."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -197,3 +214,33 @@ def _render_table(
     buffer = io.StringIO()
     Console(file=buffer, width=_UNBOUNDED_WIDTH, color_system=None, highlight=False).print(table)
     out.writelines(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+_PLAIN_CELL = re.compile(r"[ -~]*")
+"""Printable ASCII: one character, one column, nothing rich would treat specially."""
+
+
+def plain_table(
+    grid: Sequence[Sequence[str]], title: str | None, *, header: bool
+) -> list[str] | None:
+    """The lines rich prints for a table of `grid` (its first row the header when `header`)
+    when stdout is not a terminal: columns as wide as their widest cell, two spaces apart,
+    the title on a line of its own, no trailing blanks.  None for what only rich lays out
+    exactly (a character outside printable ASCII, a title wider than the table, a header
+    rich would read as markup), so that rich is imported only then: it costs a command
+    50 ms to start."""
+    if not grid or not grid[0]:
+        return None
+    if not all(_PLAIN_CELL.fullmatch(cell) for row in grid for cell in row):
+        return None
+    if header and any("[" in cell for cell in grid[0]):
+        return None
+    widths = [max(len(row[i]) for row in grid) for i in range(len(grid[0]))]
+    if title and (
+        not _PLAIN_CELL.fullmatch(title) or len(title) > sum(widths) + 2 * (len(widths) - 1)
+    ):
+        return None
+    lines = [title] if title else []
+    for row in grid:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    return [line.rstrip() for line in lines]

@@ -58,7 +58,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
@@ -174,6 +173,8 @@ def _java_double(value: float) -> str:
     """Java's ``Double.toString`` (shortest digits, as fastjson's Ryu writer prints them)."""
     if value == 0.0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    from decimal import Decimal  # here: few programs write a double, every one imports this
+
     sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
     assert isinstance(exponent, int)
     digits = "".join(map(str, digit_tuple)).rstrip("0")

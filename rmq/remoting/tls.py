@@ -39,7 +39,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from rmq.common.config import load_properties_file
 from rmq.common.configfields import ConfigError
 
 log = logging.getLogger("rmq.remoting")
@@ -137,6 +136,9 @@ class TlsSettings:
         if not path.is_file() or not os.access(path, os.R_OK):
             log.info("TLS config file %s does not exist, skipping it", path)
             return self
+        # here, not at the top: every client imports this module, few have a tls.config.file
+        from rmq.common.config import load_properties_file
+
         return self._updated(load_properties_file(path), _FILE_KEYS, str(path))
 
     @property

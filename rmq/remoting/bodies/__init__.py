@@ -18,79 +18,88 @@ server and broker registration), :mod:`.client` (heartbeats, subscriptions, queu
 :mod:`.admin` (offsets, groups, statistics, connections), :mod:`.brokerquery` (the broker's
 consumer and producer queries), :mod:`.consumerinfo` (what a broker asks a consumer client
 for: its offsets, running info, a direct consumption).
+
+Each name is imported on first use (PEP 562 ``__getattr__``): a program that needs the route
+bodies does not make the admin ones, each a dataclass built as its module is imported.
 """
 
-from rmq.remoting.bodies.admin import (
-    AclAccount,
-    AclConfigBody,
-    Connection,
-    ConsumerConnection,
-    ConsumerOffsetSerializeWrapper,
-    ConsumeStats,
-    GroupList,
-    OffsetWrapper,
-    ProducerConnection,
-    QueryConsumeTimeSpanBody,
-    QueueTimeSpan,
-    ResetOffsetBody,
-    SubscriptionGroupConfig,
-    SubscriptionGroupWrapper,
-    TopicOffset,
-    TopicStatsTable,
-)
-from rmq.remoting.bodies.brokerquery import (
-    ConsumeQueueData,
-    ConsumeStatsList,
-    ProducerInfo,
-    ProducerTableInfo,
-    QueryConsumeQueueResponseBody,
-    QueryCorrectionOffsetBody,
-)
-from rmq.remoting.bodies.client import (
-    EXPRESSION_TYPE_SQL92,
-    EXPRESSION_TYPE_TAG,
-    SUB_ALL,
-    CheckClientRequestBody,
-    ConsumeFromWhere,
-    ConsumerData,
-    ConsumeType,
-    GetConsumerListByGroupResponseBody,
-    HeartbeatData,
-    LockBatchRequestBody,
-    LockBatchResponseBody,
-    MessageModel,
-    MessageQueue,
-    ProducerData,
-    SubscriptionData,
-    UnlockBatchRequestBody,
-)
-from rmq.remoting.bodies.codec import Body, BodyError, JavaSet
-from rmq.remoting.bodies.consumerinfo import (
-    CMResult,
-    ConsumeMessageDirectlyResult,
-    ConsumerRunningInfo,
-    ConsumeStatusInfo,
-    GetConsumerStatusBody,
-    MessageQueueForC,
-    ProcessQueueInfo,
-    ResetOffsetBodyForC,
-)
-from rmq.remoting.bodies.route import (
-    MASTER_ID,
-    BrokerData,
-    ClusterInfo,
-    DataVersion,
-    KVTable,
-    OpenedRegisterBody,
-    QueueData,
-    RegisterBrokerBody,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-    TopicFilterType,
-    TopicList,
-    TopicRouteData,
-    body_crc32,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rmq.remoting.bodies.admin import (
+        AclAccount,
+        AclConfigBody,
+        Connection,
+        ConsumerConnection,
+        ConsumerOffsetSerializeWrapper,
+        ConsumeStats,
+        GroupList,
+        OffsetWrapper,
+        ProducerConnection,
+        QueryConsumeTimeSpanBody,
+        QueueTimeSpan,
+        ResetOffsetBody,
+        SubscriptionGroupConfig,
+        SubscriptionGroupWrapper,
+        TopicOffset,
+        TopicStatsTable,
+    )
+    from rmq.remoting.bodies.brokerquery import (
+        ConsumeQueueData,
+        ConsumeStatsList,
+        ProducerInfo,
+        ProducerTableInfo,
+        QueryConsumeQueueResponseBody,
+        QueryCorrectionOffsetBody,
+    )
+    from rmq.remoting.bodies.client import (
+        EXPRESSION_TYPE_SQL92,
+        EXPRESSION_TYPE_TAG,
+        SUB_ALL,
+        CheckClientRequestBody,
+        ConsumeFromWhere,
+        ConsumerData,
+        ConsumeType,
+        GetConsumerListByGroupResponseBody,
+        HeartbeatData,
+        LockBatchRequestBody,
+        LockBatchResponseBody,
+        MessageModel,
+        MessageQueue,
+        ProducerData,
+        SubscriptionData,
+        UnlockBatchRequestBody,
+    )
+    from rmq.remoting.bodies.codec import Body, BodyError, JavaSet
+    from rmq.remoting.bodies.consumerinfo import (
+        CMResult,
+        ConsumeMessageDirectlyResult,
+        ConsumerRunningInfo,
+        ConsumeStatusInfo,
+        GetConsumerStatusBody,
+        MessageQueueForC,
+        ProcessQueueInfo,
+        ResetOffsetBodyForC,
+    )
+    from rmq.remoting.bodies.route import (
+        MASTER_ID,
+        BrokerData,
+        ClusterInfo,
+        DataVersion,
+        KVTable,
+        OpenedRegisterBody,
+        QueueData,
+        RegisterBrokerBody,
+        TopicConfig,
+        TopicConfigSerializeWrapper,
+        TopicFilterType,
+        TopicList,
+        TopicRouteData,
+        body_crc32,
+    )
 
 __all__ = [
     "EXPRESSION_TYPE_SQL92",
@@ -157,3 +166,17 @@ __all__ = [
     "UnlockBatchRequestBody",
     "body_crc32",
 ]
+
+_SUBMODULES = ("codec", "route", "client", "consumerinfo", "brokerquery", "admin")
+"""Where `__getattr__` looks for a name, cheapest to import first."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        for submodule in _SUBMODULES:
+            module = importlib.import_module(f"{__name__}.{submodule}")
+            if name in vars(module):
+                value = vars(module)[name]
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmq.cli.errors import RmqError
-from rmq.cli.output import OutputFormat, column_header, plain, render
+from rmq.cli.output import OutputFormat, column_header, plain, plain_table, render, rich_table
 
 ROWS: list[dict[str, Any]] = [
     {"topic": "orders", "queueId": 0, "tags": None, "keys": ["k1", "k2"], "body": b"\x00\xffhi"},
@@ -144,3 +146,43 @@ def test_column_header() -> None:
     assert column_header("commitLogOffset") == "COMMIT LOG OFFSET"
     assert column_header("broker_name") == "BROKER NAME"
     assert column_header("msgId") == "MSG ID"
+
+
+ASCII_CELL = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12)
+ANY_CELL = st.text(st.characters(codec="utf-8"), max_size=6)
+KEYS = st.lists(
+    st.from_regex(r"[a-z][a-zA-Z0-9_\[\]]{0,10}", fullmatch=True),
+    min_size=1,
+    max_size=4,
+    unique=True,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    keys=KEYS,
+    cells=st.lists(st.lists(st.one_of(ASCII_CELL, ANY_CELL), min_size=4, max_size=4), max_size=5),
+    title=st.one_of(st.none(), ASCII_CELL, ANY_CELL),
+    single=st.booleans(),
+)
+def test_the_plain_table_is_what_rich_prints(
+    keys: list[str], cells: list[list[str]], title: str | None, single: bool
+) -> None:
+    """Off a terminal tables are laid out without rich where they can be: byte for byte what
+    rich prints, or left to rich (non-ASCII text, long titles, headers rich would parse)."""
+    rows = [dict(zip(keys, row, strict=False)) for row in cells]
+    obj: dict[str, Any] | list[dict[str, Any]] = rows[0] if single and rows else rows
+    fast, reference = io.StringIO(), io.StringIO()
+    render(obj, columns=keys, output=OutputFormat.TABLE, title=title, file=fast)
+    rich_table(
+        plain(obj) if isinstance(obj, dict) else [plain(r) for r in obj], keys, title, reference
+    )
+    assert fast.getvalue() == reference.getvalue()
+
+
+def test_plain_tables_leave_to_rich_what_only_rich_lays_out() -> None:
+    assert plain_table([["A", "B"], ["x", "y"]], "T", header=True) == ["T", "A  B", "x  y"]
+    assert plain_table([["A", "B"], ["café", "y"]], None, header=True) is None
+    assert plain_table([["A", "B"], ["x", "y"]], "a title wider", header=True) is None
+    assert plain_table([["[A]", "B"], ["x", "y"]], None, header=True) is None
+    assert plain_table([["[A]", "B"]], None, header=False) == ["[A]  B"]

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import importlib
 import json
 import struct
+import subprocess
+import sys
 import time
 import typing
 import zlib
@@ -789,7 +793,7 @@ def test_undecodable_bodies_raise_body_error(cls: type[Body], data: bytes, messa
 BODY_CLASSES = sorted(
     (
         value
-        for value in vars(bodies).values()
+        for value in map(functools.partial(getattr, bodies), bodies.__all__)
         if isinstance(value, type) and issubclass(value, Body) and value is not Body
     ),
     key=lambda cls: cls.__name__,
@@ -837,6 +841,26 @@ def test_every_body_class_is_exported_and_covered() -> None:
     }
     assert set(BODY_CLASSES) == defined
     assert {cls.__name__ for cls in BODY_CLASSES} <= set(bodies.__all__)
+
+
+def test_the_package_imports_a_body_module_when_one_of_its_names_is_used() -> None:
+    """`rmq.remoting.bodies` exports every module's names, importing none until asked."""
+    program = (
+        "import sys, rmq.remoting.bodies as b\n"
+        "loaded = lambda: sorted(m for m in sys.modules if m.startswith('rmq.remoting.bodies.'))\n"
+        "print(loaded()); b.TopicRouteData; print(loaded())\n"
+        "print(hasattr(b, 'dataclass'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    before, after, private = done.stdout.splitlines()
+    assert before == "[]"
+    assert "rmq.remoting.bodies.route" in after and "rmq.remoting.bodies.admin" not in after
+    assert private == "False"  # only the exported names, not a module's own imports
+    for cls in map(functools.partial(getattr, bodies), bodies.__all__):
+        if isinstance(cls, type):
+            assert getattr(importlib.import_module(cls.__module__), cls.__name__) is cls
 
 
 @pytest.mark.parametrize("cls", BODY_CLASSES, ids=lambda cls: cls.__name__)
