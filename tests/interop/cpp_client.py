@@ -169,11 +169,12 @@ class CppProcess:
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
 
-    def wait(self, crash_at_exit_ok: bool = False) -> CppRun:
-        """Wait for the result; `CppClientError` on a crash, no result or the timeout.  With
-        `crash_at_exit_ok`, a driver that wrote its whole result and then died in the
-        library's shutdown (`boost::thread_interrupted`, seen with several producers at once)
-        still counts: its sends were done."""
+    def wait(self) -> CppRun:
+        """Wait for the result; `CppClientError` on a crash, no result or the timeout.  A
+        driver that wrote its whole result and then died in the C++ library's shutdown
+        (`boost::thread_interrupted`, seen with several producers at once and with a consumer
+        on a busy machine) still counts: the drivers write their result before they shut the
+        client down, so its sends or receipts were done."""
         try:
             self.popen.wait(max(self._deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
@@ -189,8 +190,7 @@ class CppProcess:
         except ValueError:
             result = None
         crashed_at_exit = (
-            crash_at_exit_ok
-            and isinstance(result, dict)
+            isinstance(result, dict)
             and "thread_interrupted" in self._stderr_path.read_text(errors="replace")
         )
         if (self.popen.returncode != 0 and not crashed_at_exit) or not isinstance(result, dict):
@@ -248,14 +248,13 @@ def run_cpp_all(
     driver: str,
     specs: Sequence[Mapping[str, Any]],
     timeout: float,
-    crash_at_exit_ok: bool = False,
 ) -> list[CppRun]:
     """Run one `driver` process per spec, all at once; their results in `specs` order."""
     processes: list[CppProcess] = []
     try:
         for spec in specs:
             processes.append(start_cpp(driver, spec, timeout))
-        return [process.wait(crash_at_exit_ok) for process in processes]
+        return [process.wait() for process in processes]
     finally:
         for process in processes:
             process.close()

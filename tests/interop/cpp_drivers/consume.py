@@ -68,10 +68,11 @@ def main() -> None:
         enough.wait(STOP_CHECK_INTERVAL)
     if enough.is_set():
         stop_requested.wait(min(float(spec.get("linger", 0)), max(deadline - time.monotonic(), 0)))
-    consumer.shutdown()
     with lock:
         messages = list(received)
+    # The result goes out before the library's shutdown, which can abort the process.
     write_result(result_stream, {"messages": messages, "elapsed": time.monotonic() - started})
+    consumer.shutdown()
 
 
 if __name__ == "__main__":
