@@ -19,13 +19,16 @@ would see it:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -42,13 +45,30 @@ SPARK_SUBMIT: Final = SPARK_HOME / "bin" / "spark-submit"
 START_SECONDS: Final = 180.0
 
 
+EXECUTOR_JAVA_OPTIONS: Final = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+"""The executors' JVMs, as tests/conftest.py's drivers and daemons: a few seconds of work each,
+half the CPU time without the optimising compiler."""
+
+
+@functools.cache
+def _driver_conf_dir() -> Path:
+    conf = Path(tempfile.mkdtemp(prefix="rmq-spark-driver-conf-"))
+    atexit.register(shutil.rmtree, conf, True)
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.executor.defaultJavaOptions {EXECUTOR_JAVA_OPTIONS}\n"
+    )
+    return conf
+
+
 def driver_env(**extra: str) -> dict[str, str]:
     """The environment of a driver run by a test: loopback addresses, the tests' Python
-    environment first on the PATH, none of the caller's RMQ_* settings."""
+    environment first on the PATH, none of the caller's RMQ_* settings, a Spark configuration
+    directory that gives the executors `EXECUTOR_JAVA_OPTIONS`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
     env.pop("PYSPARK_PYTHON", None)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["SPARK_LOCAL_IP"] = LOOPBACK
+    env["SPARK_CONF_DIR"] = str(_driver_conf_dir())
     return {**env, **extra}
 
 
