@@ -9,21 +9,29 @@ than the wall clock) and whether the median wall time is within the budget from 
 (0.2 s for help and completion, 0.1 s for --version).  Exit status is 0 either way; read
 the JSON.
 
-    .venv/bin/python bench/cli_startup_bench.py [--runs N]
+With `--cluster` it also times commands that talk to a cluster (a topic's creation, the
+topic and group lists, an mqadmin command, one message produced), against an `rmq
+standalone` it starts on free loopback ports in a temporary directory and stops at the end.
+
+    .venv/bin/python bench/cli_startup_bench.py [--runs N] [--cluster]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 CASES: tuple[tuple[str, list[str], dict[str, str], float], ...] = (
@@ -51,6 +59,57 @@ CASES: tuple[tuple[str, list[str], dict[str, str], float], ...] = (
 )
 
 
+CLUSTER_CASES: tuple[tuple[str, list[str], str | None], ...] = (
+    ("rmq topic update BenchTopic", ["topic", "update", "BenchTopic"], None),
+    ("rmq topic list", ["topic", "list"], None),
+    ("rmq group list", ["group", "list"], None),
+    ("rmq mqadmin topicList", ["mqadmin", "topicList", "-n", "{namesrv}"], None),
+    ("rmq produce BenchTopic (one message)", ["produce", "BenchTopic"], '{"body": "x"}\n'),
+)
+"""Name, arguments (`{namesrv}` replaced) and stdin of each command timed with --cluster."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def standalone(base: list[str]) -> Iterator[str]:
+    """An `rmq standalone` on free loopback ports, its broker registered; yields the name
+    server's address."""
+    with tempfile.TemporaryDirectory(prefix="rmq-cli-bench-") as root:
+        namesrv_port, broker_port = free_port(), free_port()
+        while {broker_port - 2, broker_port + 1} & {namesrv_port}:  # its fast and HA ports
+            broker_port = free_port()
+        namesrv = f"127.0.0.1:{namesrv_port}"
+        server = subprocess.Popen(
+            [
+                *(*base, "standalone", "--store", f"{root}/store"),
+                *("--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            env = {**os.environ, "RMQ_NAMESRV": namesrv}
+            while True:
+                listed = subprocess.run(
+                    [*base, "cluster", "list", "-o", "json"], env=env, capture_output=True
+                )
+                if listed.returncode == 0 and b"127.0.0.1:" in listed.stdout:
+                    break
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("rmq standalone did not start within 30 s")
+                time.sleep(0.2)
+            yield namesrv
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
 def rmq_command() -> list[str]:
     """The installed console script next to this interpreter, else `python -m rmq`."""
     script = Path(sys.executable).with_name("rmq")
@@ -60,20 +119,45 @@ def rmq_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "rmq"]
 
 
-def time_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+def time_once(
+    argv: list[str], env: dict[str, str], stdin: str | None = None
+) -> tuple[float, float]:
     """Wall-clock and CPU (user + system) seconds of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(
+        argv,
+        env=env,
+        input=stdin.encode() if stdin is not None else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return wall, cpu
 
 
+def summary(runs: list[tuple[float, float]], budget: float | None) -> dict[str, object]:
+    samples = [wall for wall, _ in runs]
+    median = statistics.median(samples)
+    return {
+        "runs": len(runs),
+        "min_s": round(min(samples), 4),
+        "median_s": round(median, 4),
+        "mean_s": round(statistics.fmean(samples), 4),
+        "max_s": round(max(samples), 4),
+        "median_cpu_s": round(statistics.median(cpu for _, cpu in runs), 4),
+        "budget_s": budget,
+        "within_budget": median < budget if budget is not None else None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--cluster", action="store_true", help="also time cluster commands")
     args = parser.parse_args()
     base = rmq_command()
     results = {}
@@ -81,18 +165,15 @@ def main() -> None:
         env = {**os.environ, **extra_env}
         time_once(base + extra_args, env)
         runs = [time_once(base + extra_args, env) for _ in range(args.runs)]
-        samples = [wall for wall, _ in runs]
-        median = statistics.median(samples)
-        results[name] = {
-            "runs": args.runs,
-            "min_s": round(min(samples), 4),
-            "median_s": round(median, 4),
-            "mean_s": round(statistics.fmean(samples), 4),
-            "max_s": round(max(samples), 4),
-            "median_cpu_s": round(statistics.median(cpu for _, cpu in runs), 4),
-            "budget_s": budget,
-            "within_budget": median < budget,
-        }
+        results[name] = summary(runs, budget)
+    if args.cluster:
+        with standalone(base) as namesrv:
+            env = {**os.environ, "RMQ_NAMESRV": namesrv}
+            for name, extra_args, stdin in CLUSTER_CASES:
+                argv = base + [arg.replace("{namesrv}", namesrv) for arg in extra_args]
+                time_once(argv, env, stdin)
+                runs = [time_once(argv, env, stdin) for _ in range(args.runs)]
+                results[name] = summary(runs, None)
     machine = {
         "python": platform.python_version(),
         "platform": platform.platform(),
