@@ -60,7 +60,7 @@ from rmq.client.errors import (
 )
 from rmq.client.replyrequests import RequestFutures, register_reply_requests
 from rmq.client.transactionrequests import TransactionChecker, register_transaction_requests
-from rmq.common.config import local_address
+from rmq.common.configvalues import local_address
 from rmq.common.naming import AUTO_CREATE_TOPIC_KEY_TOPIC
 from rmq.common.perm import is_readable, is_writeable
 from rmq.remoting.bodies import (

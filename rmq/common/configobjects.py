@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rmq.common import flowdefaults
 from rmq.common.configfields import (
     NOT_BLANK,
     Applies,
@@ -160,12 +161,16 @@ class NettyServerConfig(ConfigObject):
     use_epoll_native_selector: bool = setting(False, applies=UNUSED)
     bind_address: str = setting("0.0.0.0", rule=HOST, rmq_only=True, applies=RESTART)
     """rmq-only (the RocketMQ 5 key): the local address the server socket binds."""
-    server_max_requests_per_connection: int = setting(4096, low=1, rmq_only=True, applies=RESTART)
+    server_max_requests_per_connection: int = setting(
+        flowdefaults.MAX_REQUESTS_PER_CONNECTION, low=1, rmq_only=True, applies=RESTART
+    )
     """rmq-only: requests in progress on one connection at which it is no longer read."""
-    server_max_requests_in_progress: int = setting(32768, low=1, rmq_only=True, applies=RESTART)
+    server_max_requests_in_progress: int = setting(
+        flowdefaults.MAX_REQUESTS_IN_PROGRESS, low=1, rmq_only=True, applies=RESTART
+    )
     """rmq-only: requests in progress on the whole server past which SYSTEM_BUSY answers."""
     server_partial_frame_memory_limit: int = setting(
-        128 * 1024 * 1024, low=1, unit="bytes", rmq_only=True, applies=RESTART
+        flowdefaults.PARTIAL_FRAME_MEMORY_LIMIT, low=1, unit="bytes", rmq_only=True, applies=RESTART
     )
     """rmq-only: bytes of incomplete frames over all connections past which the connection
     holding the oldest one is closed."""

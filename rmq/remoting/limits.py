@@ -33,9 +33,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rmq.common.configobjects import NettyServerConfig
+from rmq.common import flowdefaults
+
+if TYPE_CHECKING:
+    from rmq.common.configobjects import NettyServerConfig
 
 log = logging.getLogger("rmq.remoting")
 
@@ -79,8 +82,15 @@ def flow_limits(config: NettyServerConfig) -> FlowLimits:
     )
 
 
-DEFAULT_LIMITS = flow_limits(NettyServerConfig())
-"""The limits of a server whose config sets none of the keys."""
+DEFAULT_LIMITS = FlowLimits(
+    write_buffer_high=DEFAULT_WRITE_BUFFER_HIGH,
+    write_buffer_low=DEFAULT_WRITE_BUFFER_LOW,
+    max_requests_per_connection=flowdefaults.MAX_REQUESTS_PER_CONNECTION,
+    max_requests_in_progress=flowdefaults.MAX_REQUESTS_IN_PROGRESS,
+    partial_frame_memory=flowdefaults.PARTIAL_FRAME_MEMORY_LIMIT,
+)
+"""The limits of a server whose config sets none of the keys (`flow_limits` of a default
+NettyServerConfig), and of every client connection."""
 
 
 class PartialFrameHolder(Protocol):

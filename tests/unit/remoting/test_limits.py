@@ -7,6 +7,7 @@ import pytest
 
 from rmq.common.configobjects import NettyServerConfig
 from rmq.remoting.limits import (
+    DEFAULT_LIMITS,
     DEFAULT_WRITE_BUFFER_HIGH,
     DEFAULT_WRITE_BUFFER_LOW,
     FlowLimits,
@@ -22,6 +23,10 @@ class Holder:
 
     def abort_for(self, reason: str) -> None:
         self.reasons.append(reason)
+
+
+def test_the_default_limits_are_those_of_a_default_server_config() -> None:
+    assert flow_limits(NettyServerConfig()) == DEFAULT_LIMITS
 
 
 def test_the_water_marks_apply_only_when_both_are_set() -> None:
