@@ -79,6 +79,25 @@ def test_mqadmin_help_and_usage_import_no_client(cli_env: dict[str, str]) -> Non
     assert report == {"codes": [0, 0, 0, 1], "loaded": []}
 
 
+def test_a_cluster_command_imports_its_client_without_server_config_or_rich(
+    cli_env: dict[str, str],
+) -> None:
+    """A command that talks to a cluster loads the client, not the servers' config objects
+    (a few hundred settings made into dataclasses) nor rich (a table off a terminal is laid
+    out without it)."""
+    script = """
+        import contextlib, io, json, sys
+        from rmq.cli.main import run
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            with contextlib.suppress(SystemExit):
+                run(["topic", "list", "-n", "127.0.0.1:1", "-o", "table"])
+        unwanted = ("rmq.common.configobjects", "rmq.common.configstore", "rich")
+        print(json.dumps({"client": "rmq.client.admin" in sys.modules,
+                          "unwanted": [m for m in unwanted if m in sys.modules]}))
+    """
+    assert json.loads(_python(script, cli_env)) == {"client": True, "unwanted": []}
+
+
 def test_command_modules_are_imported_only_when_used(cli_env: dict[str, str]) -> None:
     script = """
         import contextlib, io, sys
