@@ -189,10 +189,9 @@ class CppProcess:
             result = json.loads(stdout)
         except ValueError:
             result = None
-        crashed_at_exit = (
-            isinstance(result, dict)
-            and "thread_interrupted" in self._stderr_path.read_text(errors="replace")
-        )
+        crashed_at_exit = isinstance(
+            result, dict
+        ) and "thread_interrupted" in self._stderr_path.read_text(errors="replace")
         if (self.popen.returncode != 0 and not crashed_at_exit) or not isinstance(result, dict):
             raise CppClientError(
                 f"C++ {self.driver} driver exited with {self.popen.returncode}\n{self._output()}"
