@@ -184,7 +184,7 @@ def cpp_send_rate(side: Cluster, count: int, producers: int = 1) -> float:
     share = count // producers
     spec = {"namesrv": side.namesrv_addr, "topic": TOPIC, "messages": [{"body": body}] * share}
     try:
-        runs = run_cpp_all("produce", [spec] * producers, timeout=600, crash_at_exit_ok=True)
+        runs = run_cpp_all("produce", [spec] * producers, timeout=600)
     except CppClientError as exc:
         raise StepFailed(f"C++ client on {side.kind}: {str(exc).splitlines()[0]}") from None
     rate = 0.0

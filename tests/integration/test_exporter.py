@@ -167,7 +167,7 @@ def test_series_names_labels_and_lag(
 
     cli(standalone, tmp_path, "consume", topic, "-g", group, "-c", "15")
     samples = exporter.wait_for(
-        lambda s: value(s, "rocketmq_group_diff", group=group, topic=topic) == 0,
+        lambda s: value(s, "rocketmq_group_diff", **offline) == 0,  # as above: no consumer
         "the group's lag after all 20 messages",
     )
     assert value(samples, "rocketmq_consumer_offset", **broker, topic=topic, group=group) == 20
