@@ -25,7 +25,6 @@ import os
 import platform
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: the tests package holds the server starters
+    sys.path.insert(0, str(ROOT))
+
+from tests.procs import RmqProcesses  # noqa: E402
 
 CASES: tuple[tuple[str, list[str], dict[str, str], float], ...] = (
     ("rmq --help", ["--help"], {}, 0.2),
@@ -69,45 +74,16 @@ CLUSTER_CASES: tuple[tuple[str, list[str], str | None], ...] = (
 """Name, arguments (`{namesrv}` replaced) and stdin of each command timed with --cluster."""
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.contextmanager
-def standalone(base: list[str]) -> Iterator[str]:
-    """An `rmq standalone` on free loopback ports, its broker registered; yields the name
-    server's address."""
+def standalone() -> Iterator[str]:
+    """`rmq standalone` (tests/procs.py: free loopback ports, a temporary store), its broker
+    registered; yields the name server's address."""
     with tempfile.TemporaryDirectory(prefix="rmq-cli-bench-") as root:
-        namesrv_port, broker_port = free_port(), free_port()
-        while {broker_port - 2, broker_port + 1} & {namesrv_port}:  # its fast and HA ports
-            broker_port = free_port()
-        namesrv = f"127.0.0.1:{namesrv_port}"
-        server = subprocess.Popen(
-            [
-                *(*base, "standalone", "--store", f"{root}/store"),
-                *("--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port)),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        processes = RmqProcesses(Path(root))
         try:
-            deadline = time.monotonic() + 30
-            env = {**os.environ, "RMQ_NAMESRV": namesrv}
-            while True:
-                listed = subprocess.run(
-                    [*base, "cluster", "list", "-o", "json"], env=env, capture_output=True
-                )
-                if listed.returncode == 0 and b"127.0.0.1:" in listed.stdout:
-                    break
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("rmq standalone did not start within 30 s")
-                time.sleep(0.2)
-            yield namesrv
+            yield processes.start_standalone(ready_timeout=60).namesrv_addr
         finally:
-            server.terminate()
-            server.wait(30)
+            processes.kill_all()
 
 
 def rmq_command() -> list[str]:
@@ -167,7 +143,7 @@ def main() -> None:
         runs = [time_once(base + extra_args, env) for _ in range(args.runs)]
         results[name] = summary(runs, budget)
     if args.cluster:
-        with standalone(base) as namesrv:
+        with standalone() as namesrv:
             env = {**os.environ, "RMQ_NAMESRV": namesrv}
             for name, extra_args, stdin in CLUSTER_CASES:
                 argv = base + [arg.replace("{namesrv}", namesrv) for arg in extra_args]
