@@ -72,6 +72,7 @@ from rmq.remoting.headers import (  # noqa: E402
 )
 from tests.conformance.clusters import Cluster, stop  # noqa: E402
 from tests.conformance.java import (  # noqa: E402
+    SERVER_HEAP,
     ensure_built,
     start_apache_broker,
     start_apache_namesrv,
@@ -112,7 +113,7 @@ def start_side(kind: str, root: Path) -> Cluster:
     processes = RmqProcesses(root)
     store = root / f"{kind}-broker-home" / "store"
     if kind == "apache":
-        namesrv = start_apache_namesrv(processes)
+        namesrv = start_apache_namesrv(processes, heap=SERVER_HEAP)
         broker = start_apache_broker(
             processes,
             "apache-broker",

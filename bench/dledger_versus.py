@@ -41,7 +41,7 @@ from versus_load import StepFailed, progress  # noqa: E402
 from rmq.remoting.codes import RequestCode, ResponseCode  # noqa: E402
 from rmq.remoting.errors import RemotingError  # noqa: E402
 from tests.conformance.dledger_nodes import Node, start_group, wait_for  # noqa: E402
-from tests.conformance.java import ensure_built, java_env  # noqa: E402
+from tests.conformance.java import SERVER_HEAP, ensure_built, java_env  # noqa: E402
 from tests.procs import (  # noqa: E402
     RemotingSession,
     RmqProcesses,
@@ -142,7 +142,7 @@ def run_kind(root: Path, kind: str, plan: dict[str, Any]) -> dict[str, Any]:
     try:
         namesrv = processes.start_namesrv("namesrv").addr
         progress(f"{kind}: a group of three")
-        _, nodes = start_group(processes, namesrv, [kind] * 3)
+        _, nodes = start_group(processes, namesrv, [kind] * 3, heap=SERVER_HEAP)
         bench_tps(namesrv, plan["seconds"] / 4)
         send_tps = bench_tps(namesrv, plan["seconds"])
         progress(f"{kind}: {send_tps:,.0f} msg/s")

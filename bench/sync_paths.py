@@ -39,7 +39,12 @@ from versus_apache import broker_props  # noqa: E402
 from versus_load import TOPIC, java_send_tps, progress, rmq_cli, send, tps  # noqa: E402
 
 from tests.conformance.clusters import Cluster, stop  # noqa: E402
-from tests.conformance.java import ensure_built, start_apache_broker, start_apache_namesrv  # noqa: E402
+from tests.conformance.java import (  # noqa: E402
+    SERVER_HEAP,
+    ensure_built,
+    start_apache_broker,
+    start_apache_namesrv,
+)
 from tests.procs import RmqProcesses  # noqa: E402
 
 QUEUES = 8
@@ -93,7 +98,7 @@ def start(kind: str, root: Path, flush: str, env: Mapping[str, str]) -> Cluster:
         "storePathCommitLog": store / "commitlog",
     }
     if kind == "apache":
-        namesrv = start_apache_namesrv(processes)
+        namesrv = start_apache_namesrv(processes, heap=SERVER_HEAP)
         broker = start_apache_broker(
             processes,
             "apache-broker",

@@ -80,6 +80,7 @@ from versus_load import (  # noqa: E402
 
 from tests.conformance.clusters import Cluster, stop  # noqa: E402
 from tests.conformance.java import (  # noqa: E402
+    SERVER_HEAP,
     ensure_built,
     start_apache_broker,
     start_apache_namesrv,
@@ -179,7 +180,7 @@ def start_side(kind: str, root: Path, flush: str) -> Cluster:
     root.mkdir(parents=True, exist_ok=True)
     processes = RmqProcesses(root)
     if kind == "apache":
-        namesrv = start_apache_namesrv(processes)
+        namesrv = start_apache_namesrv(processes, heap=SERVER_HEAP)
         store = root / "apache-broker-home" / "store"
     else:
         namesrv = processes.start_namesrv("rmq-namesrv")
@@ -429,7 +430,7 @@ def restart_cases(root: Path, plan: Plan, figures: Figures) -> None:
         processes.root.mkdir(parents=True, exist_ok=True)
         try:
             namesrv = (
-                start_apache_namesrv(processes)
+                start_apache_namesrv(processes, heap=SERVER_HEAP)
                 if kind == "apache"
                 else processes.start_namesrv("rmq-namesrv")
             )

@@ -55,6 +55,7 @@ from rmq.remoting.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeader,
 )
+from tests.cli_forkserver import run as cli_run
 from tests.ports import LOOPBACK as LOOPBACK
 from tests.ports import free_broker_port as free_broker_port
 from tests.ports import free_port as free_port
@@ -259,7 +260,7 @@ def run_rmq_cli(
     (only those of `env`); stdout and stderr as text."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
     clean.pop("NAMESRV_ADDR", None)
-    done = subprocess.run(
+    done = cli_run(
         rmq_command(args),
         input=input,
         capture_output=True,

@@ -193,12 +193,13 @@ async def read_queues(
     try:
         endings: set[asyncio.Future[Any]] = {everything, stopped, interrupted}
         await asyncio.wait(endings, return_when=asyncio.FIRST_COMPLETED)
-        if everything.done():
-            everything.result()
         # Pulls under way end with nothing printed; a long poll still waiting after the
-        # grace period is cancelled.
+        # grace period is cancelled.  Quiet first: a reader's error (a refused pull) ends
+        # the others too, and their answers may still come.
         printer.stop()
         quiet_late_responses()
+        if everything.done():
+            everything.result()
         await asyncio.wait(readers, timeout=STOP_GRACE)
     finally:
         for task in (*readers, *helpers):

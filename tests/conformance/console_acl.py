@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.cli_forkserver import run as cli_run
 from tests.conformance.console_http import ConsoleSession, done
 from tests.ports import free_port
 from tests.procs import RmqProcess
@@ -29,7 +30,7 @@ def _produce(namesrv: RmqProcess, home: Path, body: str) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_")}
     env["HOME"] = str(home)
     keys = ["--access-key", NEWCOMER["accessKey"], "--secret-key", NEWCOMER["secretKey"]]
-    return subprocess.run(
+    return cli_run(
         [sys.executable, "-m", "rmq", "produce", TOPIC, "-n", namesrv.addr, *keys],
         input=json.dumps({"body": body}) + "\n",
         capture_output=True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from rmq.server.broker.dledger.protocol import DLedgerRequestCode, decode_body, 
 from tests.conformance.clusters import BROKER_PROPS
 from tests.conformance.java import (
     CLIENT_HEAP,
+    TEST_SERVER_HEAP,
     ensure_built,
     java_argv,
     java_env,
@@ -91,12 +92,18 @@ def node_props(
 
 
 def start_node(
-    processes: RmqProcesses, kind: str, name: str, props: Mapping[str, object]
+    processes: RmqProcesses,
+    kind: str,
+    name: str,
+    props: Mapping[str, object],
+    *,
+    heap: Sequence[str] = TEST_SERVER_HEAP,
 ) -> RmqProcess:
     """A broker of `kind` ("rmq" or "apache") with `props`, once it listens (a DLedger
-    broker registers when its node knows its role: wait for that separately)."""
+    broker registers when its node knows its role: wait for that separately); `heap` is an
+    Apache broker's JVM options."""
     if kind == "apache":
-        return start_apache_broker(processes, name, namesrv_addr=None, props=props)
+        return start_apache_broker(processes, name, namesrv_addr=None, props=props, heap=heap)
     return processes.start_broker(name, namesrv=None, props=props)
 
 
@@ -106,16 +113,23 @@ def stop_node(kind: str, process: RmqProcess) -> None:
     assert code == (0 if kind == "rmq" else 143), f"{kind}'s broker exited with {code}"
 
 
-def start_group(processes: RmqProcesses, namesrv: str, kinds: list[str]) -> tuple[str, list[Node]]:
+def start_group(
+    processes: RmqProcesses,
+    namesrv: str,
+    kinds: list[str],
+    *,
+    heap: Sequence[str] = TEST_SERVER_HEAP,
+) -> tuple[str, list[Node]]:
     """Nodes n0.. of one DLedger group, `kinds[i]` ("rmq" or "apache") for node i, started
-    side by side; returned once the name server lists a master and every node."""
+    side by side (`heap`: the Apache brokers' JVM options); returned once the name server
+    lists a master and every node."""
     name = unique("dlmix")
     ports = [free_port() for _ in kinds]
     peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
     nodes = []
     for i, kind in enumerate(kinds):
         props = node_props(name, namesrv, peers, f"n{i}")
-        process = start_node(processes, kind, f"{name}-n{i}-{kind}", props)
+        process = start_node(processes, kind, f"{name}-n{i}-{kind}", props, heap=heap)
         nodes.append(Node(kind, f"n{i}", f"127.0.0.1:{ports[i]}", process))
 
     def listed() -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from tests.cli_forkserver import run as cli_run
 from tests.conformance.java import java_argv, java_env, run_driver, run_java
 from tests.procs import rmq_command
 
@@ -66,7 +67,7 @@ def rmq_mqadmin(
     env = _rmq_env(home)
     if rocketmq_home is not None:
         env["ROCKETMQ_HOME"] = str(rocketmq_home)
-    done = subprocess.run(
+    done = cli_run(
         rmq_command(["mqadmin", *args]),
         capture_output=True,
         text=True,

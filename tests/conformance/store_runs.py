@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.cli_forkserver import run as cli_run
 from tests.conformance.clusters import BROKER_PROPS, DELAY_LEVELS
 from tests.conformance.java import DriverError, java_argv, java_env, run_driver, start_apache_broker
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
@@ -157,9 +158,7 @@ def stream(
 
 def rmq_cli(args: list[str], *, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`python -m rmq args...`; stdout and stderr as text."""
-    return subprocess.run(
-        rmq_command(args), capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return cli_run(rmq_command(args), capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def inspect_json(store: Path, *args: str) -> Any:

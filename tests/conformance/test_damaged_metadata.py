@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from rmq.store.layout import CONSUMER_OFFSET_JSON
+from tests.cli_forkserver import run as cli_run
 from tests.conformance.java import ensure_built, start_apache_broker
 from tests.offsets import commit_offset, committed_offset
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
@@ -83,7 +83,7 @@ def test_without_a_backup_apache_starts_empty_and_rmq_stops(tmp_path: Path) -> N
     processes, rmq, offsets = stopped_with_offset("rmq", tmp_path / "rmq")
     offsets.with_name(offsets.name + ".bak").unlink(missing_ok=True)
     offsets.write_bytes(b"")
-    result = subprocess.run(
+    result = cli_run(
         rmq_command(list(rmq.args)),
         capture_output=True,
         text=True,

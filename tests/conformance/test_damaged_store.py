@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from rmq.common.recordwalk import iter_frames
+from tests.cli_forkserver import run as cli_run
 from tests.conformance import store_runs as runs
 from tests.conformance.java import ensure_built
 from tests.procs import RmqProcesses, rmq_command
@@ -37,7 +37,7 @@ def row(name: str, passed: str = "pass") -> pytest.MarkDecorator:
 
 
 def rmq(*args: str, input: bytes = b"") -> str:
-    result = subprocess.run(rmq_command(args), input=input, capture_output=True, timeout=120)
+    result = cli_run(rmq_command(args), input=input, capture_output=True, timeout=120)
     assert result.returncode == 0, result.stderr.decode()
     return result.stdout.decode()
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from rmq.common.naming import RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC
+from tests.cli_forkserver import run as cli_run
 from tests.conformance.clusters import BROKER_NAME, CLUSTER, Cluster
 from tests.conformance.java import run_driver
 from tests.integration.test_client_producer import pull_topic
@@ -39,7 +40,7 @@ def rmq_cli(
 ) -> Any:
     """`python -m rmq ARGS -n <cluster's name server>`; returns stdout (exit `returncode`
     asserted)."""
-    done = subprocess.run(
+    done = cli_run(
         [sys.executable, "-m", "rmq", *args, "-n", cluster.namesrv_addr],
         input=stdin,
         capture_output=True,
@@ -375,7 +376,7 @@ def _request_reply(cluster: Cluster) -> Any:
 def _request_timeout(cluster: Cluster) -> Any:
     """`rmq request` with nobody answering: exit 1 and the one line saying so."""
     argv = [sys.executable, "-m", "rmq", "request", REQUEST_TOPIC, "unanswered"]
-    done = subprocess.run(
+    done = cli_run(
         [*argv, "--timeout", "1", "-n", cluster.namesrv_addr],
         capture_output=True,
         text=True,

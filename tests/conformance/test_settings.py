@@ -14,7 +14,6 @@ cluster), and print the same lines once Java's stack frames are left out.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from rmq.common import javaprops
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
+from tests.cli_forkserver import run as cli_run
 from tests.conformance.java import ensure_built, start_apache_broker, start_apache_namesrv
 from tests.conformance.mqadmin_run import mqadmin, rmq_mqadmin
 from tests.procs import (
@@ -93,7 +93,7 @@ def test_a_bad_value_at_start(servers: dict[str, Servers], tmp_path: Path) -> No
         tmp_path / "broker.conf",
         {"brokerIP1": LOOPBACK, "listenPort": free_broker_port(), "fileReservedTime": -1},
     )
-    result = subprocess.run(
+    result = cli_run(
         rmq_command(["broker", "-c", str(conf)]),
         capture_output=True,
         text=True,

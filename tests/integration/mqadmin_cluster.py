@@ -35,6 +35,7 @@ from rmq.client.message import Message
 from rmq.client.producer import Producer, QueueSelector
 from rmq.remoting.bodies import MessageQueue, TopicConfig, TopicRouteData
 from rmq.remoting.client import RemotingClient
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
 
 CLUSTER = "DefaultCluster"
@@ -73,7 +74,7 @@ def run_mqadmin(
 ) -> subprocess.CompletedProcess[str]:
     """`rmq mqadmin args...` with HOME set to `home` and no NAMESRV_ADDR."""
     env = {key: value for key, value in os.environ.items() if key != "NAMESRV_ADDR"}
-    return subprocess.run(
+    return cli_run(
         rmq_command(["mqadmin", *args]),
         capture_output=True,
         text=True,

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcess, RmqProcesses
 
 TOPIC = "AclOrders"
@@ -55,7 +56,7 @@ class AclCluster:
     ) -> subprocess.CompletedProcess[str]:
         """`python -m rmq ARGS -n <name server>`, signing with `keys` (access, secret)."""
         creds = ["--access-key", keys[0], "--secret-key", keys[1]] if keys else []
-        return subprocess.run(
+        return cli_run(
             [sys.executable, "-m", "rmq", *args, "-n", self.namesrv.addr, *creds],
             env=self.env,
             input=input,
@@ -110,7 +111,7 @@ def test_produce_with_credentials_sends(cluster: AclCluster) -> None:
     result = cluster.produce(WRITER, "signed")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[0])["status"] == "SEND_OK"
-    env_signed = subprocess.run(
+    env_signed = cli_run(
         [sys.executable, "-m", "rmq", "produce", TOPIC, "-n", cluster.namesrv.addr],
         env={**cluster.env, "RMQ_ACCESS_KEY": WRITER[0], "RMQ_SECRET_KEY": WRITER[1]},
         input='{"body":"from env"}\n',

@@ -21,6 +21,7 @@ import pytest
 
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.headers import SendMessageRequestHeader
+from tests.cli_forkserver import run as cli_run
 from tests.procs import LOOPBACK, RemotingSession, RmqProcess, RmqProcesses, free_port
 
 CLUSTER = "DefaultCluster"
@@ -59,7 +60,7 @@ class Cluster:
 
     def rmq(self, *args: str, namesrv: str | None = None) -> subprocess.CompletedProcess[str]:
         """`python -m rmq ARGS -n <name server>` with stdin not a terminal."""
-        return subprocess.run(
+        return cli_run(
             [sys.executable, "-m", "rmq", *args, "-n", namesrv or self.namesrv.addr],
             env=self.env,
             stdin=subprocess.DEVNULL,

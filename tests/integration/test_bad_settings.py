@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from rmq.store.layout import CONSUMER_OFFSET_JSON, TOPICS_JSON
+from tests.cli_forkserver import run as cli_run
 from tests.offsets import commit_offset, committed_offset
 from tests.procs import (
     LOOPBACK,
@@ -37,7 +38,7 @@ GROUP, TOPIC = "DamageGroup", "DamageTopic"
 
 
 def run_rmq(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli_run(
         rmq_command(args),
         capture_output=True,
         text=True,

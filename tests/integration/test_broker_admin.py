@@ -24,6 +24,7 @@ from rmq.remoting.headers import (
     GetRouteInfoRequestHeader,
     GetTopicStatsInfoRequestHeader,
 )
+from tests.cli_forkserver import run as cli_run
 from tests.procs import (
     LOOPBACK,
     RemotingSession,
@@ -156,7 +157,7 @@ def test_sigterm_unregisters_flushes_and_frees_the_store(
 
 
 def run_rmq(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli_run(
         rmq_command(args),
         capture_output=True,
         text=True,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from rmq.remoting.headers import (
     PullMessageRequestHeader,
     SendMessageResponseHeader,
 )
+from tests.cli_forkserver import run as cli_run
 from tests.procs import (
     LOOPBACK,
     SMALL_STORE_PROPS,
@@ -220,7 +220,7 @@ def test_a_taken_fast_port_stops_the_start(tmp_path: Path, command: str) -> None
     with socket.socket() as taken:
         taken.bind((LOOPBACK, port - 2))
         taken.listen()
-        result = subprocess.run(
+        result = cli_run(
             rmq_command(args),
             capture_output=True,
             text=True,
@@ -244,7 +244,7 @@ def test_a_taken_fast_port_stops_the_start(tmp_path: Path, command: str) -> None
 
 def test_a_listen_port_without_room_for_the_fast_port_is_refused(tmp_path: Path) -> None:
     conf = write_properties(tmp_path / "broker.conf", {"listenPort": 2})
-    result = subprocess.run(
+    result = cli_run(
         rmq_command(["broker", "-c", str(conf)]),
         capture_output=True,
         text=True,

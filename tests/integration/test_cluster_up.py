@@ -21,12 +21,12 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.cli_forkserver import run as cli_run
 from tests.integration.cluster_up_process import (
     ClusterUp,
     clusters,
@@ -39,7 +39,7 @@ __all__ = ["clusters"]
 
 
 def rmq(namesrv: str, *args: str, input: bytes = b"", timeout: float = 60) -> bytes:
-    result = subprocess.run(
+    result = cli_run(
         [*rmq_command(args), "-n", namesrv],
         input=input,
         capture_output=True,
@@ -179,7 +179,7 @@ def test_a_port_in_use_stops_it_before_anything_is_written(tmp_path: Path) -> No
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind((LOOPBACK, base_port + 111))  # broker-b-s's HA port
         taken.listen()
-        result = subprocess.run(
+        result = cli_run(
             rmq_command(
                 [
                     *("cluster", "up", "2m-2s-sync", "--dir", str(directory)),

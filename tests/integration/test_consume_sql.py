@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcesses, StandaloneProcess
 
 TOPIC = "SqlFiltered"
@@ -25,7 +26,7 @@ TOPIC = "SqlFiltered"
 
 def rmq(namesrv: str, *args: str, input: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RMQ_") and k != "NAMESRV_ADDR"}
-    return subprocess.run(
+    return cli_run(
         [sys.executable, "-m", "rmq", *args, "-n", namesrv],
         input=input,
         capture_output=True,

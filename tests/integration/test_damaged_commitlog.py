@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rmq.common.recordwalk import iter_frames
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
 
 TOPIC = "DamagedTopic"
@@ -32,7 +32,7 @@ PROPS = {"mappedFileSizeCommitLog": FILE_SIZE}
 
 
 def run(args: list[str], *, input: bytes = b"", timeout: float = 120) -> str:
-    result = subprocess.run(rmq_command(args), input=input, capture_output=True, timeout=timeout)
+    result = cli_run(rmq_command(args), input=input, capture_output=True, timeout=timeout)
     assert result.returncode == 0, result.stderr.decode()
     return result.stdout.decode()
 
@@ -123,7 +123,7 @@ def test_a_last_file_cut_short_is_grown_back_and_verify_stays_clean(
     assert broker.stop() == 0
     names = [f.name for f in commitlog_files(store)]
     assert all(int(name) % FILE_SIZE == 0 for name in names), names
-    verify = subprocess.run(
+    verify = cli_run(
         rmq_command(["inspect", str(store), "verify", "-o", "json"]),
         capture_output=True,
         timeout=120,

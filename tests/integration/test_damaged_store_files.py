@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
 from tests.integration.test_damaged_commitlog import (
     BODY_PAD,
     FILE_SIZE,
@@ -78,7 +78,7 @@ def check_everything_readable(
     shown = json.loads(run(["inspect", str(store), "recovery", "-o", "json"]))
     assert [m["file"] for r in shown for m in r["setAside"]] == [relative]
     assert broker.stop() == 0
-    verify = subprocess.run(
+    verify = cli_run(
         rmq_command(["inspect", str(store), "verify", "-o", "json"]),
         capture_output=True,
         timeout=120,

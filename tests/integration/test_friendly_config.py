@@ -9,6 +9,7 @@ import os
 import subprocess
 from typing import Any
 
+from tests.cli_forkserver import run as cli_run
 from tests.integration.mqadmin_cluster import CLUSTER, MqadminCluster
 from tests.procs import rmq_command
 
@@ -18,7 +19,7 @@ def rmq(
 ) -> subprocess.CompletedProcess[str]:
     """`rmq args... -n <namesrv>` with HOME set to the cluster's and no NAMESRV_ADDR."""
     env = {key: value for key, value in os.environ.items() if key != "NAMESRV_ADDR"}
-    return subprocess.run(
+    return cli_run(
         rmq_command([*args, "-n", cluster.namesrv_addr]),
         capture_output=True,
         text=True,

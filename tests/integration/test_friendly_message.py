@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 from typing import Any
 
 import pytest
 
 from rmq.common.msgid import offset_msg_id, pack_host
+from tests.cli_forkserver import run as cli_run
 from tests.integration.mqadmin_cluster import GROUP, TOPIC, MqadminCluster
 from tests.integration.test_friendly_config import as_json, rmq
 from tests.procs import rmq_command
@@ -137,7 +137,7 @@ def test_by_offset(mqadmin_cluster: MqadminCluster) -> None:
 
 def test_resend(mqadmin_cluster: MqadminCluster) -> None:
     record = '{"body":"again","tags":"TagR","keys":["FriendlyResend"]}\n'
-    done = subprocess.run(
+    done = cli_run(
         rmq_command(["produce", "broker-a", "-n", mqadmin_cluster.namesrv_addr]),
         input=record,
         capture_output=True,

@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 
+from tests.cli_forkserver import run as cli_run
 from tests.integration.mqadmin_cluster import GROUP, MEMBERS, TOPIC, MqadminCluster
 from tests.integration.test_friendly_config import as_json, rmq
 from tests.procs import rmq_command
@@ -80,7 +81,7 @@ def test_monitor_failures(mqadmin_cluster: MqadminCluster) -> None:
     done = rmq(mqadmin_cluster, "monitor", "--rounds", "0")
     assert done.returncode == 2
     assert len(done.stderr.splitlines()) == 1
-    done = subprocess.run(
+    done = cli_run(
         rmq_command(["monitor", "-n", "127.0.0.1:1", "--rounds", "1"]),
         capture_output=True,
         text=True,

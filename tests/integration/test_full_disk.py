@@ -9,7 +9,6 @@ the filler is deleted, and that every message answered SEND_OK can be pulled.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
 from tests.brokercalls import pull_bodies, query_by_key
+from tests.cli_forkserver import run as cli_run
 from tests.procs import (
     RemotingSession,
     RmqProcess,
@@ -185,7 +185,7 @@ def test_an_index_file_that_cannot_be_created_leaves_sends_alone_and_is_caught_u
     assert len(index_errors(broker)) == 1
     assert "index caught up" in broker.log_text()
     broker.stop_cleanly()
-    verify = subprocess.run(
+    verify = cli_run(
         rmq_command(["inspect", str(small_disk / "store"), "verify", "-o", "json"]),
         capture_output=True,
         timeout=120,

@@ -34,6 +34,7 @@ import pytest
 
 from rmq.remoting.bodies import KVTable, TopicConfigSerializeWrapper
 from rmq.remoting.codes import RequestCode, ResponseCode
+from tests.cli_forkserver import run as cli_run
 from tests.integration.cluster_up_process import ClusterUp, clusters, start_cluster
 from tests.interop.cpp_client import run_cpp
 from tests.procs import RemotingSession, RmqProcesses, rmq_command, send_header
@@ -48,7 +49,7 @@ def rmq_env() -> dict[str, str]:
 
 
 def rmq(namesrv: str, *args: str, timeout: float = 60) -> bytes:
-    result = subprocess.run(
+    result = cli_run(
         [*rmq_command(args), "-n", namesrv], capture_output=True, timeout=timeout, env=rmq_env()
     )
     assert result.returncode == 0, result.stderr.decode()

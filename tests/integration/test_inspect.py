@@ -35,6 +35,7 @@ from rmq.client.message import Message
 from rmq.client.producer import Producer
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.client import RemotingClient
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcess, RmqProcesses, rmq_command
 
 TOPIC = "InspectTopic"
@@ -101,7 +102,7 @@ def inspect(
     root: Path, *args: str, home: Path | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home or root.parent)}
-    result = subprocess.run(
+    result = cli_run(
         rmq_command(["inspect", str(root), *args]),
         capture_output=True,
         text=True,

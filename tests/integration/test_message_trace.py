@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcesses, StandaloneProcess
 
 TRACE_PROPS = {"traceTopicEnable": True, "messageDelayLevel": " ".join(["1s"] * 18)}
@@ -35,7 +36,7 @@ def standalone(rmq_processes: RmqProcesses) -> StandaloneProcess:
 def rmq(
     server: StandaloneProcess, *args: str, stdin: bytes = b""
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli_run(
         [sys.executable, "-m", "rmq", *args, "-n", server.namesrv_addr],
         input=stdin.decode(),
         capture_output=True,

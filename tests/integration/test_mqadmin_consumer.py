@@ -16,6 +16,7 @@ import pytest
 from rmq.client import api
 from rmq.remoting.bodies import MessageQueue
 from rmq.remoting.client import RemotingClient
+from tests.cli_forkserver import run as cli_run
 from tests.integration.mqadmin_cluster import (
     BROKERS,
     CLUSTER,
@@ -32,7 +33,7 @@ PRODUCER_GROUP = "MqaLiveProducers"
 
 
 def _rmq(cluster: MqadminCluster, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
+    done = cli_run(
         rmq_command([*args, "-n", cluster.namesrv_addr]),
         input=stdin,
         capture_output=True,

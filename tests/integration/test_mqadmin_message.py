@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rmq.common.javahash import java_hash
 from rmq.common.msgid import decode_offset_msg_id
+from tests.cli_forkserver import run as cli_run
 from tests.integration.mqadmin_cluster import (
     BROKERS,
     GROUP,
@@ -276,7 +277,7 @@ def test_query_msg_by_unique_key_consumes_directly(mqadmin_cluster: MqadminClust
 
 def test_query_msg_by_id_resends(mqadmin_cluster: MqadminCluster) -> None:
     record = '{"body":"again","tags":"TagR","keys":["MqaResend"]}\n'
-    done = subprocess.run(
+    done = cli_run(
         rmq_command(["produce", "broker-a", "-n", mqadmin_cluster.namesrv_addr]),
         input=record,
         capture_output=True,
@@ -300,7 +301,7 @@ def test_a_closed_output_ends_the_command_quietly(mqadmin_cluster: MqadminCluste
     """`rmq mqadmin printMsg ... | head`: the reader goes away while the command writes more
     than a pipe holds; no failure is printed, the exit code is 1 (as `rmq consume | head`)."""
     big = json.dumps({"body": "x" * 4000, "keys": ["ClosedPipe"]}) + "\n"
-    subprocess.run(
+    cli_run(
         rmq_command(["produce", "broker-b", "-n", mqadmin_cluster.namesrv_addr]),
         input=big * 4,
         capture_output=True,

@@ -38,6 +38,7 @@ from rmq.remoting.headers import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RemotingSession, RmqProcess, RmqProcesses, rmq_command, unique
 
 FAQ_HINT = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
@@ -705,7 +706,7 @@ def test_namesrv_config_get_update_and_order_topics(rmq_processes: RmqProcesses)
 
 
 def run_rmq(args: Sequence[str], home: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli_run(
         rmq_command(args),
         capture_output=True,
         text=True,

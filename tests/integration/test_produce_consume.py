@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcesses, StandaloneProcess, free_port
 
 _names = itertools.count()
@@ -52,7 +53,7 @@ class Cli:
     def run(
         self, *args: str, input: bytes = b"", timeout: float = 60
     ) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
+        return cli_run(
             self.argv(*args), input=input, capture_output=True, env=self.env, timeout=timeout
         )
 
@@ -146,7 +147,7 @@ def test_ten_thousand_messages_round_trip_intact_and_once(cli: Cli, tmp_path: Pa
         f"{shlex.join(cli.argv('consume', first, '-e'))} | tee {shlex.quote(str(copy))}"
         f" | {shlex.join(cli.argv('produce', second, '--async', '--summary'))}"
     )
-    piped = subprocess.run(
+    piped = cli_run(
         pipeline, shell=True, capture_output=True, env=cli.env, timeout=120, check=False
     )
     assert piped.returncode == 0, piped.stderr.decode()

@@ -22,6 +22,7 @@ import pytest
 from rmq.common import javaprops
 from rmq.remoting.codes import RequestCode, ResponseCode
 from rmq.remoting.command import RemotingCommand
+from tests.cli_forkserver import run as cli_run
 from tests.floods import send_message
 from tests.procs import RemotingSession, RmqProcess, RmqProcesses, rmq_command, unique
 from tests.settings_table import AT_ONCE, BLACK_LISTED, BROKER, NAMESRV, Key
@@ -162,7 +163,7 @@ def test_the_lines_of_the_answer_hold(rmq_processes: RmqProcesses) -> None:
 
 def run_rmq(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key != "NAMESRV_ADDR"}
-    return subprocess.run(
+    return cli_run(
         rmq_command(list(args)),
         capture_output=True,
         text=True,

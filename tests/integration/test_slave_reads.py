@@ -8,7 +8,6 @@ when it returns.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ from rmq.remoting.headers import (
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from tests.cli_forkserver import run as cli_run
 from tests.integration.test_replication import (
     HA_PROPS,
     runtime_info,
@@ -190,7 +190,7 @@ def test_consumers_read_from_the_slave_while_the_master_is_dead(
 
     master.kill()
     wait_for("the master gone from the route", lambda: route_ids(session, namesrv) == {1})
-    read = subprocess.run(
+    read = cli_run(
         rmq_command(["consume", TOPIC, "-n", namesrv.addr, "-e", "-f", "%v\\n"]),
         capture_output=True,
         timeout=120,

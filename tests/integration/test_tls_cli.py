@@ -21,6 +21,7 @@ from rmq.remoting import tls
 from rmq.remoting.codes import RequestCode
 from rmq.remoting.command import create_request
 from rmq.remoting.frame import encode_frame
+from tests.cli_forkserver import run as cli_run
 from tests.procs import LOOPBACK, RmqProcesses, StandaloneProcess, rmq_command
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
@@ -47,7 +48,7 @@ def _standalone(
 
 
 def _rmq(args: Sequence[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return cli_run(
         rmq_command(args),
         input=stdin,
         capture_output=True,
@@ -82,7 +83,7 @@ def test_enforcing_serves_tls_clients_and_refuses_plain_ones(processes: RmqProce
     assert "TLS enforcing mode" in server.log_text()
     _check_fast_port(server.port - 2)
 
-    listed = subprocess.run(
+    listed = cli_run(
         rmq_command(["mqadmin", "clusterList", "-n", server.namesrv_addr]),
         capture_output=True,
         text=True,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
 from tests.integration.mqadmin_cluster import BROKERS, CLUSTER, GROUP, QUEUES, TOPIC, MqadminCluster
 from tests.procs import rmq_command
 
@@ -20,7 +21,7 @@ from tests.procs import rmq_command
 def rmq(cluster: MqadminCluster, *args: str) -> subprocess.CompletedProcess[str]:
     """`rmq ARGS -n <name server>`, stdin not a terminal, no NAMESRV_ADDR or RMQ_OUTPUT."""
     env = {k: v for k, v in os.environ.items() if k not in ("NAMESRV_ADDR", "RMQ_OUTPUT")}
-    return subprocess.run(
+    return cli_run(
         rmq_command([*args, "-n", cluster.namesrv_addr]),
         capture_output=True,
         text=True,

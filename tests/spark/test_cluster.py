@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rmq.spark.failures import PYTHON_HINT, STORE_HINT
+from tests.cli_forkserver import run as cli_run
 from tests.procs import RmqProcess, RmqProcesses
 from tests.spark.cluster import SPARK_HOME, SPARK_SUBMIT, StandaloneCluster, driver_env
 from tests.spark.records import build_spec_store, stored_records
@@ -73,7 +74,7 @@ def driver_only_store(cluster: StandaloneCluster, store: Path) -> Iterator[Path]
 def spark_export(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``rmq spark-export args`` run from ``cwd`` (not the source tree, whose rmq a Python
     started there would import)."""
-    return subprocess.run(
+    return cli_run(
         [sys.executable, "-m", "rmq", "spark-export", *args],
         capture_output=True,
         text=True,
@@ -169,7 +170,7 @@ def test_a_store_only_the_driver_reads_ends_in_one_line_under_spark_submit(
 ) -> None:
     """spark-submit's --master is the one the job runs on: a local run would read the store."""
     out = tmp_path / "out"
-    done = subprocess.run(
+    done = cli_run(
         [
             str(SPARK_SUBMIT),
             *("--master", cluster.master_url),
@@ -216,7 +217,7 @@ def test_a_pyspark_job_gets_the_line_as_its_exception(
         spark.stop()
         """
     )
-    done = subprocess.run(
+    done = cli_run(
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,

@@ -40,18 +40,22 @@ from rmq.remoting.client import RemotingClient
 from rmq.remoting.errors import RemotingError
 
 __all__ = [
-    "DEFAULT_LOCAL_OFFSET_STORE_DIR",
     "LocalFileOffsetStore",
     "OffsetSerializeWrapper",
     "OffsetStore",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",
+    "default_local_offset_store_dir",
 ]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_LOCAL_OFFSET_STORE_DIR = Path.home() / ".rocketmq_offsets"
-"""Java's ``rocketmq.client.localOffsetStoreDir`` default."""
+
+def default_local_offset_store_dir() -> Path:
+    """Java's ``rocketmq.client.localOffsetStoreDir`` default, under the home directory of
+    the moment (read when a store is made, not when this module is imported)."""
+    return Path.home() / ".rocketmq_offsets"
+
 
 NOT_FOUND = -1
 """``read_offset``: the store holds no offset for the queue."""
@@ -194,7 +198,7 @@ class LocalFileOffsetStore(OffsetStore):
 
     def __init__(self, client_id: str, group: str, store_dir: Path | None = None) -> None:
         super().__init__(group)
-        base = store_dir if store_dir is not None else DEFAULT_LOCAL_OFFSET_STORE_DIR
+        base = store_dir if store_dir is not None else default_local_offset_store_dir()
         self.path = base / client_id / group / "offsets.json"
 
     def load(self) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_forkserver import run as cli_run
+
 RunRmq = Callable[..., subprocess.CompletedProcess[str]]
 
 _CLEARED = ("NAMESRV_ADDR", "XDG_CONFIG_HOME", "NO_COLOR", "_RMQ_COMPLETE")
@@ -40,7 +42,7 @@ def rmq(cli_env: dict[str, str]) -> RunRmq:
     def run(
         *args: str, env: dict[str, str] | None = None, input: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return cli_run(
             [sys.executable, "-m", "rmq", *args],
             env={**cli_env, **(env or {})},
             input=input if input is not None else "",
